@@ -1,0 +1,539 @@
+//===- MoeOps.td - moe dialect operations ------------------*- tablegen -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The public ops of the `moe` dialect. Names, operand order, attribute names
+// and types, and semantics are pinned by SPEC.md; the custom assembly syntax
+// is ours. Enum attributes are printed as bare keywords in the custom form
+// (`scoring = softmax`) through the `EnumKeyword` custom directive, and as
+// `#moe.scoring<softmax>` in attribute dictionaries and the generic form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_DIALECT_MOE_IR_MOEOPS_TD
+#define MOE_MLIR_DIALECT_MOE_IR_MOEOPS_TD
+
+include "moe-mlir/Dialect/Moe/IR/MoeBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+/// Every moe op is side-effect free and has a C++ verifier.
+class Moe_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Moe_Dialect, mnemonic, !listconcat([Pure], traits)> {
+  let hasVerifier = 1;
+}
+
+/// Ops whose result types follow from operands and attributes. The inferred
+/// types are checked for compatibility only (dynamic dims match anything);
+/// verify() then demands the exact type with a precise diagnostic, so
+/// invalid IR reports the broken rule rather than a type mismatch.
+class Moe_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Moe_Op<mnemonic, !listconcat(traits,
+                                   [InferTypeOpAdaptorWithIsCompatible])>;
+
+//===----------------------------------------------------------------------===//
+// Routing
+//===----------------------------------------------------------------------===//
+
+def Moe_TopKOp : Moe_InferredOp<"topk"> {
+  let summary = "per-row top-k values and their indices";
+  let description = [{
+    For every row of `input` (`T x E`), returns the `k` largest entries in
+    descending order and their column indices.
+
+    Ordering is total and deterministic: of two equal values the one with the
+    lower expert index comes first, and NaN ranks below every number
+    (including `-inf`); NaNs keep ascending index order among themselves.
+
+    Constraints: `E` is static and `1 <= k <= E`. `T` may be dynamic
+    (including 0).
+
+    Follows `gating_topk` of the TVM/MLC-LLM MoE operators.
+
+    Example:
+
+    ```mlir
+    %vals, %ids = moe.topk %scores k = 2
+        : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$input, I64Attr:$k);
+  let results = (outs Moe_FloatTensorOfRank<2>:$values,
+                      Moe_IndexTensorOfRank<2>:$indices);
+  let assemblyFormat = [{
+    $input `k` `=` $k attr-dict `:` type($input) `->` type($values) `,`
+    type($indices)
+  }];
+}
+
+def Moe_RouteOp : Moe_Op<"route"> {
+  let summary = "gating: scores, (group-limited) top-k selection and weights";
+  let description = [{
+    Routes every token (row of `logits`, `T x E`) to `k` experts. Per row,
+    all in `f32`:
+
+    1. `s = softmax(logits)` over `E` (`scoring = softmax`), or
+       `s = sigmoid(logits)` (`scoring = sigmoid`).
+    2. `c = s + bias` when the optional `bias` (`E`, f32; DeepSeek-V3's
+       score-correction bias) is given, else `c = s`.
+    3. If `n_group > 1`: `E` is split into `n_group` equal groups; each group
+       is scored by the max of `c` in it (`group_score = max`) or by the sum
+       of its two largest `c` (`top2_sum`); the `topk_group` best groups are
+       kept (ties: lower group index) and the experts of the others are
+       excluded.
+    4. `indices` = the `k` best remaining experts by `c` (ties: lower index).
+    5. `weights` = `s` at those indices (the unbiased scores).
+    6. If `normalize`, the `k` weights are divided by their sum; then they
+       are multiplied by `scaling`.
+
+    Non-finite logits: NaN counts as `-inf` and `+inf` as the largest finite
+    f32. A row whose selected scores are all zero gets weights 0, never NaN,
+    and its ids stay distinct.
+
+    Constraints: `E % n_group == 0`, `1 <= topk_group <= n_group`,
+    `1 <= k <= topk_group * E / n_group`, `bias` has length `E`, `top2_sum`
+    needs at least two experts per group, `scaling` is finite. The weights'
+    element type `W` is any float type (usually the logits' type or f32).
+
+    Follows `gating_softmax_topk` and `group_limited_greedy_topk` of the
+    TVM/MLC-LLM MoE operators (`group_limited_greedy` = softmax + `max`,
+    `noaux_tc` = sigmoid + bias + `top2_sum`).
+
+    Example (DeepSeek-V3 style):
+
+    ```mlir
+    %w, %ids = moe.route %logits bias(%b : tensor<256xf32>) k = 8
+        scoring = sigmoid
+        {normalize = true, n_group = 8 : i64, topk_group = 4 : i64,
+         group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32}
+        : tensor<?x256xf32> -> tensor<?x8xf32>, tensor<?x8xi32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$logits,
+                       Optional<Moe_F32Vector>:$bias,
+                       I64Attr:$k,
+                       Moe_ScoringAttr:$scoring,
+                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
+                       DefaultValuedAttr<I64Attr, "1">:$n_group,
+                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
+                       DefaultValuedAttr<Moe_GroupScoreAttr,
+                                         "::mlir::moe::GroupScore::max">:$group_score,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+  let results = (outs Moe_FloatTensorOfRank<2>:$weights,
+                      Moe_IndexTensorOfRank<2>:$indices);
+  let assemblyFormat = [{
+    $logits (`bias` `(` $bias^ `:` type($bias) `)`)? `k` `=` $k
+    `scoring` `=` custom<EnumKeyword>($scoring) attr-dict `:` type($logits)
+    `->` type($weights) `,` type($indices)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Dispatch metadata
+//===----------------------------------------------------------------------===//
+
+def Moe_CumsumOp : Moe_InferredOp<"cumsum"> {
+  let summary = "expert-major inclusive prefix sum of the dispatch mask";
+  let description = [{
+    `mask[t][e]` counts the slots of row `t` of `indices` (`T x k`) that name
+    expert `e`. The result (`E*T`, dynamic when `T` is) is the inclusive
+    prefix sum of `mask` transposed to expert-major order and flattened:
+    position `e*T + t`. Ids outside `[0, E)` (for example -1 for an expert
+    that is not local) are not counted.
+
+    Constraints: `num_experts >= 1`, `k` static, static `E*T < 2^31`.
+
+    Follows `moe_cumsum` of the TVM/MLC-LLM MoE operators. With
+    `indices = [[0, 1], [1, 2], [3, 4], [2, 5]]` and `num_experts = 6` the
+    result is `[1,1,1,1, 2,3,3,3, 3,4,4,5, 5,5,6,6, 6,6,7,7, 7,7,7,8]`.
+
+    Example:
+
+    ```mlir
+    %cs = moe.cumsum %ids num_experts = 6 : tensor<4x2xi32> -> tensor<24xi32>
+    ```
+  }];
+  let arguments = (ins Moe_IndexTensorOfRank<2>:$indices, I64Attr:$num_experts);
+  let results = (outs Moe_IndexTensorOfRank<1>:$result);
+  let assemblyFormat = [{
+    $indices `num_experts` `=` $num_experts attr-dict `:` type($indices) `->`
+    type($result)
+  }];
+}
+
+def Moe_GetIndicesOp : Moe_InferredOp<"get_indices"> {
+  let summary = "expert-grouped permutation of the (token, slot) pairs";
+  let description = [{
+    For every token `b` and slot `j` with `e = indices[b][j]` in `[0, E)` and
+    `p = cumsum[e*T + b] - 1`: `reverse_indices[p] = b*k + j` and
+    `token_indices[p] = b`. Rows end up grouped by expert, experts ascending,
+    tokens ascending inside an expert. `E` is `size(cumsum) / T`.
+
+    Beyond the seed: if one row names an expert twice, those slots take
+    consecutive positions in slot order (ending at `p`); slots whose id is
+    outside `[0, E)` are not dispatched and take the positions after all
+    dispatched rows, in `(b, j)` order. `reverse_indices` is therefore always
+    a permutation of `[0, T*k)`. Both results have `T*k` elements.
+
+    Constraints: `k` static; when both sizes are static, `size(cumsum)` is a
+    multiple of `T` (for `T > 0`).
+
+    Follows `get_indices` of the TVM/MLC-LLM MoE operators.
+
+    Example:
+
+    ```mlir
+    %rev, %tok = moe.get_indices %cs, %ids
+        : tensor<?xi32>, tensor<?x2xi32> -> tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Moe_IndexTensorOfRank<1>:$cumsum,
+                       Moe_IndexTensorOfRank<2>:$indices);
+  let results = (outs Moe_IndexTensorOfRank<1>:$reverse_indices,
+                      Moe_IndexTensorOfRank<1>:$token_indices);
+  let assemblyFormat = [{
+    $cumsum `,` $indices attr-dict `:` type($cumsum) `,` type($indices) `->`
+    type($reverse_indices) `,` type($token_indices)
+  }];
+}
+
+def Moe_GetIndptrOp : Moe_Op<"get_indptr"> {
+  let summary = "per-expert row offsets from the dispatch cumsum";
+  let description = [{
+    Reads the end offset of each expert group from `cumsum` (`E*T`):
+    `end_e = cumsum[(e+1)*T - 1]` (0 when `T = 0`). With
+    `inclusive = false` the result is `[0, end_0, ..., end_(E-1)]`
+    (`E+1` elements, the exclusive offsets `moe.grouped_matmul` takes); with
+    `inclusive = true` it is `[end_0, ..., end_(E-1)]` (`E` elements). The
+    element type `R` is `i32` or `i64`.
+
+    Constraints: `num_experts >= 1`; a static `cumsum` length is a multiple
+    of `num_experts`.
+
+    Follows `get_indptr` of the TVM/MLC-LLM MoE operators.
+
+    Example:
+
+    ```mlir
+    %offsets = moe.get_indptr %cs num_experts = 8 : tensor<?xi32> -> tensor<9xi32>
+    %ends = moe.get_indptr %cs num_experts = 8 {inclusive = true}
+        : tensor<?xi32> -> tensor<8xi64>
+    ```
+  }];
+  let arguments = (ins Moe_IndexTensorOfRank<1>:$cumsum, I64Attr:$num_experts,
+                       DefaultValuedAttr<BoolAttr, "false">:$inclusive);
+  let results = (outs TensorRankOf<[I32, I64], [1]>:$result);
+  let assemblyFormat = [{
+    $cumsum `num_experts` `=` $num_experts attr-dict `:` type($cumsum) `->`
+    type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Moe_GatherOp : Moe_InferredOp<"gather"> {
+  let summary = "gather rows: out[m] = input[indices[m]]";
+  let description = [{
+    `out[m] = input[indices[m]]` for `input` (`T x H`) and `indices` (`M`).
+    An index outside `[0, T)` yields a zero row; nothing is ever read out of
+    bounds. `H` must be static.
+
+    Example:
+
+    ```mlir
+    %rows = moe.gather %x[%tok] : tensor<?x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$input,
+                       Moe_IndexTensorOfRank<1>:$indices);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` type($input) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+def Moe_ScatterOp : Moe_InferredOp<"scatter"> {
+  let summary = "scatter rows: out[indices[i]] = input[i]";
+  let description = [{
+    `out[indices[i]] = input[i]` for `input` (`M x H`) and `indices` (`M`).
+    Rows that nothing writes are zero; an index outside `[0, M)` drops that
+    row. When two rows name the same destination the later one (higher `i`)
+    wins. `H` must be static.
+
+    Follows `scatter_output` of the TVM/MLC-LLM MoE operators.
+
+    Example:
+
+    ```mlir
+    %out = moe.scatter %y[%rev] : tensor<?x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$input,
+                       Moe_IndexTensorOfRank<1>:$indices);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` type($input) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Expert compute
+//===----------------------------------------------------------------------===//
+
+def Moe_GroupedMatmulOp : Moe_Op<"grouped_matmul"> {
+  let summary = "matmul over ragged, contiguous expert row groups";
+  let description = [{
+    Row `m` of `lhs` (`M x K`) with `offsets[e] <= m < offsets[e+1]` is
+    multiplied by expert `e`'s matrix: `rhs[e]` (`E x K x N`), or its
+    transpose when `transpose_rhs` (`rhs` is `E x N x K`, the `x @ w^T`
+    "linear" layout), plus `bias[e]` (`E x N`) when given. Products are
+    accumulated in f32 and the result (`M x N`) has element type `O`, either
+    the operands' type `F` or `f32`.
+
+    `offsets` (`E+1`, i32) are the exclusive offsets `moe.get_indptr`
+    produces. Rows outside `[offsets[0], offsets[E])` are zero, so are rows
+    of empty experts' ranges; offsets are clamped to `[0, M]` at run time
+    and a decreasing pair is an empty group.
+
+    Constraints: `K`, `N`, `E` static; `lhs`, `rhs` and `bias` share `F`.
+
+    Follows `matmul_ogs` of triton_kernels (without gather/scatter) and the
+    expert loop of a C++ expert-GEMM dispatch.
+
+    Example:
+
+    ```mlir
+    %h = moe.grouped_matmul %rows, %w_up offsets(%off : tensor<9xi32>)
+        : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Moe_FloatTensorOfRank<3>:$rhs,
+                       Moe_IndexTensorOfRank<1>:$offsets,
+                       Optional<Moe_FloatTensorOfRank<2>>:$bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `offsets` `(` $offsets `:` type($offsets) `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+}
+
+def Moe_GluOp : Moe_InferredOp<"glu"> {
+  let summary = "gated linear unit: act(gate) * (up + up_bias)";
+  let description = [{
+    Splits every row of `input` (`M x 2N`) into a gate and an up half
+    (`layout = concat`: gate = first `N` columns, up = last `N`;
+    `interleaved`: gate = even columns, up = odd ones) and returns
+    `act(gate) * (up + up_bias)` (`M x N`), computed in f32.
+
+    `activation`: `silu` (`x * sigmoid(alpha * x)`), `gelu` (erf form) or
+    `gelu_tanh` (tanh approximation). When `limit` is given the gate is
+    clamped to `<= limit` and up to `[-limit, limit]` before use
+    (gpt-oss's SwiGLU: `alpha = 1.702`, `limit = 7.0`, `up_bias = 1.0`).
+
+    Constraints: the input's column count is static and even; `alpha` and
+    `up_bias` are finite; `limit`, when given, is finite and `> 0`.
+
+    Follows `silu_and_mul` of a C++ expert loop (silu, concat) and the
+    swiglu fused activation of triton_kernels (interleaved, alpha, limit).
+
+    Example:
+
+    ```mlir
+    %a = moe.glu %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32,
+                                      up_bias = 1.0 : f32}
+        : tensor<?x256xbf16> -> tensor<?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$input,
+                       Moe_ActivationAttr:$activation,
+                       Moe_GluLayoutAttr:$layout,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $input custom<EnumKeyword>($activation) custom<EnumKeyword>($layout)
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Combine and converters
+//===----------------------------------------------------------------------===//
+
+def Moe_CombineOp : Moe_InferredOp<"combine"> {
+  let summary = "weighted k-way sum of expert outputs, in slot order";
+  let description = [{
+    `out[t] = sum_j weights[t][j] * input[t][j]` for `input` (`T x k x H`)
+    and the optional `weights` (`T x k`, any float type `W`); without
+    weights it is the plain sum. The sum is accumulated in f32 in slot order
+    `j = 0, 1, ..., k-1`, so results are deterministic. The result has the
+    input's element type.
+
+    Constraints: `k` and `H` static; `weights` is `T x k`.
+
+    Follows `moe_sum` of the TVM/MLC-LLM MoE operators and the weighted
+    accumulate of a C++ expert loop.
+
+    Example:
+
+    ```mlir
+    %y = moe.combine %parts weights(%w : tensor<?x2xf32>)
+        : tensor<?x2x64xbf16> -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<3>:$input,
+                       Optional<Moe_FloatTensorOfRank<2>>:$weights);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $input (`weights` `(` $weights^ `:` type($weights) `)`)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
+def Moe_IndicesToMultihotOp : Moe_InferredOp<"indices_to_multihot"> {
+  let summary = "top-k ids and probabilities to multi-hot form";
+  let description = [{
+    From `indices` (`T x k`) and `probs` (`T x k`), builds per row `t`:
+    `multihot[t][e]` (`i1`) true when some slot names expert `e`,
+    `probs_multihot[t][e]` that slot's probability (else 0), and
+    `position_map[t][e]` that slot's index `j` (else -1). Ids `< 0` or
+    `>= num_experts` (not local) are ignored. When a row names an expert
+    twice, the later slot wins.
+
+    Constraints: `num_experts >= 1`, `k` static, `probs` is `T x k`.
+
+    Follows the forward pass of Megatron-Core's fused indices converter.
+
+    Example:
+
+    ```mlir
+    %mh, %pm, %pos = moe.indices_to_multihot %ids, %probs num_experts = 8
+        : tensor<?x2xi32>, tensor<?x2xf32>
+        -> tensor<?x8xi1>, tensor<?x8xf32>, tensor<?x8xi32>
+    ```
+  }];
+  let arguments = (ins Moe_IndexTensorOfRank<2>:$indices,
+                       Moe_FloatTensorOfRank<2>:$probs,
+                       I64Attr:$num_experts);
+  let results = (outs TensorRankOf<[I1], [2]>:$multihot,
+                      Moe_FloatTensorOfRank<2>:$probs_multihot,
+                      Moe_IndexTensorOfRank<2>:$position_map);
+  let assemblyFormat = [{
+    $indices `,` $probs `num_experts` `=` $num_experts attr-dict `:`
+    type($indices) `,` type($probs) `->` type($multihot) `,`
+    type($probs_multihot) `,` type($position_map)
+  }];
+}
+
+def Moe_MultihotToIndicesOp : Moe_InferredOp<"multihot_to_indices"> {
+  let summary = "multi-hot probabilities back to top-k slot order";
+  let description = [{
+    `probs[t][position_map[t][e]] = probs_multihot[t][e]` for every `e` with
+    `0 <= position_map[t][e] < k`; slots no expert maps to are zero. When
+    two experts map to the same slot, the higher expert index wins.
+
+    Constraints: `k >= 1`; `E` static; both operands are `T x E`.
+
+    Follows the backward pass of Megatron-Core's fused indices converter.
+
+    Example:
+
+    ```mlir
+    %p = moe.multihot_to_indices %pm, %pos k = 2
+        : tensor<?x8xf32>, tensor<?x8xi32> -> tensor<?x2xf32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$probs_multihot,
+                       Moe_IndexTensorOfRank<2>:$position_map,
+                       I64Attr:$k);
+  let results = (outs Moe_FloatTensorOfRank<2>:$probs);
+  let assemblyFormat = [{
+    $probs_multihot `,` $position_map `k` `=` $k attr-dict `:`
+    type($probs_multihot) `,` type($position_map) `->` type($probs)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Composite
+//===----------------------------------------------------------------------===//
+
+def Moe_FfnOp : Moe_InferredOp<"ffn"> {
+  let summary = "a whole MoE feed-forward layer";
+  let description = [{
+    Computes exactly the primitive chain
+
+    ```
+    route -> cumsum -> get_indices -> get_indptr -> gather(token_indices)
+      -> grouped_matmul(w_up) -> glu -> grouped_matmul(w_down)
+      -> scatter(reverse_indices) -> reshape to T x k x H -> combine(weights)
+    ```
+
+    on `x` (`T x H`) and `logits` (`T x E`), with `w_up` (`E x H x 2I`, or
+    `E x 2I x H` when `transpose_weights`), `w_down` (`E x I x H`, or
+    `E x H x I` when `transpose_weights`) and the optional routing `bias`
+    (`E`, f32). It carries every `moe.route` attribute and every `moe.glu`
+    attribute, with the same meaning and defaults. `--moe-decompose` expands
+    it into the chain; a frontend emits this one op and the compiler owns
+    everything below it.
+
+    Constraints: all of `moe.route`'s and `moe.glu`'s; `x`, `logits`,
+    `w_up` and `w_down` share one float type; `H`, `I`, `E` static and
+    consistent across the operands.
+
+    Example (Mixtral-style, T dynamic):
+
+    ```mlir
+    %y = moe.ffn %x, %logits, %w_up, %w_down k = 2 scoring = softmax
+        activation = silu layout = concat {normalize = true}
+        : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>,
+          tensor<8x128x64xbf16> -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$x,
+                       Moe_FloatTensorOfRank<2>:$logits,
+                       Moe_FloatTensorOfRank<3>:$w_up,
+                       Moe_FloatTensorOfRank<3>:$w_down,
+                       Optional<Moe_F32Vector>:$bias,
+                       I64Attr:$k,
+                       Moe_ScoringAttr:$scoring,
+                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
+                       DefaultValuedAttr<I64Attr, "1">:$n_group,
+                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
+                       DefaultValuedAttr<Moe_GroupScoreAttr,
+                                         "::mlir::moe::GroupScore::max">:$group_score,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling,
+                       Moe_ActivationAttr:$activation,
+                       Moe_GluLayoutAttr:$layout,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weights);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $x `,` $logits `,` $w_up `,` $w_down (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `k` `=` $k `scoring` `=` custom<EnumKeyword>($scoring)
+    `activation` `=` custom<EnumKeyword>($activation)
+    `layout` `=` custom<EnumKeyword>($layout) attr-dict `:` type($x) `,`
+    type($logits) `,` type($w_up) `,` type($w_down) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The expert count E.
+    int64_t getNumExperts() { return getLogits().getType().getDimSize(1); }
+    /// The expert intermediate size I (half of w_up's output width).
+    int64_t getIntermediateSize();
+    /// The hidden size H.
+    int64_t getHiddenSize() { return getX().getType().getDimSize(1); }
+  }];
+}
+
+#endif // MOE_MLIR_DIALECT_MOE_IR_MOEOPS_TD

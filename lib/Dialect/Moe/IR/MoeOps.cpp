@@ -1,0 +1,672 @@
+//===- MoeOps.cpp - moe dialect operations --------------------------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Verifiers, result type inference and custom directives of the moe ops.
+//
+// Verification order: ODS checks ranks and element-type families first; the
+// InferTypeOpInterface check only compares result counts and ranks (see
+// isCompatibleReturnTypes); verify() then checks every static rule of
+// SPEC.md and, last, that each result type is exactly the inferred one.
+// That order makes every broken rule report itself instead of a type
+// mismatch it causes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::moe;
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// Parses an enum attribute written as its bare keyword (`softmax`).
+template <typename AttrT>
+static ParseResult parseEnumKeyword(OpAsmParser &parser, AttrT &attr) {
+  using EnumT = decltype(std::declval<AttrT>().getValue());
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<EnumT> value = symbolizeEnum<EnumT>(keyword);
+  if (!value)
+    return parser.emitError(loc) << "unknown keyword '" << keyword << "'";
+  attr = AttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+/// Prints an enum attribute as its bare keyword.
+template <typename AttrT>
+static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+#define GET_OP_CLASSES
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+static constexpr int64_t kI32Limit = int64_t(1) << 31;
+
+static bool isDyn(int64_t d) { return ShapedType::isDynamic(d); }
+
+/// Two dims that may be dynamic agree unless both are static and differ.
+static bool dimsAgree(int64_t a, int64_t b) {
+  return isDyn(a) || isDyn(b) || a == b;
+}
+
+static std::string dimStr(int64_t d) {
+  return isDyn(d) ? std::string("?") : std::to_string(d);
+}
+
+static int64_t dimOf(Value v, unsigned i) {
+  return cast<ShapedType>(v.getType()).getDimSize(i);
+}
+
+/// Product of two dims, dynamic if either is.
+static int64_t mulDims(int64_t a, int64_t b) {
+  return (isDyn(a) || isDyn(b)) ? kDyn : a * b;
+}
+
+/// A dim for result inference: `d` when it is a valid size, else dynamic
+/// (verify() reports the broken rule that made it invalid).
+static int64_t sizeOrDyn(int64_t d) { return d >= 0 ? d : kDyn; }
+
+static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type elementType) {
+  return RankedTensorType::get(shape, elementType);
+}
+
+/// `dimension `dim` of `name` (symbol)` must be static.
+static LogicalResult verifyStaticDim(Operation *op, Value v, unsigned dim,
+                                     StringRef name, StringRef symbol) {
+  if (isDyn(dimOf(v, dim)))
+    return op->emitOpError() << "expected " << symbol << " (dimension " << dim
+                             << " of '" << name << "') to be static";
+  return success();
+}
+
+/// Dimension `da` of `a` and dimension `db` of `b` name the same size.
+static LogicalResult verifySameDim(Operation *op, Value a, unsigned da,
+                                   StringRef aName, Value b, unsigned db,
+                                   StringRef bName, StringRef symbol) {
+  int64_t x = dimOf(a, da), y = dimOf(b, db);
+  if (!dimsAgree(x, y))
+    return op->emitOpError()
+           << "expected dimension " << db << " of '" << bName << "' (" << symbol
+           << ") to match dimension " << da << " of '" << aName << "', got "
+           << dimStr(y) << " vs " << dimStr(x);
+  return success();
+}
+
+/// Static `k`: dimension 1 of a `T x k` operand.
+static LogicalResult verifyStaticK(Operation *op, Value v, StringRef name) {
+  return verifyStaticDim(op, v, 1, name, "k");
+}
+
+/// Result types are exactly the inferred ones. Called last by verify().
+template <typename OpTy>
+static LogicalResult verifyResultTypesExactly(OpTy op) {
+  SmallVector<Type> inferred;
+  if (failed(OpTy::inferReturnTypes(op.getContext(), op.getLoc(),
+                                    typename OpTy::Adaptor(op), inferred)))
+    return op.emitOpError("failed to infer result types");
+  for (auto [i, actual, expected] :
+       llvm::enumerate(op->getResultTypes(), inferred)) {
+    if (actual != expected)
+      return op.emitOpError()
+             << "expected result #" << i << " to be " << expected << ", got "
+             << actual;
+  }
+  return success();
+}
+
+/// Inference only needs the result count and ranks to line up; verify()
+/// demands exact types with a precise diagnostic.
+static bool sameCountAndRanks(TypeRange l, TypeRange r) {
+  if (l.size() != r.size())
+    return false;
+  for (auto [a, b] : llvm::zip(l, r)) {
+    auto ta = dyn_cast<RankedTensorType>(a);
+    auto tb = dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getRank() != tb.getRank())
+      return false;
+  }
+  return true;
+}
+
+/// The routing rules shared by moe.route and moe.ffn (SPEC 2, moe.route).
+static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
+                                   int64_t k, int64_t nGroup,
+                                   int64_t topkGroup, GroupScore groupScore,
+                                   float scaling, Value bias) {
+  if (nGroup < 1)
+    return op->emitOpError() << "expected n_group >= 1, got " << nGroup;
+  if (numExperts % nGroup != 0)
+    return op->emitOpError()
+           << "expected E = " << numExperts
+           << " to be divisible by n_group = " << nGroup;
+  if (topkGroup < 1 || topkGroup > nGroup)
+    return op->emitOpError()
+           << "expected topk_group in [1, n_group = " << nGroup << "], got "
+           << topkGroup;
+  int64_t perGroup = numExperts / nGroup;
+  if (groupScore == GroupScore::top2_sum && perGroup < 2)
+    return op->emitOpError()
+           << "expected at least two experts per group for top2_sum, got "
+           << perGroup;
+  int64_t selectable = topkGroup * perGroup;
+  if (k < 1 || k > selectable)
+    return op->emitOpError()
+           << "expected k in [1, topk_group * E / n_group = " << selectable
+           << "], got " << k;
+  if (!std::isfinite(scaling))
+    return op->emitOpError() << "expected a finite scaling, got " << scaling;
+  if (bias) {
+    int64_t len = dimOf(bias, 0);
+    if (len != numExperts)
+      return op->emitOpError()
+             << "expected 'bias' to have E = " << numExperts
+             << " elements, got " << dimStr(len);
+  }
+  return success();
+}
+
+/// The GLU attribute rules shared by moe.glu and moe.ffn.
+static LogicalResult verifyGluAttrs(Operation *op, float alpha,
+                                    std::optional<float> limit, float upBias) {
+  if (!std::isfinite(alpha))
+    return op->emitOpError() << "expected a finite alpha, got " << alpha;
+  if (!std::isfinite(upBias))
+    return op->emitOpError() << "expected a finite up_bias, got " << upBias;
+  if (limit && !(std::isfinite(*limit) && *limit > 0.0f))
+    return op->emitOpError()
+           << "expected limit to be finite and > 0, got " << *limit;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TopKOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location>,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input || input.getRank() != 2 || !adaptor.getKAttr())
+    return failure();
+  int64_t k = sizeOrDyn(adaptor.getK());
+  types.push_back(tensorOf({input.getDimSize(0), k}, input.getElementType()));
+  types.push_back(
+      tensorOf({input.getDimSize(0), k}, IntegerType::get(ctx, 32)));
+  return success();
+}
+
+bool TopKOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult TopKOp::verify() {
+  if (failed(verifyStaticDim(*this, getInput(), 1, "input", "E")))
+    return failure();
+  int64_t e = dimOf(getInput(), 1);
+  if (getK() < 1 || getK() > e)
+    return emitOpError() << "expected k in [1, E = " << e << "], got "
+                         << getK();
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// RouteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteOp::verify() {
+  if (failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")))
+    return failure();
+  if (failed(verifyRouting(*this, dimOf(getLogits(), 1), getK(), getNGroup(),
+                           getTopkGroup(), getGroupScore(),
+                           getScaling().convertToFloat(), getBias())))
+    return failure();
+  int64_t t = dimOf(getLogits(), 0);
+  SmallVector<int64_t> expected = {t, getK()};
+  for (auto [name, value] : {std::make_pair("weights", getWeights()),
+                             std::make_pair("indices", getIndices())}) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getShape() != ArrayRef<int64_t>(expected))
+      return emitOpError() << "expected '" << name << "' to be " << dimStr(t)
+                           << "x" << getK() << " (T x k), got " << type;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CumsumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CumsumOp::inferReturnTypes(MLIRContext *ctx,
+                                         std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!indices || indices.getRank() != 2 || !adaptor.getNumExpertsAttr())
+    return failure();
+  int64_t e = adaptor.getNumExperts();
+  int64_t len = e >= 1 ? mulDims(e, indices.getDimSize(0)) : kDyn;
+  types.push_back(tensorOf({len}, IntegerType::get(ctx, 32)));
+  return success();
+}
+
+bool CumsumOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult CumsumOp::verify() {
+  if (getNumExperts() < 1)
+    return emitOpError() << "expected num_experts >= 1, got "
+                         << getNumExperts();
+  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+    return failure();
+  int64_t t = dimOf(getIndices(), 0);
+  if (!isDyn(t) && getNumExperts() * t >= kI32Limit)
+    return emitOpError() << "expected E * T = " << getNumExperts() * t
+                         << " to fit i32 (< 2^31)";
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// GetIndicesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GetIndicesOp::inferReturnTypes(MLIRContext *ctx,
+                                             std::optional<Location>,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!indices || indices.getRank() != 2)
+    return failure();
+  int64_t len = mulDims(indices.getDimSize(0), indices.getDimSize(1));
+  auto i32 = IntegerType::get(ctx, 32);
+  types.push_back(tensorOf({len}, i32));
+  types.push_back(tensorOf({len}, i32));
+  return success();
+}
+
+bool GetIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult GetIndicesOp::verify() {
+  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+    return failure();
+  int64_t t = dimOf(getIndices(), 0), len = dimOf(getCumsum(), 0);
+  if (!isDyn(t) && !isDyn(len) &&
+      ((t == 0 && len != 0) || (t > 0 && len % t != 0)))
+    return emitOpError() << "expected the 'cumsum' length " << len
+                         << " to be a multiple E * T of T = " << t;
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// GetIndptrOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GetIndptrOp::verify() {
+  int64_t e = getNumExperts();
+  if (e < 1)
+    return emitOpError() << "expected num_experts >= 1, got " << e;
+  int64_t len = dimOf(getCumsum(), 0);
+  if (!isDyn(len) && len % e != 0)
+    return emitOpError() << "expected the 'cumsum' length " << len
+                         << " to be a multiple of num_experts = " << e;
+  int64_t expected = getInclusive() ? e : e + 1;
+  int64_t actual = dimOf(getResult(), 0);
+  if (actual != expected)
+    return emitOpError() << "expected the result to have "
+                         << (getInclusive() ? "E = " : "E + 1 = ") << expected
+                         << " elements, got " << dimStr(actual);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp and ScatterOp
+//===----------------------------------------------------------------------===//
+
+/// Row movement ops: `input` is `rows x H` with static `H`.
+template <typename OpTy>
+static LogicalResult verifyRowMovement(OpTy op) {
+  static_assert(llvm::is_one_of<OpTy, GatherOp, ScatterOp>::value,
+                "only for moe.gather and moe.scatter");
+  if (failed(verifyStaticDim(op, op.getInput(), 1, "input", "H")))
+    return failure();
+  if constexpr (std::is_same_v<OpTy, ScatterOp>) {
+    if (failed(verifySameDim(op, op.getInput(), 0, "input", op.getIndices(), 0,
+                             "indices", "M")))
+      return failure();
+  }
+  return verifyResultTypesExactly(op);
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location>,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!input || !indices || input.getRank() != 2 || indices.getRank() != 1)
+    return failure();
+  types.push_back(tensorOf({indices.getDimSize(0), input.getDimSize(1)},
+                           input.getElementType()));
+  return success();
+}
+
+bool GatherOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult GatherOp::verify() { return verifyRowMovement(*this); }
+
+LogicalResult ScatterOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input)
+    return failure();
+  types.push_back(input);
+  return success();
+}
+
+bool ScatterOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult ScatterOp::verify() { return verifyRowMovement(*this); }
+
+//===----------------------------------------------------------------------===//
+// GroupedMatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedMatmulOp::verify() {
+  if (failed(verifyStaticDim(*this, getLhs(), 1, "lhs", "K")))
+    return failure();
+  static constexpr StringLiteral rhsSymbols[] = {"E", "K", "N"};
+  static constexpr StringLiteral rhsSymbolsT[] = {"E", "N", "K"};
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(verifyStaticDim(*this, getRhs(), i, "rhs",
+                               getTransposeRhs() ? rhsSymbolsT[i]
+                                                 : rhsSymbols[i])))
+      return failure();
+  auto lhsType = getLhs().getType();
+  auto rhsType = getRhs().getType();
+  Type f = lhsType.getElementType();
+  if (rhsType.getElementType() != f)
+    return emitOpError() << "expected 'rhs' element type " << f
+                         << " (as 'lhs'), got " << rhsType.getElementType();
+  unsigned kDim = getTransposeRhs() ? 2 : 1, nDim = getTransposeRhs() ? 1 : 2;
+  int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(nDim);
+  if (failed(verifySameDim(*this, getLhs(), 1, "lhs", getRhs(), kDim, "rhs",
+                           "K")))
+    return failure();
+  int64_t offsetsLen = dimOf(getOffsets(), 0);
+  if (offsetsLen != e + 1)
+    return emitOpError() << "expected 'offsets' to have E + 1 = " << e + 1
+                         << " elements, got " << dimStr(offsetsLen);
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getElementType() != f)
+      return emitOpError() << "expected 'bias' element type " << f
+                           << " (as 'lhs'), got " << biasType.getElementType();
+    if (biasType.getShape() != ArrayRef<int64_t>{e, n})
+      return emitOpError() << "expected 'bias' to be " << e << "x" << n
+                           << " (E x N), got " << biasType;
+  }
+  auto resultType = getResult().getType();
+  Type o = resultType.getElementType();
+  if (o != f && !o.isF32())
+    return emitOpError() << "expected result element type " << f
+                         << " or f32, got " << o;
+  int64_t m = lhsType.getDimSize(0);
+  if (resultType.getShape() != ArrayRef<int64_t>{m, n})
+    return emitOpError() << "expected the result to be " << dimStr(m) << "x"
+                         << n << " (M x N), got " << resultType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GluOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input || input.getRank() != 2)
+    return failure();
+  int64_t cols = input.getDimSize(1);
+  int64_t half = (!isDyn(cols) && cols % 2 == 0) ? cols / 2 : kDyn;
+  types.push_back(
+      tensorOf({input.getDimSize(0), half}, input.getElementType()));
+  return success();
+}
+
+bool GluOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult GluOp::verify() {
+  if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
+    return failure();
+  int64_t cols = dimOf(getInput(), 1);
+  if (cols % 2 != 0)
+    return emitOpError() << "expected an even number of input columns (2N), "
+                            "got "
+                         << cols;
+  std::optional<float> limit;
+  if (auto l = getLimit())
+    limit = l->convertToFloat();
+  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
+                            getUpBias().convertToFloat())))
+    return failure();
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// CombineOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
+  if (!input || input.getRank() != 3)
+    return failure();
+  types.push_back(tensorOf({input.getDimSize(0), input.getDimSize(2)},
+                           input.getElementType()));
+  return success();
+}
+
+bool CombineOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult CombineOp::verify() {
+  if (failed(verifyStaticK(*this, getInput(), "input")) ||
+      failed(verifyStaticDim(*this, getInput(), 2, "input", "H")))
+    return failure();
+  if (Value weights = getWeights()) {
+    if (failed(verifySameDim(*this, getInput(), 0, "input", weights, 0,
+                             "weights", "T")))
+      return failure();
+    if (dimOf(weights, 1) != dimOf(getInput(), 1))
+      return emitOpError() << "expected dimension 1 of 'weights' (k) to be "
+                           << dimOf(getInput(), 1) << ", got "
+                           << dimStr(dimOf(weights, 1));
+  }
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// IndicesToMultihotOp and MultihotToIndicesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult IndicesToMultihotOp::inferReturnTypes(
+    MLIRContext *ctx, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto probs = dyn_cast<RankedTensorType>(adaptor.getProbs().getType());
+  if (!indices || !probs || indices.getRank() != 2 ||
+      !adaptor.getNumExpertsAttr())
+    return failure();
+  SmallVector<int64_t> shape = {indices.getDimSize(0),
+                                adaptor.getNumExperts() >= 1
+                                    ? adaptor.getNumExperts()
+                                    : kDyn};
+  types.push_back(tensorOf(shape, IntegerType::get(ctx, 1)));
+  types.push_back(tensorOf(shape, probs.getElementType()));
+  types.push_back(tensorOf(shape, IntegerType::get(ctx, 32)));
+  return success();
+}
+
+bool IndicesToMultihotOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult IndicesToMultihotOp::verify() {
+  if (getNumExperts() < 1)
+    return emitOpError() << "expected num_experts >= 1, got "
+                         << getNumExperts();
+  if (failed(verifyStaticK(*this, getIndices(), "indices")) ||
+      failed(verifySameDim(*this, getIndices(), 0, "indices", getProbs(), 0,
+                           "probs", "T")))
+    return failure();
+  if (dimOf(getProbs(), 1) != dimOf(getIndices(), 1))
+    return emitOpError() << "expected dimension 1 of 'probs' (k) to be "
+                         << dimOf(getIndices(), 1) << ", got "
+                         << dimStr(dimOf(getProbs(), 1));
+  return verifyResultTypesExactly(*this);
+}
+
+LogicalResult MultihotToIndicesOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto probs = dyn_cast<RankedTensorType>(adaptor.getProbsMultihot().getType());
+  if (!probs || probs.getRank() != 2 || !adaptor.getKAttr())
+    return failure();
+  types.push_back(tensorOf({probs.getDimSize(0), sizeOrDyn(adaptor.getK())},
+                           probs.getElementType()));
+  return success();
+}
+
+bool MultihotToIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult MultihotToIndicesOp::verify() {
+  if (getK() < 1)
+    return emitOpError() << "expected k >= 1, got " << getK();
+  if (failed(verifyStaticDim(*this, getProbsMultihot(), 1, "probs_multihot",
+                             "E")) ||
+      failed(verifySameDim(*this, getProbsMultihot(), 0, "probs_multihot",
+                           getPositionMap(), 0, "position_map", "T")))
+    return failure();
+  if (dimOf(getPositionMap(), 1) != dimOf(getProbsMultihot(), 1))
+    return emitOpError() << "expected dimension 1 of 'position_map' (E) to be "
+                         << dimOf(getProbsMultihot(), 1) << ", got "
+                         << dimStr(dimOf(getPositionMap(), 1));
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// FfnOp
+//===----------------------------------------------------------------------===//
+
+int64_t FfnOp::getIntermediateSize() {
+  auto wDown = getWDown().getType();
+  return wDown.getDimSize(getTransposeWeights() ? 2 : 1);
+}
+
+LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  auto x = dyn_cast<RankedTensorType>(adaptor.getX().getType());
+  if (!x)
+    return failure();
+  types.push_back(x);
+  return success();
+}
+
+bool FfnOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult FfnOp::verify() {
+  if (failed(verifyStaticDim(*this, getX(), 1, "x", "H")) ||
+      failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")) ||
+      failed(verifySameDim(*this, getX(), 0, "x", getLogits(), 0, "logits",
+                           "T")))
+    return failure();
+  Type f = getX().getType().getElementType();
+  for (auto [name, value] : {std::make_pair("logits", getLogits()),
+                             std::make_pair("w_up", getWUp()),
+                             std::make_pair("w_down", getWDown())}) {
+    Type elementType = cast<ShapedType>(value.getType()).getElementType();
+    if (elementType != f)
+      return emitOpError() << "expected '" << name << "' element type " << f
+                           << " (as 'x'), got " << elementType;
+  }
+  int64_t h = getHiddenSize(), e = getNumExperts();
+  bool t = getTransposeWeights();
+  // w_up: E x H x 2I (E x 2I x H when transposed).
+  auto wUp = getWUp().getType();
+  if (wUp.hasStaticShape() == false)
+    return emitOpError() << "expected 'w_up' to have a static shape, got "
+                         << wUp;
+  int64_t twoI = wUp.getDimSize(t ? 1 : 2);
+  SmallVector<int64_t> upShape =
+      t ? SmallVector<int64_t>{e, twoI, h} : SmallVector<int64_t>{e, h, twoI};
+  if (wUp.getShape() != ArrayRef<int64_t>(upShape) || twoI % 2 != 0)
+    return emitOpError() << "expected 'w_up' to be "
+                         << (t ? "E x 2I x H" : "E x H x 2I") << " with E = "
+                         << e << ", H = " << h << " and an even 2I, got "
+                         << wUp;
+  int64_t i = twoI / 2;
+  auto wDown = getWDown().getType();
+  SmallVector<int64_t> downShape =
+      t ? SmallVector<int64_t>{e, h, i} : SmallVector<int64_t>{e, i, h};
+  if (wDown.getShape() != ArrayRef<int64_t>(downShape))
+    return emitOpError() << "expected 'w_down' to be "
+                         << (t ? "E x H x I" : "E x I x H") << " = "
+                         << e << "x" << downShape[1] << "x" << downShape[2]
+                         << ", got " << wDown;
+  if (failed(verifyRouting(*this, e, getK(), getNGroup(), getTopkGroup(),
+                           getGroupScore(), getScaling().convertToFloat(),
+                           getBias())))
+    return failure();
+  std::optional<float> limit;
+  if (auto l = getLimit())
+    limit = l->convertToFloat();
+  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
+                            getUpBias().convertToFloat())))
+    return failure();
+  int64_t tokens = dimOf(getX(), 0);
+  if (!isDyn(tokens) && tokens * getK() >= kI32Limit)
+    return emitOpError() << "expected T * k = " << tokens * getK()
+                         << " to fit i32 (< 2^31)";
+  return verifyResultTypesExactly(*this);
+}

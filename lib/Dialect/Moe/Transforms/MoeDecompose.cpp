@@ -1,0 +1,111 @@
+//===- MoeDecompose.cpp - moe.ffn into the primitive chain ----------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe-mlir/Dialect/Moe/Transforms/Passes.h"
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+#include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#define DEBUG_TYPE "moe-decompose"
+
+namespace mlir {
+namespace moe {
+#define GEN_PASS_DEF_MOEDECOMPOSEPASS
+#include "moe-mlir/Dialect/Moe/Transforms/Passes.h.inc"
+} // namespace moe
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::moe;
+
+namespace {
+
+/// moe.ffn(x, logits, w_up, w_down[, bias])
+///   => route, cumsum, get_indices, get_indptr, gather, grouped_matmul, glu,
+///      grouped_matmul, scatter, tensor.expand_shape, combine
+struct DecomposeFfn : OpRewritePattern<FfnOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(FfnOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto xType = op.getX().getType();
+    Type f = xType.getElementType();
+    Type f32 = rewriter.getF32Type();
+    Type i32 = rewriter.getI32Type();
+    int64_t t = xType.getDimSize(0), h = op.getHiddenSize();
+    int64_t e = op.getNumExperts(), k = op.getK();
+    int64_t inter = op.getIntermediateSize();
+    int64_t m = ShapedType::isDynamic(t) ? ShapedType::kDynamic : t * k;
+
+    auto route = RouteOp::create(
+        rewriter, loc, RankedTensorType::get({t, k}, f32),
+        RankedTensorType::get({t, k}, i32), op.getLogits(), op.getBias(),
+        op.getKAttr(), op.getScoringAttr(), op.getNormalizeAttr(),
+        op.getNGroupAttr(), op.getTopkGroupAttr(), op.getGroupScoreAttr(),
+        op.getScalingAttr());
+    Value ids = route.getIndices();
+    auto cumsum = CumsumOp::create(rewriter, loc, ids, e);
+    auto indices = GetIndicesOp::create(rewriter, loc, cumsum, ids);
+    auto offsets = GetIndptrOp::create(
+        rewriter, loc, RankedTensorType::get({e + 1}, i32), cumsum, e,
+        /*inclusive=*/false);
+    auto rows = GatherOp::create(rewriter, loc, op.getX(),
+                                 indices.getTokenIndices());
+    auto up = GroupedMatmulOp::create(
+        rewriter, loc, RankedTensorType::get({m, 2 * inter}, f), rows,
+        op.getWUp(), offsets, /*bias=*/Value(), op.getTransposeWeights());
+    auto act = GluOp::create(rewriter, loc, up, op.getActivationAttr(),
+                             op.getLayoutAttr(), op.getAlphaAttr(),
+                             op.getLimitAttr(), op.getUpBiasAttr());
+    auto down = GroupedMatmulOp::create(
+        rewriter, loc, RankedTensorType::get({m, h}, f), act, op.getWDown(),
+        offsets, /*bias=*/Value(), op.getTransposeWeights());
+    auto scattered =
+        ScatterOp::create(rewriter, loc, down, indices.getReverseIndices());
+
+    SmallVector<OpFoldResult> outputShape = {
+        ShapedType::isDynamic(t)
+            ? OpFoldResult(tensor::DimOp::create(rewriter, loc, op.getX(), 0)
+                               .getResult())
+            : OpFoldResult(rewriter.getIndexAttr(t)),
+        rewriter.getIndexAttr(k), rewriter.getIndexAttr(h)};
+    auto perSlot = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({t, k, h}, f), scattered,
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}}, outputShape);
+    rewriter.replaceOpWithNewOp<CombineOp>(op, perSlot, route.getWeights());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateMoeDecomposePatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeFfn>(patterns.getContext());
+}
+
+namespace {
+struct MoeDecomposePass
+    : mlir::moe::impl::MoeDecomposePassBase<MoeDecomposePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMoeDecomposePatterns(patterns);
+    // Only moe.ffn is rewritten; folding other ops is not this pass's job.
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
+      signalPassFailure();
+  }
+};
+} // namespace

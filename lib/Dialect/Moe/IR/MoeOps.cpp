@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <limits>
@@ -78,9 +79,38 @@ static int64_t dimOf(Value v, unsigned i) {
   return cast<ShapedType>(v.getType()).getDimSize(i);
 }
 
-/// Product of two dims, dynamic if either is.
+/// Product of two dims, dynamic if either is (or if it overflows; verify()
+/// reports the size rule that the overflow breaks).
 static int64_t mulDims(int64_t a, int64_t b) {
-  return (isDyn(a) || isDyn(b)) ? kDyn : a * b;
+  int64_t product;
+  if (isDyn(a) || isDyn(b) || llvm::MulOverflow(a, b, product))
+    return kDyn;
+  return product;
+}
+
+/// `a * b < 2^31` for two static, non-negative sizes, without overflowing.
+static bool productFitsI32(int64_t a, int64_t b) {
+  int64_t product;
+  return !llvm::MulOverflow(a, b, product) && product < kI32Limit;
+}
+
+/// An expert count that the i32 dispatch metadata can address: `E * T` must
+/// fit i32 for every `T >= 1` (SPEC 1), so `E < 2^31`.
+static LogicalResult verifyExpertCountFitsI32(Operation *op, int64_t e,
+                                              StringRef name) {
+  if (e >= kI32Limit)
+    return op->emitOpError() << "expected " << name << " = " << e
+                             << " to fit i32 (< 2^31)";
+  return success();
+}
+
+/// A static `cumsum` operand length (`E * T`) fits i32 (SPEC 1).
+static LogicalResult verifyCumsumLength(Operation *op, Value cumsum) {
+  int64_t len = dimOf(cumsum, 0);
+  if (!isDyn(len) && len >= kI32Limit)
+    return op->emitOpError() << "expected the 'cumsum' length " << len
+                             << " (E * T) to fit i32 (< 2^31)";
+  return success();
 }
 
 /// A dim for result inference: `d` when it is a valid size, else dynamic
@@ -224,10 +254,9 @@ bool TopKOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 LogicalResult TopKOp::verify() {
   if (failed(verifyStaticDim(*this, getInput(), 1, "input", "E")))
     return failure();
-  int64_t e = dimOf(getInput(), 1);
-  if (getK() < 1 || getK() > e)
-    return emitOpError() << "expected k in [1, E = " << e << "], got "
-                         << getK();
+  int64_t e = dimOf(getInput(), 1), k = getK();
+  if (k < 1 || k > e)
+    return emitOpError() << "expected k in [1, E = " << e << "], got " << k;
   return verifyResultTypesExactly(*this);
 }
 
@@ -276,14 +305,15 @@ bool CumsumOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 }
 
 LogicalResult CumsumOp::verify() {
-  if (getNumExperts() < 1)
-    return emitOpError() << "expected num_experts >= 1, got "
-                         << getNumExperts();
-  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+  int64_t e = getNumExperts();
+  if (e < 1)
+    return emitOpError() << "expected num_experts >= 1, got " << e;
+  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
+      failed(verifyStaticK(*this, getIndices(), "indices")))
     return failure();
   int64_t t = dimOf(getIndices(), 0);
-  if (!isDyn(t) && getNumExperts() * t >= kI32Limit)
-    return emitOpError() << "expected E * T = " << getNumExperts() * t
+  if (!isDyn(t) && !productFitsI32(e, t))
+    return emitOpError() << "expected E * T = " << e << " * " << t
                          << " to fit i32 (< 2^31)";
   return verifyResultTypesExactly(*this);
 }
@@ -311,9 +341,14 @@ bool GetIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 }
 
 LogicalResult GetIndicesOp::verify() {
-  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+  if (failed(verifyStaticK(*this, getIndices(), "indices")) ||
+      failed(verifyCumsumLength(*this, getCumsum())))
     return failure();
   int64_t t = dimOf(getIndices(), 0), len = dimOf(getCumsum(), 0);
+  int64_t k = dimOf(getIndices(), 1);
+  if (!isDyn(t) && !productFitsI32(t, k))
+    return emitOpError() << "expected T * k = " << t << " * " << k
+                         << " to fit i32 (< 2^31)";
   if (!isDyn(t) && !isDyn(len) &&
       ((t == 0 && len != 0) || (t > 0 && len % t != 0)))
     return emitOpError() << "expected the 'cumsum' length " << len
@@ -329,6 +364,9 @@ LogicalResult GetIndptrOp::verify() {
   int64_t e = getNumExperts();
   if (e < 1)
     return emitOpError() << "expected num_experts >= 1, got " << e;
+  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
+      failed(verifyCumsumLength(*this, getCumsum())))
+    return failure();
   int64_t len = dimOf(getCumsum(), 0);
   if (!isDyn(len) && len % e != 0)
     return emitOpError() << "expected the 'cumsum' length " << len
@@ -422,10 +460,12 @@ LogicalResult GroupedMatmulOp::verify() {
   if (failed(verifySameDim(*this, getLhs(), 1, "lhs", getRhs(), kDim, "rhs",
                            "K")))
     return failure();
+  // Compared as `len - 1 == E`: `E + 1` may overflow for a huge static E.
   int64_t offsetsLen = dimOf(getOffsets(), 0);
-  if (offsetsLen != e + 1)
-    return emitOpError() << "expected 'offsets' to have E + 1 = " << e + 1
-                         << " elements, got " << dimStr(offsetsLen);
+  if (isDyn(offsetsLen) || offsetsLen - 1 != e)
+    return emitOpError() << "expected 'offsets' to have E + 1 = "
+                         << uint64_t(e) + 1 << " elements, got "
+                         << dimStr(offsetsLen);
   if (Value bias = getBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != f)
@@ -533,10 +573,8 @@ LogicalResult IndicesToMultihotOp::inferReturnTypes(
   if (!indices || !probs || indices.getRank() != 2 ||
       !adaptor.getNumExpertsAttr())
     return failure();
-  SmallVector<int64_t> shape = {indices.getDimSize(0),
-                                adaptor.getNumExperts() >= 1
-                                    ? adaptor.getNumExperts()
-                                    : kDyn};
+  int64_t e = adaptor.getNumExperts();
+  SmallVector<int64_t> shape = {indices.getDimSize(0), e >= 1 ? e : kDyn};
   types.push_back(tensorOf(shape, IntegerType::get(ctx, 1)));
   types.push_back(tensorOf(shape, probs.getElementType()));
   types.push_back(tensorOf(shape, IntegerType::get(ctx, 32)));
@@ -548,9 +586,9 @@ bool IndicesToMultihotOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 }
 
 LogicalResult IndicesToMultihotOp::verify() {
-  if (getNumExperts() < 1)
-    return emitOpError() << "expected num_experts >= 1, got "
-                         << getNumExperts();
+  int64_t e = getNumExperts();
+  if (e < 1)
+    return emitOpError() << "expected num_experts >= 1, got " << e;
   if (failed(verifyStaticK(*this, getIndices(), "indices")) ||
       failed(verifySameDim(*this, getIndices(), 0, "indices", getProbs(), 0,
                            "probs", "T")))
@@ -578,8 +616,9 @@ bool MultihotToIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 }
 
 LogicalResult MultihotToIndicesOp::verify() {
-  if (getK() < 1)
-    return emitOpError() << "expected k >= 1, got " << getK();
+  int64_t k = getK();
+  if (k < 1)
+    return emitOpError() << "expected k >= 1, got " << k;
   if (failed(verifyStaticDim(*this, getProbsMultihot(), 1, "probs_multihot",
                              "E")) ||
       failed(verifySameDim(*this, getProbsMultihot(), 0, "probs_multihot",
@@ -664,9 +703,15 @@ LogicalResult FfnOp::verify() {
   if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
                             getUpBias().convertToFloat())))
     return failure();
-  int64_t tokens = dimOf(getX(), 0);
-  if (!isDyn(tokens) && tokens * getK() >= kI32Limit)
-    return emitOpError() << "expected T * k = " << tokens * getK()
+  // The dispatch chain's i32 metadata: E * T and T * k fit i32 (SPEC 1).
+  if (failed(verifyExpertCountFitsI32(*this, e, "E")))
+    return failure();
+  int64_t tokens = dimOf(getX(), 0), k = getK();
+  if (!isDyn(tokens) && !productFitsI32(e, tokens))
+    return emitOpError() << "expected E * T = " << e << " * " << tokens
+                         << " to fit i32 (< 2^31)";
+  if (!isDyn(tokens) && !productFitsI32(tokens, k))
+    return emitOpError() << "expected T * k = " << tokens << " * " << k
                          << " to fit i32 (< 2^31)";
   return verifyResultTypesExactly(*this);
 }

@@ -1,0 +1,311 @@
+//===- RoutingToLinalg.cpp - lower moe.topk and moe.route -----------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Both ops are per-row selections. Each row runs k selection passes: pass j
+// picks the best entry that ranks strictly after pass j-1's pick in the total
+// order "larger value first, lower index on ties, NaN last". Because the
+// order is total, no "already taken" mask is needed and ties are resolved
+// exactly as SPEC.md pins them. O(T * k * E) work, O(1) extra state per row
+// for topk; route adds two E-element f32 rows (scores, biased scores) and the
+// group mask.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringBuilder.h"
+#include "Patterns.h"
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::moe;
+
+using CmpF = arith::CmpFPredicate;
+using CmpI = arith::CmpIPredicate;
+
+/// (va, ia) ranks before (vb, ib): larger value first, lower index on equal
+/// values, NaN below every number and NaNs among themselves by index.
+static Value precedes(LoweringBuilder &b, Value va, Value ia, Value vb,
+                      Value ib) {
+  Value aNan = b.cmpf(CmpF::UNO, va, va);
+  Value bNan = b.cmpf(CmpF::UNO, vb, vb);
+  Value lowerIndex = b.cmpi(CmpI::slt, ia, ib);
+  Value greater = b.cmpf(CmpF::OGT, va, vb);
+  Value tie = b.andi(b.cmpf(CmpF::OEQ, va, vb), lowerIndex);
+  Value numbers = b.ori(greater, tie);
+  Value whenANan = b.andi(bNan, lowerIndex);
+  Value whenANumber = b.select(bNan, b.i1(true), numbers);
+  return b.select(aNan, whenANan, whenANumber);
+}
+
+using ValueAtFn = function_ref<Value(LoweringBuilder &, Value /*e, index*/)>;
+using AllowedFn = function_ref<Value(LoweringBuilder &, Value /*e, index*/)>;
+using EmitSlotFn = function_ref<SmallVector<Value>(
+    LoweringBuilder &, Value /*j, index*/, Value /*e, i32*/,
+    ValueRange /*state*/)>;
+
+/// Runs the k selection passes over entries [0, numEntries) of one row.
+/// `valueAt` gives an entry's f32 key, `allowed` (optional) excludes
+/// entries. For each slot j, `emit` receives the chosen entry and threads
+/// `state` (the output tensors). Returns the final state.
+static SmallVector<Value> selectTopK(LoweringBuilder &b, int64_t k,
+                                     int64_t numEntries, ValueRange state,
+                                     ValueAtFn valueAt, AllowedFn allowed,
+                                     EmitSlotFn emit) {
+  SmallVector<Value> init(state);
+  init.push_back(b.i32(-1));   // previous pick
+  init.push_back(b.f32(0.0));  // its key
+  size_t n = state.size();
+  SmallVector<Value> result = b.forLoop(
+      b.idx(0), b.idx(k), init,
+      [&](LoweringBuilder &b, Value j, ValueRange args) {
+        Value prev = args[n], prevKey = args[n + 1];
+        Value havePrev = b.cmpi(CmpI::sge, prev, b.i32(0));
+        SmallVector<Value> best = b.forLoop(
+            b.idx(0), b.idx(numEntries), {b.i32(-1), b.f32(0.0)},
+            [&](LoweringBuilder &b, Value e, ValueRange cur) {
+              Value ei = b.toI32(e);
+              Value key = valueAt(b, e);
+              Value afterPrev = b.ori(b.noti(havePrev),
+                                      precedes(b, prevKey, prev, key, ei));
+              Value haveBest = b.cmpi(CmpI::sge, cur[0], b.i32(0));
+              Value beatsBest = b.ori(b.noti(haveBest),
+                                      precedes(b, key, ei, cur[1], cur[0]));
+              Value take = b.andi(afterPrev, beatsBest);
+              if (allowed)
+                take = b.andi(take, allowed(b, e));
+              return SmallVector<Value>{b.select(take, ei, cur[0]),
+                                        b.select(take, key, cur[1])};
+            });
+        // Every row has at least k selectable entries (verifier); clamp
+        // anyway so a pick is always a valid index.
+        Value pick = b.clamp(best[0], b.i32(0), b.i32(numEntries - 1));
+        SmallVector<Value> next = emit(b, j, pick, args.take_front(n));
+        next.push_back(pick);
+        next.push_back(best[1]);
+        return next;
+      });
+  result.resize(n);
+  return result;
+}
+
+namespace {
+
+/// moe.topk => per-row selection loops writing values and indices.
+struct LowerTopK : OpRewritePattern<TopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(TopKOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value input = op.getInput();
+    auto valuesType = op.getValues().getType();
+    auto indicesType = op.getIndices().getType();
+    int64_t e = op.getInput().getType().getDimSize(1), k = op.getK();
+    Value t = b.dim(input, 0);
+    SmallVector<Value> dyn;
+    if (valuesType.isDynamicDim(0))
+      dyn.push_back(t);
+    Value values = b.empty(valuesType, dyn);
+    Value indices = b.empty(indicesType, dyn);
+    SmallVector<Value> out = b.forLoop(
+        b.idx(0), t, {values, indices},
+        [&](LoweringBuilder &b, Value row, ValueRange outs) {
+          return selectTopK(
+              b, k, e, outs,
+              [&](LoweringBuilder &b, Value col) {
+                return b.toF32(b.extract(input, {row, col}));
+              },
+              nullptr,
+              [&](LoweringBuilder &b, Value j, Value pick,
+                  ValueRange outs) -> SmallVector<Value> {
+                Value v = b.extract(input, {row, b.toIndex(pick)});
+                return {b.insert(v, outs[0], {row, j}),
+                        b.insert(pick, outs[1], {row, j})};
+              });
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// moe.route => per-row: sanitised scores, optional group mask, selection,
+/// weight normalisation and scaling (all f32).
+struct LowerRoute : OpRewritePattern<RouteOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RouteOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value logits = op.getLogits(), bias = op.getBias();
+    auto weightsType = op.getWeights().getType();
+    auto indicesType = op.getIndices().getType();
+    Type w = weightsType.getElementType();
+    int64_t e = op.getLogits().getType().getDimSize(1), k = op.getK();
+    int64_t nGroup = op.getNGroup(), topkGroup = op.getTopkGroup();
+    int64_t perGroup = e / nGroup;
+    bool softmax = op.getScoring() == ScoringFn::softmax;
+    bool top2 = op.getGroupScore() == GroupScore::top2_sum;
+    float scaling = op.getScaling().convertToFloat();
+    auto rowType = RankedTensorType::get({e}, b.getF32Type());
+
+    Value t = b.dim(logits, 0);
+    SmallVector<Value> dyn;
+    if (weightsType.isDynamicDim(0))
+      dyn.push_back(t);
+    Value weights = b.empty(weightsType, dyn);
+    Value indices = b.empty(indicesType, dyn);
+
+    SmallVector<Value> out = b.forLoop(
+        b.idx(0), t, {weights, indices},
+        [&](LoweringBuilder &b, Value row, ValueRange outs) {
+          Value zero = b.idx(0), numExperts = b.idx(e);
+          Value negInf = b.f32(-std::numeric_limits<float>::infinity());
+          Value maxFinite = b.f32(std::numeric_limits<float>::max());
+          // Logit with NaN -> -inf and +inf -> largest finite.
+          auto logitAt = [&](LoweringBuilder &b, Value col) {
+            Value x = b.toF32(b.extract(logits, {row, col}));
+            x = b.select(b.cmpf(CmpF::UNO, x, x), negInf, x);
+            return b.select(b.cmpf(CmpF::OEQ, x, b.f32(INFINITY)), maxFinite,
+                            x);
+          };
+          Value rowMax, rowSum;
+          if (softmax) {
+            rowMax = b.forLoop(zero, numExperts, {negInf},
+                               [&](LoweringBuilder &b, Value col,
+                                   ValueRange acc) -> SmallVector<Value> {
+                                 return {arith::MaximumFOp::create(
+                                     b, acc[0], logitAt(b, col))};
+                               })[0];
+            rowSum = b.forLoop(zero, numExperts, {b.f32(0.0)},
+                               [&](LoweringBuilder &b, Value col,
+                                   ValueRange acc) -> SmallVector<Value> {
+                                 Value x = b.sub(logitAt(b, col), rowMax);
+                                 return {b.add(acc[0],
+                                               math::ExpOp::create(b, x))};
+                               })[0];
+          }
+          // s (unbiased scores) and c (selection keys) for this row.
+          Value rowInit = b.empty(rowType, {});
+          SmallVector<Value> sc = b.forLoop(
+              zero, numExperts, {rowInit, rowInit},
+              [&](LoweringBuilder &b, Value col,
+                  ValueRange rows) -> SmallVector<Value> {
+                Value x = logitAt(b, col), s;
+                if (softmax) {
+                  Value p = b.div(math::ExpOp::create(b, b.sub(x, rowMax)),
+                                  rowSum);
+                  // All logits -inf: no distribution; every score is 0.
+                  s = b.select(b.cmpf(CmpF::OEQ, rowMax, negInf), b.f32(0.0),
+                               p);
+                } else {
+                  Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, x));
+                  s = b.div(b.f32(1.0), b.add(b.f32(1.0), ex));
+                }
+                Value c = bias ? b.add(s, b.extract(bias, {col})) : s;
+                return {b.insert(s, rows[0], {col}),
+                        b.insert(c, rows[1], {col})};
+              });
+          Value scores = sc[0], keys = sc[1];
+
+          // Group mask: group g is kept when fewer than topk_group groups
+          // rank before it by (group score, group index).
+          Value groupKept;
+          if (nGroup > 1) {
+            auto groupType = RankedTensorType::get({nGroup}, b.getF32Type());
+            Value groupScores = b.forLoop(
+                zero, b.idx(nGroup), {b.empty(groupType, {})},
+                [&](LoweringBuilder &b, Value g,
+                    ValueRange acc) -> SmallVector<Value> {
+                  Value first = b.mul(g, b.idx(perGroup));
+                  SmallVector<Value> top = b.forLoop(
+                      first, b.add(first, b.idx(perGroup)), {negInf, negInf},
+                      [&](LoweringBuilder &b, Value col,
+                          ValueRange m) -> SmallVector<Value> {
+                        Value c = b.extract(keys, {col});
+                        Value gt1 = b.cmpf(CmpF::OGT, c, m[0]);
+                        Value gt2 = b.cmpf(CmpF::OGT, c, m[1]);
+                        return {b.select(gt1, c, m[0]),
+                                b.select(gt1, m[0], b.select(gt2, c, m[1]))};
+                      });
+                  Value score = top2 ? b.add(top[0], top[1]) : top[0];
+                  return {b.insert(score, acc[0], {g})};
+                })[0];
+            auto maskType = RankedTensorType::get({nGroup}, b.getI1Type());
+            groupKept = b.forLoop(
+                zero, b.idx(nGroup), {b.empty(maskType, {})},
+                [&](LoweringBuilder &b, Value g,
+                    ValueRange acc) -> SmallVector<Value> {
+                  Value gi = b.toI32(g), sg = b.extract(groupScores, {g});
+                  Value before = b.forLoop(
+                      zero, b.idx(nGroup), {b.i32(0)},
+                      [&](LoweringBuilder &b, Value h,
+                          ValueRange n) -> SmallVector<Value> {
+                        Value ahead = precedes(b, b.extract(groupScores, {h}),
+                                               b.toI32(h), sg, gi);
+                        return {b.add(n[0], arith::ExtUIOp::create(
+                                                b, b.getI32Type(), ahead))};
+                      })[0];
+                  Value kept = b.cmpi(CmpI::slt, before, b.i32(topkGroup));
+                  return {b.insert(kept, acc[0], {g})};
+                })[0];
+          }
+
+          // Select k experts, then write unbiased weights.
+          auto picked = selectTopK(
+              b, k, e, outs,
+              [&](LoweringBuilder &b, Value col) {
+                return b.extract(keys, {col});
+              },
+              groupKept ? AllowedFn([&](LoweringBuilder &b, Value col) {
+                return b.extract(groupKept,
+                                 {arith::DivUIOp::create(b, col,
+                                                         b.idx(perGroup))});
+              })
+                        : AllowedFn(nullptr),
+              [&](LoweringBuilder &b, Value j, Value pick,
+                  ValueRange outs) -> SmallVector<Value> {
+                // Weights are written below, once the k picks are known.
+                return {outs[0], b.insert(pick, outs[1], {row, j})};
+              });
+          Value rowIds = picked[1];
+          // Normalise and scale: read back the k picks of this row.
+          Value kIdx = b.idx(k);
+          Value sum = b.forLoop(zero, kIdx, {b.f32(0.0)},
+                                [&](LoweringBuilder &b, Value j,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  Value id = b.extract(rowIds, {row, j});
+                                  return {b.add(acc[0],
+                                                b.extract(scores,
+                                                          {b.toIndex(id)}))};
+                                })[0];
+          Value denom = b.f32(1.0);
+          if (op.getNormalize())
+            denom = b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum,
+                             b.f32(1.0));
+          Value rowWeights = b.forLoop(
+              zero, kIdx, {picked[0]},
+              [&](LoweringBuilder &b, Value j,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value id = b.extract(rowIds, {row, j});
+                Value s = b.extract(scores, {b.toIndex(id)});
+                Value wv = b.mul(b.div(s, denom), b.f32(scaling));
+                return {b.insert(b.fromF32(wv, w), acc[0], {row, j})};
+              })[0];
+          return SmallVector<Value>{rowWeights, rowIds};
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateRoutingLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerTopK, LowerRoute>(patterns.getContext());
+}

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Random case generators for the differential tester, one per moe op.
+
+`make_case(op, seed)` is a pure function of (op, seed): the same key always
+gives the same shapes, attributes, input bits and static/dynamic choice.
+Float inputs are generated as float64 values exactly representable in their
+element type (they are rounded with reference.round_to).
+"""
+
+import zlib
+
+import numpy as np
+
+import reference as ref
+
+OPS = ["topk", "route", "cumsum", "get_indices", "get_indptr", "gather",
+       "grouped_matmul", "glu", "scatter", "combine", "indices_to_multihot",
+       "multihot_to_indices", "ffn"]
+
+
+class Tensor:
+    """An operand: `dyn` makes dim 0 dynamic through tensor.cast."""
+
+    def __init__(self, name, dtype, value, dyn=False):
+        self.name = name
+        self.dtype = dtype
+        self.value = np.asarray(value)
+        self.dyn = dyn
+
+    def __repr__(self):
+        return "%s: %s%s %s" % (self.name, "x".join(map(str, self.value.shape)),
+                                "(dyn)" if self.dyn else "", self.dtype)
+
+
+class Case:
+    def __init__(self, op, seed, inputs, attrs, out_dtypes, note=""):
+        self.op = op
+        self.seed = seed
+        self.inputs = inputs          # operand order
+        self.attrs = attrs            # op attributes (python values)
+        self.out_dtypes = out_dtypes  # element type of every result
+        self.note = note
+
+    @property
+    def key(self):
+        return "%s:%d" % (self.op, self.seed)
+
+    def inp(self, name):
+        for t in self.inputs:
+            if t.name == name:
+                return t
+        return None
+
+    def describe(self):
+        return "%s %s attrs=%s %s" % (self.key, self.inputs, self.attrs, self.note)
+
+
+# ----------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------
+
+def _rng(op, seed):
+    return np.random.default_rng([zlib.crc32(op.encode()), int(seed) & 0xFFFFFFFF])
+
+
+def _pick(rng, xs, p=None):
+    return xs[int(rng.choice(len(xs), p=p))]
+
+
+def _T(rng):
+    """Token counts: 0, 1, odd and a few larger."""
+    return int(_pick(rng, [0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 31],
+                     p=[.06, .1, .04, .08, .12, .12, .12, .08, .1, .08, .06, .04]))
+
+
+def _E(rng):
+    return int(_pick(rng, [1, 2, 3, 4, 5, 6, 7, 8, 12]))
+
+
+def _dtype(rng, allow_f16=True):
+    if allow_f16:
+        return _pick(rng, ["f32", "bf16", "f16"], p=[.45, .4, .15])
+    return _pick(rng, ["f32", "bf16"])
+
+
+def _floats(rng, shape, dtype, scale=1.0, ties=False):
+    """Finite values representable in dtype; `ties` draws from a tiny pool."""
+    if ties:
+        pool = np.round(rng.normal(0, scale, size=3) * 4) / 4
+        v = pool[rng.integers(0, len(pool), size=shape)]
+    else:
+        v = rng.normal(0.0, scale, size=shape)
+    return ref.round_to(v, dtype)
+
+
+def _f32(x):
+    return float(np.float32(x))
+
+
+def _sprinkle_nonfinite(rng, x, frac=0.15):
+    x = x.copy()
+    if x.size == 0:
+        return x
+    mask = rng.random(x.shape) < frac
+    specials = np.array([np.nan, np.inf, -np.inf])
+    x[mask] = specials[rng.integers(0, 3, size=int(mask.sum()))]
+    return x
+
+
+def _ids(rng, T, k, E, bad=0.1, dup=0.1):
+    """T x k expert ids: mostly distinct per row, some -1 / >= E / duplicates."""
+    out = np.zeros((T, k), dtype=np.int64)
+    for t in range(T):
+        if k <= E:
+            row = rng.permutation(E)[:k]
+        else:
+            row = rng.integers(0, E, size=k)
+        for j in range(k):
+            r = rng.random()
+            if r < bad:
+                row[j] = _pick(rng, [-1, -1, E, E + 3, -5])
+            elif r < bad + dup and k > 1:
+                row[j] = row[rng.integers(0, k)]
+        out[t] = row
+    return out
+
+
+# ----------------------------------------------------------------------------
+# per-op generators
+# ----------------------------------------------------------------------------
+
+def gen_topk(rng, seed):
+    T, E = _T(rng), _E(rng)
+    k = int(_pick(rng, [1, E, int(rng.integers(1, E + 1))]))
+    F = _dtype(rng)
+    ties = rng.random() < 0.4
+    x = _floats(rng, (T, E), F, ties=ties)
+    note = ""
+    if rng.random() < 0.35:
+        x = _sprinkle_nonfinite(rng, x, frac=0.25)
+        note += "nonfinite "
+    if T and rng.random() < 0.2:  # signed zeros compare equal
+        x[rng.integers(0, T), :] = np.where(rng.random(E) < 0.5, 0.0, -0.0)
+        note += "signed-zero "
+    return Case("topk", seed, [Tensor("input", F, x, rng.random() < 0.5)],
+                {"k": k}, [F, "i32"], note)
+
+
+ROUTE_STYLES = ["softmax_norm", "softmax_nonorm", "group_max", "sigmoid_top2_sum"]
+
+
+def _route_config(rng, E_choices=(2, 3, 4, 6, 8, 12, 16)):
+    style = _pick(rng, ROUTE_STYLES)
+    attrs = {"scoring": "softmax", "normalize": False}
+    has_bias = False
+    if style == "softmax_norm":
+        E = int(_pick(rng, [1, 2, 3, 5, 6, 7, 8, 12]))
+        attrs["normalize"] = True
+        n_group, topk_group = 1, 1
+    elif style == "softmax_nonorm":
+        E = int(_pick(rng, [1, 2, 3, 5, 6, 7, 8, 12]))
+        n_group, topk_group = 1, 1
+    elif style == "group_max":
+        E = int(_pick(rng, [4, 6, 8, 9, 12]))
+        n_group = int(_pick(rng, [d for d in range(2, E + 1) if E % d == 0]))
+        topk_group = int(rng.integers(1, n_group + 1))
+        attrs["group_score"] = "max"
+        attrs["normalize"] = bool(rng.random() < 0.5)
+        has_bias = rng.random() < 0.3
+    else:
+        E = int(_pick(rng, [4, 6, 8, 12, 16]))
+        n_group = int(_pick(rng, [d for d in range(1, E // 2 + 1) if E % d == 0 and E // d >= 2]))
+        topk_group = int(rng.integers(1, n_group + 1))
+        attrs["scoring"] = "sigmoid"
+        attrs["group_score"] = "top2_sum"
+        attrs["normalize"] = bool(rng.random() < 0.7)
+        attrs["scaling"] = _f32(_pick(rng, [1.0, 2.5, float(rng.uniform(0.25, 4))]))
+        has_bias = True
+    if n_group > 1 or rng.random() < 0.5:
+        attrs["n_group"] = n_group
+        attrs["topk_group"] = topk_group
+    if style.startswith("softmax") and rng.random() < 0.2:
+        attrs["scaling"] = _f32(rng.uniform(0.5, 3))
+    kmax = topk_group * E // n_group
+    k = int(_pick(rng, [1, kmax, int(rng.integers(1, kmax + 1))]))
+    return style, E, k, attrs, has_bias
+
+
+def _logits(rng, T, E, F, scoring, nonfinite):
+    if rng.random() < 0.3:  # ties: a small pool of values
+        pool = ref.round_to(rng.uniform(-3, 3, size=3), F)
+        x = pool[rng.integers(0, 3, size=(T, E))]
+    else:
+        x = ref.round_to(rng.normal(0, 2.0, size=(T, E)), F)
+    if nonfinite and T:
+        for t in range(T):
+            r = rng.random()
+            if r < 0.15:
+                x[t] = np.nan
+            elif r < 0.3:
+                x[t] = -np.inf
+            elif r < 0.45:
+                x[t, rng.integers(0, E)] = np.inf
+            elif r < 0.6:
+                x[t] = _sprinkle_nonfinite(rng, x[t], 0.4)
+    return x
+
+
+def gen_route(rng, seed):
+    style, E, k, attrs, has_bias = _route_config(rng)
+    T = _T(rng)
+    F = _dtype(rng)
+    nonfinite = rng.random() < 0.35
+    x = _logits(rng, T, E, F, attrs["scoring"], nonfinite)
+    inputs = [Tensor("logits", F, x, rng.random() < 0.5)]
+    if has_bias:
+        b = ref.round_to(rng.normal(0, 0.5, size=E), "f32")
+        if rng.random() < 0.3:
+            b = np.round(b * 4) / 4
+        inputs.append(Tensor("bias", "f32", b))
+    attrs["k"] = k
+    W = _pick(rng, ["f32", F])
+    return Case("route", seed, inputs, attrs, [W, "i32"],
+                style + (" nonfinite" if nonfinite else ""))
+
+
+def gen_cumsum(rng, seed):
+    T, E = _T(rng), _E(rng)
+    k = int(rng.integers(1, 5))
+    ids = _ids(rng, T, k, E)
+    return Case("cumsum", seed, [Tensor("indices", "i32", ids, rng.random() < 0.5)],
+                {"num_experts": E}, ["i32"])
+
+
+def gen_get_indices(rng, seed):
+    T, E = _T(rng), _E(rng)
+    k = int(rng.integers(1, 5))
+    ids = _ids(rng, T, k, E)
+    cs = ref.cumsum(ids, E)
+    dyn = rng.random() < 0.5
+    return Case("get_indices", seed,
+                [Tensor("cumsum", "i32", cs, dyn), Tensor("indices", "i32", ids, dyn)],
+                {"num_experts": E}, ["i32", "i32"])
+
+
+def gen_get_indptr(rng, seed):
+    T, E = _T(rng), _E(rng)
+    if rng.random() < 0.7:
+        cs = ref.cumsum(_ids(rng, T, int(rng.integers(1, 4)), E), E)
+    else:
+        cs = rng.integers(-100, 1000, size=E * T)
+    incl = bool(rng.random() < 0.5)
+    R = _pick(rng, ["i32", "i64"])
+    return Case("get_indptr", seed, [Tensor("cumsum", "i32", cs, rng.random() < 0.5)],
+                {"num_experts": E, "inclusive": incl}, [R])
+
+
+def gen_gather(rng, seed):
+    T = _T(rng)
+    H = int(_pick(rng, [1, 3, 8, 17]))
+    M = _T(rng)
+    F = _dtype(rng)
+    x = _floats(rng, (T, H), F)
+    idx = rng.integers(-2, T + 3, size=M)
+    return Case("gather", seed, [Tensor("input", F, x, rng.random() < 0.5),
+                                 Tensor("indices", "i32", idx, rng.random() < 0.5)],
+                {}, [F])
+
+
+def gen_scatter(rng, seed):
+    M = _T(rng)
+    H = int(_pick(rng, [1, 3, 8, 17]))
+    F = _dtype(rng)
+    x = _floats(rng, (M, H), F)
+    if rng.random() < 0.4:
+        idx = rng.permutation(M)
+    else:
+        idx = rng.integers(-2, M + 3, size=M)
+    dyn = rng.random() < 0.5
+    return Case("scatter", seed, [Tensor("input", F, x, dyn),
+                                  Tensor("indices", "i32", idx, dyn)], {}, [F])
+
+
+def _offsets(rng, M, E):
+    kind = rng.random()
+    cuts = np.sort(rng.integers(0, M + 1, size=E - 1)) if E > 1 else np.zeros(0, int)
+    note = "offsets:full"
+    start, end = 0, M
+    if kind < 0.25:
+        end = int(rng.integers(0, M + 1))  # ends before M
+        cuts = np.minimum(cuts, end)
+        note = "offsets:short"
+    elif kind < 0.35:
+        start = int(rng.integers(0, M + 1))
+        cuts = np.maximum(cuts, start)
+        note = "offsets:late-start"
+    off = np.concatenate([[start], cuts, [end]]).astype(np.int64)
+    if rng.random() < 0.15:  # out of [0, M]: clamped at run time
+        if rng.random() < 0.5:
+            off[0] = -int(rng.integers(1, 5))
+        else:
+            off[-1] = M + int(rng.integers(1, 5))
+        note += "+clamp"
+    elif rng.random() < 0.08 and E > 1:  # decreasing pair
+        e = int(rng.integers(0, E))
+        off[e + 1] = max(off[e] - int(rng.integers(1, 3)), -1)
+        note += "+decreasing"
+    return off, note
+
+
+def gen_grouped_matmul(rng, seed):
+    M = _T(rng)
+    E = _E(rng)
+    K = int(_pick(rng, [1, 4, 8, 13, 32]))
+    N = int(_pick(rng, [1, 2, 5, 8, 16]))
+    F = _dtype(rng)
+    tr = bool(rng.random() < 0.5)
+    lhs = _floats(rng, (M, K), F)
+    rhs = _floats(rng, (E, N, K) if tr else (E, K, N), F, scale=1 / np.sqrt(K))
+    off, note = _offsets(rng, M, E)
+    dyn = rng.random() < 0.5
+    inputs = [Tensor("lhs", F, lhs, dyn), Tensor("rhs", F, rhs),
+              Tensor("offsets", "i32", off)]
+    if rng.random() < 0.35:
+        inputs.append(Tensor("bias", F, _floats(rng, (E, N), F)))
+    O = _pick(rng, [F, "f32"])
+    return Case("grouped_matmul", seed, inputs, {"transpose_rhs": tr}, [O], note)
+
+
+def _glu_attrs(rng):
+    attrs = {"activation": _pick(rng, ["silu", "gelu", "gelu_tanh"]),
+             "layout": _pick(rng, ["concat", "interleaved"])}
+    r = rng.random()
+    if r < 0.3:  # gpt-oss swiglu
+        attrs.update(activation="silu", alpha=_f32(1.702), limit=7.0, up_bias=1.0)
+    else:
+        if rng.random() < 0.4:
+            attrs["alpha"] = _f32(_pick(rng, [1.702, 0.5, float(rng.uniform(0.2, 3))]))
+        if rng.random() < 0.4:
+            attrs["limit"] = _f32(_pick(rng, [7.0, 1.0, float(rng.uniform(0.3, 3))]))
+        if rng.random() < 0.4:
+            attrs["up_bias"] = _f32(_pick(rng, [1.0, -0.5, float(rng.uniform(-2, 2))]))
+    return attrs
+
+
+def gen_glu(rng, seed):
+    M = _T(rng)
+    N = int(_pick(rng, [1, 2, 3, 8, 16]))
+    F = _dtype(rng)
+    x = _floats(rng, (M, 2 * N), F, scale=_pick(rng, [1.0, 3.0, 10.0]))
+    return Case("glu", seed, [Tensor("input", F, x, rng.random() < 0.5)],
+                _glu_attrs(rng), [F])
+
+
+def gen_combine(rng, seed):
+    T = _T(rng)
+    k = int(_pick(rng, [1, 2, 3, 4, 8]))
+    H = int(_pick(rng, [1, 3, 8, 16]))
+    F = _dtype(rng)
+    dyn = rng.random() < 0.5
+    inputs = [Tensor("input", F, _floats(rng, (T, k, H), F), dyn)]
+    if rng.random() < 0.75:
+        W = _pick(rng, ["f32", F])
+        inputs.append(Tensor("weights", W, ref.round_to(rng.uniform(-1, 1, (T, k)), W), dyn))
+    return Case("combine", seed, inputs, {}, [F])
+
+
+def gen_indices_to_multihot(rng, seed):
+    T, E = _T(rng), _E(rng)
+    k = int(rng.integers(1, 5))
+    F = _dtype(rng)
+    ids = _ids(rng, T, k, E, bad=0.2, dup=0.15)
+    probs = ref.round_to(rng.uniform(0, 1, (T, k)), F)
+    dyn = rng.random() < 0.5
+    return Case("indices_to_multihot", seed,
+                [Tensor("indices", "i32", ids, dyn), Tensor("probs", F, probs, dyn)],
+                {"num_experts": E}, ["i1", F, "i32"])
+
+
+def gen_multihot_to_indices(rng, seed):
+    T, E = _T(rng), _E(rng)
+    k = int(rng.integers(1, 5))
+    F = _dtype(rng)
+    if rng.random() < 0.5:  # a consistent forward result
+        ids = _ids(rng, T, k, E, bad=0.2, dup=0.1)
+        _, pm, pos = ref.indices_to_multihot(ids, ref.round_to(rng.uniform(0, 1, (T, k)), F), E)
+    else:  # arbitrary maps: collisions, -1, >= k
+        pm = ref.round_to(rng.uniform(-1, 1, (T, E)), F)
+        pos = rng.integers(-2, k + 2, size=(T, E))
+    dyn = rng.random() < 0.5
+    return Case("multihot_to_indices", seed,
+                [Tensor("probs_multihot", F, pm, dyn), Tensor("position_map", "i32", pos, dyn)],
+                {"k": k}, [F])
+
+
+def gen_ffn(rng, seed):
+    style, E, k, attrs, has_bias = _route_config(rng)
+    T = _T(rng)
+    H = int(_pick(rng, [1, 4, 8, 16]))
+    I = int(_pick(rng, [1, 2, 4, 8]))
+    F = _dtype(rng)
+    tw = bool(rng.random() < 0.5)
+    x = _floats(rng, (T, H), F)
+    logits = _logits(rng, T, E, F, attrs["scoring"], nonfinite=rng.random() < 0.15)
+    w_up = _floats(rng, (E, 2 * I, H) if tw else (E, H, 2 * I), F, scale=1 / np.sqrt(H))
+    w_down = _floats(rng, (E, H, I) if tw else (E, I, H), F, scale=1 / np.sqrt(I))
+    dyn = rng.random() < 0.5
+    inputs = [Tensor("x", F, x, dyn), Tensor("logits", F, logits, dyn),
+              Tensor("w_up", F, w_up), Tensor("w_down", F, w_down)]
+    if has_bias:
+        inputs.append(Tensor("bias", "f32", ref.round_to(rng.normal(0, 0.5, size=E), "f32")))
+    attrs["k"] = k
+    attrs.update(_glu_attrs(rng))
+    attrs["transpose_weights"] = tw
+    return Case("ffn", seed, inputs, attrs, [F], style)
+
+
+GENERATORS = {op: globals()["gen_" + op] for op in OPS}
+
+
+def make_case(op, seed):
+    if op not in GENERATORS:
+        raise KeyError("unknown op %r (known: %s)" % (op, ", ".join(OPS)))
+    return GENERATORS[op](_rng(op, seed), seed)
+
+
+if __name__ == "__main__":
+    import sys
+    for key in sys.argv[1:]:
+        op, s = key.split(":")
+        print(make_case(op, int(s)).describe())

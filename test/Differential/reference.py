@@ -1,0 +1,740 @@
+#!/usr/bin/env python3
+"""Independent numpy reference of the public `moe` dialect ops.
+
+Written from /work/shared/SPEC.md (sections 1-3) and the op descriptions in
+MoeOps.td; it shares no code with the compiler.  Everything is computed in
+float64; `round_to(x, dtype)` emulates the storage precision of f32, f16 and
+bf16 (round to nearest even) so inputs and the intermediate activations of the
+`moe.ffn` chain can be rounded where the compiled chain rounds them.
+
+Float results come with a `scale` array: a first-order bound of the magnitude
+the result's rounding / accumulation error is proportional to (for a dot
+product, sum |a_i * b_i|).  The differential driver accepts
+|got - ref| <= rtol(dtype) * scale + atol(dtype).
+
+Run `python3 reference.py --self-test` to check hand-worked examples.
+"""
+
+import itertools
+import math
+import sys
+
+import numpy as np
+
+FLT_MAX = float(np.finfo(np.float32).max)
+FLOAT_TYPES = ("f32", "f16", "bf16")
+INT_TYPES = ("i32", "i64", "i1")
+
+# Comparison tolerances per float type: (rtol relative to `scale`, atol).
+TOLERANCE = {
+    "f32": (1e-5, 1e-7),
+    "f16": (4e-3, 1e-4),
+    "bf16": (2e-2, 1e-6),
+}
+# Unit roundoff-ish per type, used to propagate error scales in the chain.
+UNIT = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+
+
+# ----------------------------------------------------------------------------
+# Storage-precision emulation
+# ----------------------------------------------------------------------------
+
+def f32_to_bf16_bits(a):
+    """float32 array -> uint16 bf16 bit patterns, round to nearest even."""
+    a = np.ascontiguousarray(np.asarray(a, dtype=np.float32))
+    u = a.view(np.uint32).astype(np.uint64)
+    lsb = (u >> np.uint64(16)) & np.uint64(1)
+    r = (u + np.uint64(0x7FFF) + lsb) >> np.uint64(16)
+    nan = np.isnan(a)
+    r = np.where(nan, (u >> np.uint64(16)) | np.uint64(0x40), r)
+    return r.astype(np.uint16)
+
+
+def bf16_bits_to_f64(b):
+    b = np.asarray(b, dtype=np.uint16).astype(np.uint32) << np.uint32(16)
+    return b.view(np.float32).astype(np.float64)
+
+
+def round_to(x, dtype):
+    """Round float64 values to `dtype` storage and return them as float64."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "f64":
+            return x.copy()
+        if dtype == "f32":
+            return x.astype(np.float32).astype(np.float64)
+        if dtype == "f16":
+            return x.astype(np.float16).astype(np.float64)
+        if dtype == "bf16":
+            return bf16_bits_to_f64(f32_to_bf16_bits(x.astype(np.float32)))
+    raise ValueError("not a float type: %s" % dtype)
+
+
+def to_bytes(x, dtype):
+    """Little-endian raw data of `x` stored as `dtype` (for dense hex literals)."""
+    x = np.asarray(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype == "f32":
+            a = x.astype("<f4")
+        elif dtype == "f16":
+            a = x.astype("<f2")
+        elif dtype == "bf16":
+            a = f32_to_bf16_bits(x.astype(np.float32)).astype("<u2")
+        elif dtype == "i32":
+            a = x.astype("<i4")
+        elif dtype == "i64":
+            a = x.astype("<i8")
+        else:
+            raise ValueError(dtype)
+    return np.ascontiguousarray(a).tobytes()
+
+
+# ----------------------------------------------------------------------------
+# Routing
+# ----------------------------------------------------------------------------
+
+def _sanitize_logits(x):
+    x = np.array(x, dtype=np.float64)
+    x[np.isnan(x)] = -np.inf
+    x[x == np.inf] = FLT_MAX
+    return x
+
+
+def scores(logits, scoring):
+    """Step 1 of moe.route: softmax over E or sigmoid, NaN -> -inf, +inf -> FLT_MAX."""
+    x = _sanitize_logits(logits)
+    if x.ndim == 1:
+        x = x[None, :]
+    s = np.zeros_like(x)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if scoring == "softmax":
+            for t in range(x.shape[0]):
+                m = np.max(x[t]) if x.shape[1] else -np.inf
+                if m == -np.inf:
+                    continue  # every score is zero
+                e = np.exp(x[t] - m)
+                s[t] = e / np.sum(e)
+        elif scoring == "sigmoid":
+            s = 1.0 / (1.0 + np.exp(-x))
+        else:
+            raise ValueError(scoring)
+    return s
+
+
+def _order(keys, allowed):
+    """Indices of `allowed` sorted by descending key, ties -> lower index."""
+    return sorted(allowed, key=lambda e: (-keys[e], e))
+
+
+def _group_scores(c_row, n_group, group_score):
+    g = len(c_row) // n_group
+    out = []
+    for gi in range(n_group):
+        vals = sorted(c_row[gi * g:(gi + 1) * g], reverse=True)
+        out.append(vals[0] if group_score == "max" else vals[0] + vals[1])
+    return out
+
+
+def _key_tol(v):
+    # f32 routing math: a few ulps relative, plus a floor below which f32
+    # values are denormal / flushed and cannot be ordered reliably.
+    return 4e-6 * abs(v) + 1e-30
+
+
+def _near(a, b):
+    return a != b and abs(a - b) <= _key_tol(a) + _key_tol(b)
+
+
+def route_row(s_row, c_row, k, n_group, topk_group, group_score,
+              kept_groups=None):
+    """Selected ids of one row (steps 3-4)."""
+    E = len(c_row)
+    if n_group > 1:
+        g = E // n_group
+        if kept_groups is None:
+            gs = _group_scores(c_row, n_group, group_score)
+            kept_groups = _order(gs, range(n_group))[:topk_group]
+        allowed = [e for e in range(E) if e // g in kept_groups]
+    else:
+        allowed = list(range(E))
+    return _order(c_row, allowed)[:k]
+
+
+def route_weights(s_row, ids, normalize, scaling):
+    w = np.array([s_row[i] for i in ids], dtype=np.float64)
+    if normalize:
+        tot = np.sum(w)
+        if tot > 0:
+            w = w / tot
+    return w * float(scaling)
+
+
+def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
+          group_score="max", scaling=1.0, bias=None):
+    """moe.route. Returns (weights f64 [T,k], ids int64 [T,k], ambiguous [T] bool).
+
+    `ambiguous[t]` is set when the row's selected *set* depends on a near tie
+    (not an exact one) that f32 arithmetic may resolve either way."""
+    logits = np.asarray(logits, dtype=np.float64)
+    T, E = logits.shape
+    s = scores(logits, scoring) if T else np.zeros((0, E))
+    c = s + (np.asarray(bias, dtype=np.float64)[None, :] if bias is not None else 0.0)
+    W = np.zeros((T, k))
+    ids = np.zeros((T, k), dtype=np.int64)
+    amb = np.zeros(T, dtype=bool)
+    for t in range(T):
+        row_ids = route_row(s[t], c[t], k, n_group, topk_group, group_score)
+        ids[t] = row_ids
+        W[t] = route_weights(s[t], row_ids, normalize, scaling)
+        amb[t] = _row_ambiguous(c[t], k, n_group, topk_group, group_score)
+    return W, ids, amb, s, c
+
+
+def _row_ambiguous(c_row, k, n_group, topk_group, group_score):
+    E = len(c_row)
+    if n_group > 1:
+        gs = _group_scores(c_row, n_group, group_score)
+        order = _order(gs, range(n_group))
+        if topk_group < n_group and _near(gs[order[topk_group - 1]], gs[order[topk_group]]):
+            return True
+        g = E // n_group
+        allowed = [e for e in range(E) if e // g in order[:topk_group]]
+    else:
+        allowed = list(range(E))
+    order = _order(c_row, allowed)
+    if k < len(order) and _near(c_row[order[k - 1]], c_row[order[k]]):
+        return True
+    return False
+
+
+def route_ids_acceptable(s_row, c_row, got_ids, k, n_group, topk_group,
+                         group_score):
+    """Is `got_ids` a correct selection of this row up to near ties that f32
+    may break either way?  Exact ties must follow the lower-index rule."""
+    got_ids = [int(i) for i in got_ids]
+    E = len(c_row)
+    if len(set(got_ids)) != len(got_ids) or any(i < 0 or i >= E for i in got_ids):
+        return False
+    candidates = [None]
+    if n_group > 1:
+        gs = _group_scores(c_row, n_group, group_score)
+        order = _order(gs, range(n_group))
+        bound = gs[order[topk_group - 1]]
+        sure = [gi for gi in order if gs[gi] > bound and not _near(gs[gi], bound)]
+        maybe = [gi for gi in order if gi not in sure and
+                 (gs[gi] == bound or _near(gs[gi], bound))]
+        need = topk_group - len(sure)
+        candidates = [sure + list(cmb) for cmb in itertools.combinations(maybe, need)]
+        if len(candidates) > 200:
+            candidates = candidates[:200]
+    for kept in candidates:
+        ref = route_row(s_row, c_row, k, n_group, topk_group, group_score,
+                        kept_groups=kept)
+        if n_group > 1:
+            g = E // n_group
+            if any(i // g not in kept for i in got_ids):
+                continue
+        ok = True
+        for a, b in zip(got_ids, ref):
+            if a == b:
+                continue
+            if not _near(c_row[a], c_row[b]):
+                ok = False
+                break
+        if ok:
+            return True
+    return False
+
+
+def topk(x, k):
+    """moe.topk: (values [T,k], ids [T,k]); NaN below everything, ties lower index."""
+    x = np.asarray(x, dtype=np.float64)
+    T, E = x.shape
+    vals = np.zeros((T, k))
+    ids = np.zeros((T, k), dtype=np.int64)
+    for t in range(T):
+        order = sorted(range(E), key=lambda e: (1, 0.0, e) if math.isnan(x[t, e])
+                       else (0, -x[t, e], e))[:k]
+        ids[t] = order
+        vals[t] = x[t, order]
+    return vals, ids
+
+
+# ----------------------------------------------------------------------------
+# Dispatch metadata
+# ----------------------------------------------------------------------------
+
+def cumsum(indices, E):
+    indices = np.asarray(indices, dtype=np.int64)
+    T = indices.shape[0]
+    mask = np.zeros((T, E), dtype=np.int64)
+    for t in range(T):
+        for e in indices[t]:
+            if 0 <= e < E:
+                mask[t, e] += 1
+    return np.cumsum(mask.T.reshape(-1)).astype(np.int64)
+
+
+def get_indices(cs, indices):
+    cs = np.asarray(cs, dtype=np.int64)
+    indices = np.asarray(indices, dtype=np.int64)
+    T, k = indices.shape
+    rev = np.full(T * k, -7, dtype=np.int64)
+    tok = np.full(T * k, -7, dtype=np.int64)
+    if T == 0:
+        return rev, tok
+    E = len(cs) // T
+    dispatched = 0
+    for b in range(T):
+        row = list(indices[b])
+        for e in set(int(v) for v in row if 0 <= v < E):
+            slots = [j for j in range(k) if row[j] == e]
+            p = int(cs[e * T + b]) - 1
+            for n, j in enumerate(slots):
+                q = p - (len(slots) - 1) + n
+                rev[q] = b * k + j
+                tok[q] = b
+            dispatched += len(slots)
+    q = dispatched
+    for b in range(T):
+        for j in range(k):
+            if not (0 <= indices[b, j] < E):
+                rev[q] = b * k + j
+                tok[q] = b
+                q += 1
+    return rev, tok
+
+
+def get_indptr(cs, E, inclusive):
+    cs = np.asarray(cs, dtype=np.int64)
+    T = len(cs) // E
+    ends = np.array([cs[(e + 1) * T - 1] if T > 0 else 0 for e in range(E)],
+                    dtype=np.int64)
+    if inclusive:
+        return ends
+    return np.concatenate([[0], ends]).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------
+# Data movement
+# ----------------------------------------------------------------------------
+
+def gather(x, idx):
+    x = np.asarray(x, dtype=np.float64)
+    T, H = x.shape
+    out = np.zeros((len(idx), H))
+    for m, i in enumerate(idx):
+        if 0 <= i < T:
+            out[m] = x[i]
+    return out
+
+
+def scatter(x, idx):
+    x = np.asarray(x, dtype=np.float64)
+    M, H = x.shape
+    out = np.zeros((M, H))
+    for i, d in enumerate(idx):  # later row wins
+        if 0 <= d < M:
+            out[d] = x[i]
+    return out
+
+
+# ----------------------------------------------------------------------------
+# Expert compute
+# ----------------------------------------------------------------------------
+
+def grouped_matmul(lhs, rhs, offsets, bias=None, transpose_rhs=False):
+    """Returns (value [M,N], scale [M,N], defined_rows [M] bool).
+
+    A row is undefined (not compared) when the two rules of the SPEC
+    disagree on it, which only happens for non-monotone offsets: several
+    experts' ranges cover it, or one covers it outside [offsets[0], offsets[E])."""
+    lhs = np.asarray(lhs, dtype=np.float64)
+    rhs = np.asarray(rhs, dtype=np.float64)
+    M, K = lhs.shape
+    E = rhs.shape[0]
+    W = np.transpose(rhs, (0, 2, 1)) if transpose_rhs else rhs  # E x K x N
+    N = W.shape[2]
+    off = [min(max(int(o), 0), M) for o in offsets]
+    out = np.zeros((M, N))
+    scale = np.zeros((M, N))
+    defined = np.ones(M, dtype=bool)
+    owner = [[] for _ in range(M)]
+    for e in range(E):
+        for m in range(off[e], off[e + 1]):
+            owner[m].append(e)
+    for m in range(M):
+        inside = off[0] <= m < off[E]
+        if len(owner[m]) > 1 or (len(owner[m]) == 1 and not inside):
+            defined[m] = False
+            continue
+        if not owner[m]:
+            continue
+        e = owner[m][0]
+        out[m] = lhs[m] @ W[e]
+        scale[m] = np.abs(lhs[m]) @ np.abs(W[e])
+        if bias is not None:
+            out[m] += bias[e]
+            scale[m] += np.abs(bias[e])
+    return out, scale, defined
+
+
+def _phi(x):  # standard normal pdf
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def activation(g, act, alpha):
+    """(act(g), |act'(g)|) in float64."""
+    g = np.asarray(g, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        if act == "silu":
+            sg = 1.0 / (1.0 + np.exp(-alpha * g))
+            return g * sg, np.abs(sg + alpha * g * sg * (1.0 - sg))
+        if act == "gelu":
+            cdf = 0.5 * (1.0 + _erf(g / math.sqrt(2.0)))
+            return g * cdf, np.abs(cdf + g * _phi(g))
+        if act == "gelu_tanh":
+            c = math.sqrt(2.0 / math.pi)
+            th = np.tanh(c * (g + 0.044715 * g ** 3))
+            val = 0.5 * g * (1.0 + th)
+            d = 0.5 * (1.0 + th) + 0.5 * g * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * g * g)
+            return val, np.abs(d)
+    raise ValueError(act)
+
+
+def glu(x, act, layout, alpha=1.0, limit=None, up_bias=0.0, x_scale=None):
+    """moe.glu: (value [M,N], scale [M,N]).  `x_scale` is the error scale
+    of the input (defaults to |x|: inputs exact, only f32 evaluation error)."""
+    x = np.asarray(x, dtype=np.float64)
+    xs = np.abs(x) if x_scale is None else x_scale
+    N = x.shape[1] // 2
+    if layout == "concat":
+        g, u = x[:, :N], x[:, N:]
+        gs, us = xs[:, :N], xs[:, N:]
+    elif layout == "interleaved":
+        g, u = x[:, 0::2], x[:, 1::2]
+        gs, us = xs[:, 0::2], xs[:, 1::2]
+    else:
+        raise ValueError(layout)
+    if limit is not None:
+        g = np.minimum(g, limit)
+        u = np.clip(u, -limit, limit)
+    a, da = activation(g, act, alpha)
+    ub = u + up_bias
+    val = a * ub
+    scale = da * gs * np.abs(ub) + np.abs(a) * us + np.abs(val)
+    return val, scale
+
+
+def combine(x, w=None):
+    """moe.combine: (value [T,H], scale [T,H]); slot-order sum."""
+    x = np.asarray(x, dtype=np.float64)
+    T, k, H = x.shape
+    if w is None:
+        w = np.ones((T, k))
+    w = np.asarray(w, dtype=np.float64)
+    val = np.einsum("tk,tkh->th", w, x) if T else np.zeros((0, H))
+    scale = np.einsum("tk,tkh->th", np.abs(w), np.abs(x)) if T else np.zeros((0, H))
+    return val, scale
+
+
+# ----------------------------------------------------------------------------
+# Converters
+# ----------------------------------------------------------------------------
+
+def indices_to_multihot(indices, probs, E):
+    indices = np.asarray(indices, dtype=np.int64)
+    probs = np.asarray(probs, dtype=np.float64)
+    T, k = indices.shape
+    mh = np.zeros((T, E), dtype=np.int64)
+    pm = np.zeros((T, E))
+    pos = np.full((T, E), -1, dtype=np.int64)
+    for t in range(T):
+        for j in range(k):  # later slot wins
+            e = indices[t, j]
+            if 0 <= e < E:
+                mh[t, e] = 1
+                pm[t, e] = probs[t, j]
+                pos[t, e] = j
+    return mh, pm, pos
+
+
+def multihot_to_indices(pm, pos, k):
+    pm = np.asarray(pm, dtype=np.float64)
+    pos = np.asarray(pos, dtype=np.int64)
+    T, E = pm.shape
+    out = np.zeros((T, k))
+    for t in range(T):
+        for e in range(E):  # higher expert wins
+            j = pos[t, e]
+            if 0 <= j < k:
+                out[t, j] = pm[t, e]
+    return out
+
+
+# ----------------------------------------------------------------------------
+# The composite: moe.ffn as the chain of SPEC section 3
+# ----------------------------------------------------------------------------
+
+def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,
+        topk_group=1, group_score="max", scaling=1.0, bias=None,
+        activation="silu", layout="concat", alpha=1.0, limit=None,
+        up_bias=0.0, transpose_weights=False):
+    """Returns (y [T,H] (not yet rounded to F), scale [T,H], defined rows [T]).
+
+    Between the ops of the chain every activation is rounded to F (the
+    decomposition's element type); route weights are f32."""
+    x = np.asarray(x, dtype=np.float64)
+    T, H = x.shape
+    E = logits.shape[1]
+    u = UNIT[F]
+    weights, ids, amb, _, _ = route(logits, k, scoring, normalize, n_group,
+                                    topk_group, group_score, scaling, bias)
+    weights = round_to(weights, "f32")
+    cs = cumsum(ids, E)
+    rev, tok = get_indices(cs, ids)
+    off = get_indptr(cs, E, inclusive=False)
+    rows = gather(x, tok)
+    up, up_scale, _ = grouped_matmul(rows, w_up, off, transpose_rhs=transpose_weights)
+    up = round_to(up, F)
+    # error scale of `up` in units of u: accumulation + rounding
+    act, act_scale = glu(up, activation, layout, alpha, limit, up_bias,
+                         x_scale=up_scale + np.abs(up))
+    act = round_to(act, F)
+    down, _, _ = grouped_matmul(act, w_down, off, transpose_rhs=transpose_weights)
+    down_scale, _, _ = grouped_matmul(act_scale + np.abs(act), np.abs(w_down), off,
+                                      transpose_rhs=transpose_weights)
+    down = round_to(down, F)
+    down_scale = down_scale + np.abs(down)
+    sc = scatter(down, rev).reshape(T, k, H)
+    sc_scale = scatter(down_scale, rev).reshape(T, k, H)
+    y, _ = combine(sc, weights)
+    y_scale, _ = combine(sc_scale, np.abs(weights))
+    y_scale = y_scale + np.abs(y)
+    del u
+    return y, y_scale, ~amb
+
+
+# ----------------------------------------------------------------------------
+# Self-test
+# ----------------------------------------------------------------------------
+
+def _eq(name, got, want):
+    got = np.asarray(got)
+    want = np.asarray(want)
+    if got.shape != want.shape or not np.array_equal(got, want):
+        raise AssertionError("%s: got %s, want %s" % (name, got.tolist(), want.tolist()))
+
+
+def _close(name, got, want, tol=1e-12):
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=tol, atol=tol, equal_nan=True):
+        raise AssertionError("%s: got %s, want %s" % (name, got.tolist(), want.tolist()))
+
+
+def self_test():
+    checks = []
+
+    def check(fn):
+        checks.append(fn)
+        return fn
+
+    @check
+    def seed_cumsum_example():
+        ids = [[0, 1], [1, 2], [3, 4], [2, 5]]
+        cs = cumsum(ids, 6)
+        _eq("cumsum", cs, [1, 1, 1, 1, 2, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6,
+                           6, 6, 7, 7, 7, 7, 7, 8])
+        rev, tok = get_indices(cs, ids)
+        # expert 0: (0,0); 1: (0,1),(1,0); 2: (1,1),(3,0); 3: (2,0); 4: (2,1); 5: (3,1)
+        _eq("get_indices.rev", rev, [0, 1, 2, 3, 6, 4, 5, 7])
+        _eq("get_indices.tok", tok, [0, 0, 1, 1, 3, 2, 2, 3])
+        _eq("indptr.excl", get_indptr(cs, 6, False), [0, 1, 3, 5, 6, 7, 8])
+        _eq("indptr.incl", get_indptr(cs, 6, True), [1, 3, 5, 6, 7, 8])
+
+    @check
+    def cumsum_undispatched_and_duplicate():
+        # -1 (not local), 7 >= E, and expert 2 twice in row 1.
+        ids = [[2, -1], [2, 2], [0, 7]]
+        E = 3
+        cs = cumsum(ids, E)
+        # mask: row0 e2=1; row1 e2=2; row2 e0=1. expert-major: e0:[0,0,1] e1:[0,0,0] e2:[1,2,0]
+        _eq("cumsum", cs, [0, 0, 1, 1, 1, 1, 2, 4, 4])
+        rev, tok = get_indices(cs, ids)
+        # dispatched: pos0 = (2,0)->4 ; e2: (0,0)->0 at pos1; row1 slots 0,1 -> pos 2,3
+        # undispatched after, in (b,j) order: (0,1)->1, (2,1)->5
+        _eq("rev", rev, [4, 0, 2, 3, 1, 5])
+        _eq("tok", tok, [2, 0, 1, 1, 0, 2])
+        _eq("perm", sorted(rev.tolist()), list(range(6)))
+        _eq("indptr", get_indptr(cs, E, False), [0, 1, 1, 4])
+
+    @check
+    def empty_tokens():
+        cs = cumsum(np.zeros((0, 2), dtype=np.int64), 4)
+        _eq("cumsum T=0", cs, np.zeros(0, dtype=np.int64))
+        _eq("indptr T=0", get_indptr(cs, 4, False), [0, 0, 0, 0, 0])
+        rev, tok = get_indices(cs, np.zeros((0, 2), dtype=np.int64))
+        _eq("rev T=0", rev, np.zeros(0, dtype=np.int64))
+
+    @check
+    def multihot_round_trip():
+        ids = [[3, -1, 1], [0, 5, 0]]  # E = 4: -1 and 5 ignored, 0 twice (later wins)
+        probs = [[0.5, 0.25, 0.125], [1.0, 2.0, 3.0]]
+        mh, pm, pos = indices_to_multihot(ids, probs, 4)
+        _eq("mh", mh, [[0, 1, 0, 1], [1, 0, 0, 0]])
+        _close("pm", pm, [[0, 0.125, 0, 0.5], [3.0, 0, 0, 0]])
+        _eq("pos", pos, [[-1, 2, -1, 0], [2, -1, -1, -1]])
+        back = multihot_to_indices(pm, pos, 3)
+        _close("back", back, [[0.5, 0.0, 0.125], [0.0, 0.0, 3.0]])
+        # two experts on one slot: higher expert wins; out-of-range slots dropped
+        back2 = multihot_to_indices([[1.0, 2.0, 4.0]], [[0, 0, 3]], 2)
+        _close("back2", back2, [[2.0, 0.0]])
+
+    @check
+    def topk_ties_nan():
+        x = [[1.0, np.nan, 3.0, 3.0, -np.inf], [np.nan, np.nan, -np.inf, 0.0, -0.0]]
+        v, i = topk(x, 5)
+        _eq("ids", i, [[2, 3, 0, 4, 1], [3, 4, 2, 0, 1]])
+        _close("vals", v, [[3, 3, 1, -np.inf, np.nan], [0, 0, -np.inf, np.nan, np.nan]])
+
+    @check
+    def route_softmax():
+        lg = np.array([[1.0, 2.0, 3.0, 4.0]])
+        w, ids, _, s, _ = route(lg, 2, "softmax", normalize=True)
+        e = np.exp(lg[0] - 4.0)
+        p = e / e.sum()
+        _eq("ids", ids, [[3, 2]])
+        _close("w", w, [[p[3] / (p[3] + p[2]), p[2] / (p[3] + p[2])]])
+        w, ids, _, _, _ = route(lg, 2, "softmax", normalize=False, scaling=2.0)
+        _close("w nonorm", w, [[2 * p[3], 2 * p[2]]])
+
+    @check
+    def route_nonfinite():
+        # all -inf/NaN row: zero weights, distinct ids 0..k-1 (ties lower index)
+        lg = np.array([[-np.inf, np.nan, -np.inf], [np.inf, 0.0, np.inf],
+                       [np.nan, 1.0, 1.0]])
+        w, ids, _, _, _ = route(lg, 2, "softmax", normalize=True)
+        _eq("ids", ids, [[0, 1], [0, 2], [1, 2]])
+        _close("w", w, [[0, 0], [0.5, 0.5], [0.5, 0.5]])
+        w, ids, _, _, _ = route(lg, 2, "sigmoid", normalize=False)
+        _eq("ids sig", ids, [[0, 1], [0, 2], [1, 2]])
+        _close("w sig", w, [[0, 0], [1, 1], [1 / (1 + math.exp(-1))] * 2])
+
+    @check
+    def route_groups():
+        # E=6, 3 groups of 2. c = sigmoid + bias
+        lg = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
+        bias = np.array([0.1, 0.0, 0.0, 0.3, 0.05, 0.04])
+        # c = .6,.5,.5,.8,.55,.54 ; max: g0=.6 g1=.8 g2=.55 -> keep g1,g0
+        w, ids, _, _, _ = route(lg, 2, "sigmoid", normalize=True, n_group=3,
+                                topk_group=2, group_score="max", bias=bias)
+        _eq("ids max", ids, [[3, 0]])
+        _close("w max", w, [[0.5, 0.5]])
+        # top2_sum: g0=1.1 g1=1.3 g2=1.09 -> keep g1,g0 ; k=3 -> 3,0,1? c[1]=.5=c[2]: 2 excluded? g1={2,3}
+        w, ids, _, _, _ = route(lg, 3, "sigmoid", normalize=False, n_group=3,
+                                topk_group=2, group_score="top2_sum", bias=bias,
+                                scaling=2.0)
+        _eq("ids top2", ids, [[3, 0, 1]])
+        _close("w top2", w, [[1.0, 1.0, 1.0]])
+        # group ties -> lower group index
+        w, ids, _, _, _ = route(lg, 2, "softmax", n_group=3, topk_group=1)
+        _eq("ids tie", ids, [[0, 1]])
+
+    @check
+    def route_acceptance():
+        c = [0.5, 0.5 + 1e-9, 0.2]
+        assert route_ids_acceptable(c, c, [1, 0], 2, 1, 1, "max")
+        assert route_ids_acceptable(c, c, [0, 1], 2, 1, 1, "max")
+        c2 = [0.5, 0.5, 0.2]
+        assert not route_ids_acceptable(c2, c2, [1, 0], 2, 1, 1, "max")
+        assert not route_ids_acceptable(c2, c2, [0, 0], 2, 1, 1, "max")
+
+    @check
+    def grouped_matmul_offsets():
+        lhs = np.arange(10, dtype=np.float64).reshape(5, 2)
+        rhs = np.stack([np.eye(2), 2 * np.eye(2), 3 * np.eye(2)])
+        out, _, d = grouped_matmul(lhs, rhs, [0, 2, 2, 4])  # expert 1 empty, row 4 outside
+        _close("gmm", out, [[0, 1], [2, 3], [12, 15], [18, 21], [0, 0]])
+        assert d.all()
+        out, _, d = grouped_matmul(lhs, rhs, [-3, 1, 1, 99])  # clamped to [0,1,1,5]
+        _close("gmm clamp", out, [[0, 1], [6, 9], [12, 15], [18, 21], [24, 27]])
+        out, _, d = grouped_matmul(lhs, rhs, [0, 3, 1, 1])  # decreasing pair
+        assert d.tolist() == [True, False, False, True, True]
+        bias = np.array([[1.0, -1.0], [0, 0], [0.5, 0.5]])
+        out, _, _ = grouped_matmul(lhs, np.transpose(rhs, (0, 2, 1)), [0, 1, 1, 2],
+                                   bias=bias, transpose_rhs=True)
+        _close("gmm T", out, [[1, 0], [6.5, 9.5], [0, 0], [0, 0], [0, 0]])
+
+    @check
+    def glu_variants():
+        x = np.array([[1.0, -2.0, 3.0, 0.5]])
+        v, _ = glu(x, "silu", "concat")
+        sil = lambda a, al=1.0: a / (1 + math.exp(-al * a))
+        _close("silu concat", v, [[sil(1.0) * 3.0, sil(-2.0) * 0.5]])
+        v, _ = glu(x, "silu", "interleaved", alpha=1.702, limit=2.5, up_bias=1.0)
+        _close("swiglu", v, [[sil(1.0, 1.702) * (-2.0 + 1.0), sil(2.5, 1.702) * (0.5 + 1.0)]])
+        v, _ = glu(x, "gelu", "concat")
+        ge = lambda a: 0.5 * a * (1 + math.erf(a / math.sqrt(2)))
+        _close("gelu", v, [[ge(1.0) * 3.0, ge(-2.0) * 0.5]])
+        v, _ = glu(x, "gelu_tanh", "concat")
+        gt = lambda a: 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+        _close("gelu_tanh", v, [[gt(1.0) * 3.0, gt(-2.0) * 0.5]])
+        v, _ = glu(np.array([[9.0, -9.0]]), "silu", "concat", limit=7.0)
+        _close("limit", v, [[sil(7.0) * -7.0]])
+
+    @check
+    def gather_scatter_combine():
+        x = np.array([[1.0, 2.0], [3.0, 4.0]])
+        _close("gather", gather(x, [1, -1, 2, 0]), [[3, 4], [0, 0], [0, 0], [1, 2]])
+        _close("scatter", scatter(x, [1, 1]), [[0, 0], [3, 4]])
+        _close("scatter drop", scatter(x, [5, -1]), [[0, 0], [0, 0]])
+        v, _ = combine(np.array([[[1.0, 2.0], [3.0, 4.0]]]), [[0.5, 2.0]])
+        _close("combine", v, [[6.5, 9.0]])
+
+    @check
+    def rounding():
+        _close("bf16 rne", round_to([1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 1.0 + 2 ** -8 + 2 ** -20],
+                                    "bf16"), [1.0, 1.0 + 2 ** -6, 1.0 + 2 ** -7])
+        assert to_bytes(np.array([1.0]), "bf16") == b"\x80\x3f"
+        assert to_bytes(np.array([1.0]), "f32") == b"\x00\x00\x80\x3f"
+        assert np.isnan(round_to([np.nan], "bf16")[0])
+        _close("f16", round_to([1.0 + 2 ** -11], "f16"), [1.0])
+        _close("bf16 ovf", round_to([3.4e38], "bf16"), [np.inf])
+
+    @check
+    def ffn_chain_small():
+        # T=2, H=2, E=2, I=1, k=1, softmax normalize: each token goes to argmax.
+        x = np.array([[1.0, 2.0], [3.0, -1.0]])
+        lg = np.array([[0.0, 1.0], [2.0, 0.0]])
+        w_up = np.array([[[1.0, 0.0], [0.0, 1.0]], [[2.0, 1.0], [0.0, 1.0]]])  # E x H x 2I
+        w_dn = np.array([[[1.0, 1.0]], [[1.0, -1.0]]])  # E x I x H
+        y, _, d = ffn(x, lg, w_up, w_dn, "f32", 1, "softmax", normalize=True,
+                      activation="silu", layout="concat")
+        sil = lambda a: a / (1 + math.exp(-a))
+        # token 0 -> expert 1: h = [2, 1+2=3]; act = silu(2)*3
+        a0 = sil(2.0) * 3.0
+        # token 1 -> expert 0: h = [3, -1]; act = silu(3)*-1
+        a1 = sil(3.0) * -1.0
+        _close("ffn", y, [[a0, -a0], [a1, a1]], tol=1e-6)
+        assert d.all()
+
+    failed = 0
+    for fn in checks:
+        try:
+            fn()
+            print("PASS %s" % fn.__name__)
+        except AssertionError as ex:  # pragma: no cover
+            failed += 1
+            print("FAIL %s: %s" % (fn.__name__, ex))
+    print("%d passed, %d failed" % (len(checks) - failed, failed))
+    return failed == 0
+
+
+if __name__ == "__main__":
+    if "--self-test" in sys.argv[1:]:
+        sys.exit(0 if self_test() else 1)
+    print(__doc__)

@@ -1,0 +1,620 @@
+#!/usr/bin/env python3
+"""Differential tester: compiled moe ops (moe-opt --moe-lower-to-cpu +
+mlir-runner) against the numpy reference (reference.py).
+
+Every case (cases.py, reproducible from `op:seed`) becomes a function that
+materialises its inputs as exact `dense<"0x...">` literals (dim 0 made dynamic
+with tensor.cast on about half of the cases), applies the op in its custom
+syntax and prints every result as i32 bits through printMemrefI32.  Several
+cases share one module (one mlir-runner start); a module that fails to
+compile or run is retried case by case so failures stay attributable.
+
+  run.py [--seed S] [--count N] [--ops a,b] [-j N] [--keep DIR] [--fused]
+  run.py --replay topk:17 [--replay ffn:3 ...] [-v]
+  run.py --emit topk:17          # print the module of one case and exit
+
+`--count N` is the number of cases per op; case seeds are S*100000 + i.
+Prints one `FAIL op:seed ...` line per failing case and finally
+`N passed, M failed`; exits 1 when something failed.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cases as C  # noqa: E402
+import reference as R  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+LLVM_LIB = "/usr/lib/llvm-22/lib"
+SHARED_LIBS = "%s/libmlir_runner_utils.so,%s/libmlir_c_runner_utils.so" % (LLVM_LIB, LLVM_LIB)
+MARKER = 0x5EEDCA5E - (1 << 32) if 0x5EEDCA5E >= (1 << 31) else 0x5EEDCA5E
+
+
+# ----------------------------------------------------------------------------
+# MLIR emission
+# ----------------------------------------------------------------------------
+
+def ttype(shape, dtype, dyn=False):
+    dims = ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)]
+    return "tensor<%s>" % "x".join(dims + [dtype])
+
+
+def f32_attr(v):
+    bits = int(np.array([v], dtype=np.float32).view(np.uint32)[0])
+    return "0x%08X : f32" % bits
+
+
+def dense(value, dtype):
+    if value.size == 0:
+        return "dense<>"
+    return 'dense<"0x%s">' % R.to_bytes(value, dtype).hex().upper()
+
+
+class Emitter:
+    def __init__(self):
+        self.lines = []
+        self.n = 0
+
+    def fresh(self, base="v"):
+        self.n += 1
+        return "%%%s%d" % (base, self.n)
+
+    def emit(self, s):
+        self.lines.append("    " + s)
+
+
+def result_shapes(case):
+    """[(shape, dyn)] of every result, and whether dim 0 is dynamic."""
+    op, a = case.op, case.attrs
+    i0 = case.inputs[0]
+    sh = i0.value.shape
+    dyn = i0.dyn
+    if op == "topk":
+        return [((sh[0], a["k"]), dyn)] * 2
+    if op == "route":
+        return [((sh[0], a["k"]), dyn)] * 2
+    if op == "cumsum":
+        return [((sh[0] * a["num_experts"],), dyn)]
+    if op == "get_indices":
+        idx = case.inp("indices")
+        n = idx.value.shape[0] * idx.value.shape[1]
+        return [((n,), dyn)] * 2
+    if op == "get_indptr":
+        E = a["num_experts"]
+        return [((E if a["inclusive"] else E + 1,), False)]
+    if op == "gather":
+        idx = case.inp("indices")
+        return [((idx.value.shape[0], sh[1]), idx.dyn)]
+    if op == "scatter":
+        return [(sh, dyn)]
+    if op == "grouped_matmul":
+        rhs = case.inp("rhs").value.shape
+        N = rhs[1] if a["transpose_rhs"] else rhs[2]
+        return [((sh[0], N), dyn)]
+    if op == "glu":
+        return [((sh[0], sh[1] // 2), dyn)]
+    if op == "combine":
+        return [((sh[0], sh[2]), dyn)]
+    if op == "indices_to_multihot":
+        return [((sh[0], a["num_experts"]), dyn)] * 3
+    if op == "multihot_to_indices":
+        return [((sh[0], a["k"]), dyn)]
+    if op == "ffn":
+        return [(sh, dyn)]
+    raise KeyError(op)
+
+
+def _attr_dict(items):
+    items = [(k, v) for k, v in items if v is not None]
+    if not items:
+        return ""
+    return " {" + ", ".join("%s = %s" % kv for kv in items) + "}"
+
+
+def _bool(b):
+    return "true" if b else "false"
+
+
+def _route_attr_items(a):
+    items = []
+    if "normalize" in a:
+        items.append(("normalize", _bool(a["normalize"])))
+    if "n_group" in a:
+        items.append(("n_group", "%d : i64" % a["n_group"]))
+        items.append(("topk_group", "%d : i64" % a["topk_group"]))
+    if "group_score" in a:
+        items.append(("group_score", "#moe.group_score<%s>" % a["group_score"]))
+    if "scaling" in a:
+        items.append(("scaling", f32_attr(a["scaling"])))
+    return items
+
+
+def _glu_attr_items(a):
+    items = []
+    for name in ("alpha", "limit", "up_bias"):
+        if name in a:
+            items.append((name, f32_attr(a[name])))
+    return items
+
+
+def op_text(case, vals, tys, res, rtys):
+    """The op itself in custom syntax. vals/tys: operand SSA names / types."""
+    op, a = case.op, case.attrs
+    v = dict(zip([t.name for t in case.inputs], vals))
+    t = dict(zip([t.name for t in case.inputs], tys))
+    lhs = ", ".join(res)
+    if op == "topk":
+        return "%s = moe.topk %s k = %d : %s -> %s, %s" % (
+            lhs, v["input"], a["k"], t["input"], rtys[0], rtys[1])
+    if op == "route":
+        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
+        return "%s = moe.route %s%s k = %d scoring = %s%s : %s -> %s, %s" % (
+            lhs, v["logits"], bias, a["k"], a["scoring"],
+            _attr_dict(_route_attr_items(a)), t["logits"], rtys[0], rtys[1])
+    if op == "cumsum":
+        return "%s = moe.cumsum %s num_experts = %d : %s -> %s" % (
+            lhs, v["indices"], a["num_experts"], t["indices"], rtys[0])
+    if op == "get_indices":
+        return "%s = moe.get_indices %s, %s : %s, %s -> %s, %s" % (
+            lhs, v["cumsum"], v["indices"], t["cumsum"], t["indices"], rtys[0], rtys[1])
+    if op == "get_indptr":
+        return "%s = moe.get_indptr %s num_experts = %d%s : %s -> %s" % (
+            lhs, v["cumsum"], a["num_experts"],
+            _attr_dict([("inclusive", _bool(a["inclusive"]))]), t["cumsum"], rtys[0])
+    if op in ("gather", "scatter"):
+        return "%s = moe.%s %s[%s] : %s, %s -> %s" % (
+            lhs, op, v["input"], v["indices"], t["input"], t["indices"], rtys[0])
+    if op == "grouped_matmul":
+        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
+        attrs = _attr_dict([("transpose_rhs", "true")] if a["transpose_rhs"] else [])
+        return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
+            lhs, v["lhs"], v["rhs"], v["offsets"], t["offsets"], bias, attrs,
+            t["lhs"], t["rhs"], rtys[0])
+    if op == "glu":
+        return "%s = moe.glu %s %s %s%s : %s -> %s" % (
+            lhs, v["input"], a["activation"], a["layout"],
+            _attr_dict(_glu_attr_items(a)), t["input"], rtys[0])
+    if op == "combine":
+        w = " weights(%s : %s)" % (v["weights"], t["weights"]) if "weights" in v else ""
+        return "%s = moe.combine %s%s : %s -> %s" % (lhs, v["input"], w, t["input"], rtys[0])
+    if op == "indices_to_multihot":
+        return "%s = moe.indices_to_multihot %s, %s num_experts = %d : %s, %s -> %s, %s, %s" % (
+            lhs, v["indices"], v["probs"], a["num_experts"], t["indices"], t["probs"],
+            rtys[0], rtys[1], rtys[2])
+    if op == "multihot_to_indices":
+        return "%s = moe.multihot_to_indices %s, %s k = %d : %s, %s -> %s" % (
+            lhs, v["probs_multihot"], v["position_map"], a["k"], t["probs_multihot"],
+            t["position_map"], rtys[0])
+    if op == "ffn":
+        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
+        items = _route_attr_items(a) + _glu_attr_items(a)
+        if a.get("transpose_weights"):
+            items.append(("transpose_weights", "true"))
+        return ("%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
+                "layout = %s%s : %s, %s, %s, %s -> %s") % (
+            lhs, v["x"], v["logits"], v["w_up"], v["w_down"], bias, a["k"], a["scoring"],
+            a["activation"], a["layout"], _attr_dict(items), t["x"], t["logits"],
+            t["w_up"], t["w_down"], rtys[0])
+    raise KeyError(op)
+
+
+def emit_print(em, val, shape, dtype, dyn):
+    ty = ttype(shape, dtype, dyn)
+    ity = ttype(shape, "i32", dyn)
+    if dtype == "f32":
+        x = em.fresh("b")
+        em.emit("%s = arith.bitcast %s : %s to %s" % (x, val, ty, ity))
+    elif dtype in ("bf16", "f16"):
+        f = em.fresh("e")
+        em.emit("%s = arith.extf %s : %s to %s" % (f, val, ty, ttype(shape, "f32", dyn)))
+        x = em.fresh("b")
+        em.emit("%s = arith.bitcast %s : %s to %s" % (x, f, ttype(shape, "f32", dyn), ity))
+    elif dtype == "i1":
+        x = em.fresh("b")
+        em.emit("%s = arith.extui %s : %s to %s" % (x, val, ty, ity))
+    elif dtype == "i64":
+        x = em.fresh("b")
+        em.emit("%s = arith.trunci %s : %s to %s" % (x, val, ty, ity))
+    elif dtype == "i32":
+        x = val
+    else:
+        raise ValueError(dtype)
+    mty = "memref<%s>" % "x".join(
+        ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)] + ["i32"])
+    m = em.fresh("m")
+    em.emit("%s = bufferization.to_buffer %s : %s to %s" % (m, x, ity, mty))
+    u = em.fresh("u")
+    em.emit("%s = memref.cast %s : %s to memref<*xi32>" % (u, m, mty))
+    em.emit("call @printMemrefI32(%s) : (memref<*xi32>) -> ()" % u)
+
+
+def case_function(case, index):
+    em = Emitter()
+    mk = em.fresh("mk")
+    em.emit("%s = arith.constant dense<[%d, %d]> : tensor<2xi32>" % (mk, MARKER, index))
+    emit_print(em, mk, (2,), "i32", False)
+    vals, tys = [], []
+    for t in case.inputs:
+        c = em.fresh("c")
+        sty = ttype(t.value.shape, t.dtype)
+        em.emit("%s = arith.constant %s : %s" % (c, dense(t.value, t.dtype), sty))
+        if t.dyn:
+            d = em.fresh("d")
+            dty = ttype(t.value.shape, t.dtype, True)
+            em.emit("%s = tensor.cast %s : %s to %s" % (d, c, sty, dty))
+            vals.append(d)
+            tys.append(dty)
+        else:
+            vals.append(c)
+            tys.append(sty)
+    shapes = result_shapes(case)
+    res = [em.fresh("r") for _ in shapes]
+    rtys = [ttype(s, dt, dyn) for (s, dyn), dt in zip(shapes, case.out_dtypes)]
+    em.emit(op_text(case, vals, tys, res, rtys))
+    for r, (s, dyn), dt in zip(res, shapes, case.out_dtypes):
+        emit_print(em, r, s, dt, dyn)
+    em.emit("return")
+    return ("  // case %d: %s\n  func.func @case_%d() {\n%s\n  }\n" % (
+        index, case.key, index, "\n".join(em.lines)))
+
+
+def module_text(cases_):
+    body = [case_function(c, i) for i, c in enumerate(cases_)]
+    calls = "\n".join("    call @case_%d() : () -> ()" % i for i in range(len(cases_)))
+    return ("module {\n  func.func private @printMemrefI32(memref<*xi32>)\n%s"
+            "  func.func @main() {\n%s\n    return\n  }\n}\n" % ("".join(body), calls))
+
+
+# ----------------------------------------------------------------------------
+# Running and parsing
+# ----------------------------------------------------------------------------
+
+HEADER = re.compile(r"Unranked Memref base@ = \S+ rank = (\d+) offset = \d+ "
+                    r"sizes = \[([^\]]*)\] strides = \[[^\]]*\] data =")
+INT = re.compile(r"-?\d+")
+
+
+def parse_memrefs(text):
+    out = []
+    hs = list(HEADER.finditer(text))
+    for i, h in enumerate(hs):
+        sizes = tuple(int(s) for s in h.group(2).split(",") if s.strip())
+        end = hs[i + 1].start() if i + 1 < len(hs) else len(text)
+        n = int(np.prod(sizes)) if sizes else 1
+        data = [int(x) for x in INT.findall(text[h.end():end])] if n else []
+        if len(data) < n:
+            raise ValueError("truncated memref print (%d of %d values)" % (len(data), n))
+        out.append((sizes, np.array(data[:n], dtype=np.int64).reshape(sizes)))
+    return out
+
+
+def run_module(text, args, workdir, tag):
+    path = os.path.join(workdir, "%s.mlir" % tag)
+    with open(path, "w") as f:
+        f.write(text)
+    passes = ["--moe-decompose", "--moe-fuse"] if args.fused else []
+    opt = subprocess.run([args.moe_opt] + passes + ["--moe-lower-to-cpu", path],
+                         capture_output=True, text=True, timeout=args.timeout)
+    if opt.returncode != 0:
+        return None, "moe-opt failed (rc %d): %s" % (opt.returncode, _first_error(opt.stderr))
+    llpath = os.path.join(workdir, "%s.ll.mlir" % tag)
+    with open(llpath, "w") as f:
+        f.write(opt.stdout)
+    run = subprocess.run([args.mlir_runner, "-e", "main", "-entry-point-result=void",
+                          "-shared-libs=" + SHARED_LIBS, llpath],
+                         capture_output=True, text=True, timeout=args.timeout)
+    if run.returncode != 0:
+        return None, "mlir-runner failed (rc %d): %s" % (run.returncode, _first_error(run.stderr))
+    return run.stdout, None
+
+
+def _first_error(stderr):
+    lines = [l for l in stderr.splitlines() if l.strip()]
+    for l in lines:
+        if "error" in l:
+            return l.strip()[:400]
+    return (lines[0].strip()[:400] if lines else "(no stderr)")
+
+
+def split_cases(memrefs, ncases):
+    """[[result arrays] per case] using the markers."""
+    per = []
+    cur = None
+    for sizes, arr in memrefs:
+        if sizes == (2,) and arr[0] == MARKER:
+            cur = []
+            per.append((int(arr[1]), cur))
+            continue
+        if cur is None:
+            raise ValueError("output before first marker")
+        cur.append(arr)
+    got = {i: r for i, r in per}
+    return [got.get(i) for i in range(ncases)]
+
+
+# ----------------------------------------------------------------------------
+# Expected values and comparison
+# ----------------------------------------------------------------------------
+
+def as_float(bits):
+    return np.asarray(bits, dtype=np.int64).astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def _fmt_idx(idx):
+    return "[" + ",".join(str(int(i)) for i in idx) + "]"
+
+
+def cmp_int(name, got, want):
+    want = np.asarray(want, dtype=np.int64)
+    if got.shape != want.shape:
+        return "%s: shape %s, want %s" % (name, got.shape, want.shape)
+    bad = np.argwhere(got != want)
+    if len(bad):
+        i = tuple(bad[0])
+        return "%s: %d mismatches; first at %s: got %d want %d (got %s want %s)" % (
+            name, len(bad), _fmt_idx(i), got[i], want[i],
+            _short(got), _short(want))
+    return None
+
+
+def _short(a, n=24):
+    flat = np.asarray(a).reshape(-1).tolist()
+    s = ",".join(("%.6g" % v) if isinstance(v, float) else str(v) for v in flat[:n])
+    return "[" + s + (",...]" if len(flat) > n else "]")
+
+
+def cmp_float(name, got_bits, want, dtype, scale=None, care=None, exact=False):
+    """Compare printed bits with the float64 reference rounded to dtype."""
+    got = as_float(got_bits)
+    want_r = R.round_to(want, dtype)
+    if got.shape != want_r.shape:
+        return "%s: shape %s, want %s" % (name, got.shape, want_r.shape)
+    rtol, atol = R.TOLERANCE[dtype]
+    if exact:
+        tol = np.zeros_like(want_r)
+    else:
+        sc = np.abs(want_r) if scale is None else np.maximum(scale, np.abs(want_r))
+        tol = rtol * sc + atol
+    with np.errstate(invalid="ignore"):
+        both_nan = np.isnan(got) & np.isnan(want_r)
+        ok = both_nan | (got == want_r) | (np.abs(got - want_r) <= tol)
+    if care is not None:
+        ok = ok | ~np.broadcast_to(care, ok.shape)
+    bad = np.argwhere(~ok)
+    if len(bad):
+        i = tuple(bad[0])
+        return "%s: %d mismatches; first at %s: got %.9g want %.9g (tol %.3g)" % (
+            name, len(bad), _fmt_idx(i), got[i], want_r[i], tol[i])
+    return None
+
+
+def check_case(case, results):
+    """List of mismatch strings (empty: pass)."""
+    op, a = case.op, case.attrs
+    v = {t.name: t.value for t in case.inputs}
+    od = case.out_dtypes
+    errs = []
+
+    def add(e):
+        if e:
+            errs.append(e)
+
+    if results is None:
+        return ["no output for this case"]
+    if len(results) != len(od):
+        return ["printed %d results, want %d" % (len(results), len(od))]
+    if op == "topk":
+        vals, ids = R.topk(v["input"], a["k"])
+        add(cmp_int("indices", results[1], ids))
+        add(cmp_float("values", results[0], vals, od[0], exact=True))
+    elif op == "route":
+        add(check_route(case, results))
+    elif op == "cumsum":
+        add(cmp_int("result", results[0], R.cumsum(v["indices"], a["num_experts"])))
+    elif op == "get_indices":
+        rev, tok = R.get_indices(v["cumsum"], v["indices"])
+        add(cmp_int("reverse_indices", results[0], rev))
+        add(cmp_int("token_indices", results[1], tok))
+    elif op == "get_indptr":
+        add(cmp_int("result", results[0],
+                    R.get_indptr(v["cumsum"], a["num_experts"], a["inclusive"])))
+    elif op == "gather":
+        add(cmp_float("result", results[0], R.gather(v["input"], v["indices"]), od[0], exact=True))
+    elif op == "scatter":
+        add(cmp_float("result", results[0], R.scatter(v["input"], v["indices"]), od[0], exact=True))
+    elif op == "grouped_matmul":
+        val, sc, defined = R.grouped_matmul(v["lhs"], v["rhs"], v["offsets"], v.get("bias"),
+                                            a["transpose_rhs"])
+        add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
+    elif op == "glu":
+        val, sc = R.glu(v["input"], a["activation"], a["layout"], a.get("alpha", 1.0),
+                        a.get("limit"), a.get("up_bias", 0.0))
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "combine":
+        val, sc = R.combine(v["input"], v.get("weights"))
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "indices_to_multihot":
+        mh, pm, pos = R.indices_to_multihot(v["indices"], v["probs"], a["num_experts"])
+        add(cmp_int("multihot", results[0], mh))
+        add(cmp_float("probs_multihot", results[1], pm, od[1], exact=True))
+        add(cmp_int("position_map", results[2], pos))
+    elif op == "multihot_to_indices":
+        add(cmp_float("probs", results[0],
+                      R.multihot_to_indices(v["probs_multihot"], v["position_map"], a["k"]),
+                      od[0], exact=True))
+    elif op == "ffn":
+        kw = {n: a[n] for n in ("normalize", "n_group", "topk_group", "group_score",
+                                "scaling", "activation", "layout", "alpha", "limit",
+                                "up_bias", "transpose_weights") if n in a}
+        y, sc, defined = R.ffn(v["x"], v["logits"], v["w_up"], v["w_down"], od[0], a["k"],
+                               a["scoring"], bias=v.get("bias"), **kw)
+        add(cmp_float("result", results[0], y, od[0], sc, defined[:, None]))
+    return errs
+
+
+def check_route(case, results):
+    a = case.attrs
+    v = {t.name: t.value for t in case.inputs}
+    k = a["k"]
+    ng, tg = a.get("n_group", 1), a.get("topk_group", 1)
+    gsc = a.get("group_score", "max")
+    _, ref_ids, _, s, c = R.route(v["logits"], k, a["scoring"], a.get("normalize", False),
+                                  ng, tg, gsc, a.get("scaling", 1.0), v.get("bias"))
+    got_ids = results[1]
+    T = ref_ids.shape[0]
+    if got_ids.shape != ref_ids.shape:
+        return "indices: shape %s, want %s" % (got_ids.shape, ref_ids.shape)
+    want_w = np.zeros((T, k))
+    for t in range(T):
+        if not np.array_equal(got_ids[t], ref_ids[t]) and not R.route_ids_acceptable(
+                s[t], c[t], got_ids[t], k, ng, tg, gsc):
+            return ("indices: row %d: got %s want %s (logits %s, c %s)" % (
+                t, got_ids[t].tolist(), ref_ids[t].tolist(), _short(v["logits"][t]),
+                _short(c[t])))
+        want_w[t] = R.route_weights(s[t], got_ids[t], a.get("normalize", False),
+                                    a.get("scaling", 1.0))
+    return cmp_float("weights", results[0], want_w, case.out_dtypes[0])
+
+
+# ----------------------------------------------------------------------------
+# Driver
+# ----------------------------------------------------------------------------
+
+def run_batch(batch, args, workdir, tag):
+    """[(case, [errors])]"""
+    out, err = None, None
+    try:
+        out, err = run_module(module_text(batch), args, workdir, tag)
+    except subprocess.TimeoutExpired:
+        err = "timeout"
+    if err is None:
+        try:
+            per = split_cases(parse_memrefs(out), len(batch))
+        except ValueError as ex:
+            err = "unparsable output: %s" % ex
+    if err is not None:
+        if len(batch) == 1:
+            return [(batch[0], [err])]
+        res = []
+        for i, c in enumerate(batch):
+            res += run_batch([c], args, workdir, "%s_%d" % (tag, i))
+        return res
+    results = []
+    for c, r in zip(batch, per):
+        try:
+            errs = check_case(c, r)
+        except Exception as ex:  # a reference/driver bug must not hide the rest
+            errs = ["checker exception: %r" % (ex,)]
+        results.append((c, errs))
+    return results
+
+
+def default_moe_opt():
+    if os.environ.get("MOE_OPT"):
+        return os.environ["MOE_OPT"]
+    return os.path.join(REPO, "build", "bin", "moe-opt")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--moe-opt", default=default_moe_opt())
+    p.add_argument("--mlir-runner", default="/usr/lib/llvm-22/bin/mlir-runner")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--count", type=int, default=20, help="cases per op")
+    p.add_argument("--ops", default=",".join(C.OPS))
+    p.add_argument("--replay", action="append", default=[], metavar="OP:SEED")
+    p.add_argument("--emit", metavar="OP:SEED", help="print one case's module and exit")
+    p.add_argument("--keep", metavar="DIR", help="write failing cases' .mlir there")
+    p.add_argument("-j", type=int, default=os.cpu_count() or 1, dest="jobs")
+    p.add_argument("--batch", type=int, default=24, help="cases per module")
+    p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--fused", action="store_true",
+                   help="run --moe-decompose --moe-fuse before --moe-lower-to-cpu")
+    p.add_argument("--parse-only", action="store_true",
+                   help="only check that moe-opt parses and verifies the modules")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+
+    if args.emit:
+        op, s = args.emit.split(":")
+        sys.stdout.write(module_text([C.make_case(op, int(s))]))
+        return 0
+
+    if args.replay:
+        todo = []
+        for key in args.replay:
+            for k in key.split(","):
+                op, s = k.split(":")
+                todo.append(C.make_case(op, int(s)))
+    else:
+        ops = [o for o in args.ops.split(",") if o]
+        todo = [C.make_case(op, args.seed * 100000 + i)
+                for i in range(args.count) for op in ops]
+
+    batches = [todo[i:i + args.batch] for i in range(0, len(todo), args.batch)]
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="moe-diff-") as workdir:
+        if args.parse_only:
+            return parse_only(batches, args, workdir)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            futs = [ex.submit(run_batch, b, args, workdir, "b%d" % i)
+                    for i, b in enumerate(batches)]
+            for f in futs:
+                for case, errs in f.result():
+                    if errs:
+                        failed += 1
+                        print("FAIL %s: %s" % (case.key, "; ".join(errs)))
+                        if args.verbose:
+                            print("     %s" % case.describe())
+                        if args.keep:
+                            os.makedirs(args.keep, exist_ok=True)
+                            with open(os.path.join(args.keep, "%s_%d.mlir" % (
+                                    case.op, case.seed)), "w") as fh:
+                                fh.write("// %s\n" % case.describe())
+                                fh.write(module_text([case]))
+                    else:
+                        passed += 1
+                        if args.verbose:
+                            print("PASS %s" % case.key)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+def parse_only(batches, args, workdir):
+    passed = failed = 0
+    for i, b in enumerate(batches):
+        path = os.path.join(workdir, "p%d.mlir" % i)
+        with open(path, "w") as f:
+            f.write(module_text(b))
+        r = subprocess.run([args.moe_opt, path, "-o", os.devnull],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            passed += len(b)
+            continue
+        for c in b:
+            with open(path, "w") as f:
+                f.write(module_text([c]))
+            r = subprocess.run([args.moe_opt, path, "-o", os.devnull],
+                               capture_output=True, text=True)
+            if r.returncode:
+                failed += 1
+                print("FAIL %s: %s" % (c.key, _first_error(r.stderr)))
+            else:
+                passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

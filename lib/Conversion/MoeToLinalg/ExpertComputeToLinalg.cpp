@@ -10,9 +10,9 @@
 // accumulates in f32, biased, rounded to the result type and inserted back.
 // Rows no expert owns stay zero.
 //
-// moe.glu: one linalg.generic reading the input twice through the gate and
-// up indexing maps of its layout (concat: n and n + N, interleaved: 2n and
-// 2n + 1), computing in f32.
+// moe.glu: one linalg.generic over two slices of the input, the gate and up
+// views of its layout (concat: columns [0, N) and [N, 2N); interleaved: the
+// even and odd columns, as stride-2 slices), computing in f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,8 +25,6 @@
 
 using namespace mlir;
 using namespace mlir::moe;
-
-using CmpF = arith::CmpFPredicate;
 
 namespace {
 
@@ -190,16 +188,21 @@ struct LowerGlu : OpRewritePattern<GluOp> {
     auto resultType = op.getResult().getType();
     Type f = resultType.getElementType();
     int64_t n = resultType.getDimSize(1);
-    MLIRContext *ctx = b.getContext();
-    AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx);
-    AffineMap gateMap, upMap;
-    if (op.getLayout() == GluLayout::concat) {
-      gateMap = AffineMap::get(2, 0, {dm, dn}, ctx);
-      upMap = AffineMap::get(2, 0, {dm, dn + n}, ctx);
-    } else {
-      gateMap = AffineMap::get(2, 0, {dm, dn * 2}, ctx);
-      upMap = AffineMap::get(2, 0, {dm, dn * 2 + 1}, ctx);
-    }
+    // Gate and up views: concat = columns [0, N) and [N, 2N); interleaved =
+    // even and odd columns (stride-2 slices).
+    bool concat = op.getLayout() == GluLayout::concat;
+    SmallVector<OpFoldResult> viewSizes = b.sizes(input);
+    viewSizes[1] = b.getIndexAttr(n);
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                         b.getIndexAttr(concat ? 1 : 2)};
+    auto viewAt = [&](int64_t column) -> Value {
+      return tensor::ExtractSliceOp::create(
+          b, input,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(column)},
+          viewSizes, strides);
+    };
+    Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
+    AffineMap id = b.getMultiDimIdentityMap(2);
     SmallVector<Value> dyn;
     if (resultType.isDynamicDim(0))
       dyn.push_back(b.dim(input, 0));
@@ -211,8 +214,8 @@ struct LowerGlu : OpRewritePattern<GluOp> {
     if (auto l = op.getLimit())
       limit = l->convertToFloat();
     auto generic = linalg::GenericOp::create(
-        b, TypeRange{resultType}, ValueRange{input, input}, ValueRange{init},
-        ArrayRef<AffineMap>{gateMap, upMap, b.getMultiDimIdentityMap(2)},
+        b, TypeRange{resultType}, ValueRange{gateView, upView},
+        ValueRange{init}, ArrayRef<AffineMap>{id, id, id},
         b.parallel(2),
         [&](OpBuilder &nested, Location loc, ValueRange args) {
           LoweringBuilder b(loc, nested);

@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "MOE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.moe_obj_root, "test")
@@ -18,6 +18,18 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%mlir_lib_dir", config.mlir_lib_dir))
 config.substitutions.append(("%moe_src_root", config.moe_src_root))
+
+config.substitutions.append(("%moe_obj_root", config.moe_obj_root))
+config.substitutions.append(("%python", config.python_executable))
+
+# Execution tests: `moe-opt --moe-lower-to-cpu | %mlir-cpu-runner`.
+runner_libs = ",".join(
+    os.path.join(config.mlir_lib_dir, "lib%s%s" % (name, config.llvm_shlib_ext))
+    for name in ("mlir_runner_utils", "mlir_c_runner_utils"))
+config.substitutions.append(
+    ("%mlir-cpu-runner",
+     os.path.join(config.llvm_tools_dir, "mlir-runner")
+     + " -e main -entry-point-result=void -shared-libs=" + runner_libs))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

@@ -515,15 +515,10 @@ func.func @ffn_deepseek(%x: tensor<4x32xf32>, %l: tensor<4x16xf32>, %wu: tensor<
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x32xf16>, %[[L:[a-z0-9_]+]]: tensor<?x8xf16>, %[[WU:[a-z0-9_]+]]: tensor<8x48x32xf16>, %[[WD:[a-z0-9_]+]]: tensor<8x32x24xf16>)
 func.func @ffn_gpt_oss_transposed(%x: tensor<?x32xf16>, %l: tensor<?x8xf16>, %wu: tensor<8x48x32xf16>, %wd: tensor<8x32x24xf16>) -> tensor<?x32xf16> {
   // CHECK: moe.ffn %[[X]], %[[L]], %[[WU]], %[[WD]] k = 2 scoring = softmax activation = silu layout = interleaved
-  // CHECK-SAME: alpha = 1.702000e+00 : f32
-  // CHECK-SAME: limit = 7.000000e+00 : f32
-  // CHECK-SAME: n_group = 2 : i64
-  // CHECK-SAME: topk_group = 1 : i64
-  // CHECK-SAME: transpose_weights = true
-  // CHECK-SAME: up_bias = 1.000000e+00 : f32
+  // CHECK-SAME: {alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, n_group = 4 : i64, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}
   // CHECK-SAME: : tensor<?x32xf16>, tensor<?x8xf16>, tensor<8x48x32xf16>, tensor<8x32x24xf16> -> tensor<?x32xf16>
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = interleaved
-      {n_group = 2 : i64, topk_group = 1 : i64, group_score = #moe.group_score<max>,
+      {n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<max>,
        alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32, transpose_weights = true}
       : tensor<?x32xf16>, tensor<?x8xf16>, tensor<8x48x32xf16>, tensor<8x32x24xf16> -> tensor<?x32xf16>
   return %y : tensor<?x32xf16>

@@ -69,8 +69,8 @@ def _pick(rng, xs, p=None):
 
 def _T(rng):
     """Token counts: 0, 1, odd and a few larger."""
-    return int(_pick(rng, [0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 31],
-                     p=[.06, .1, .04, .08, .12, .12, .12, .08, .1, .08, .06, .04]))
+    return int(_pick(rng, [0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 31, 64, 101],
+                     p=[.06, .1, .04, .08, .12, .12, .12, .08, .1, .08, .05, .03, .01, .01]))
 
 
 def _E(rng):
@@ -186,6 +186,9 @@ def _route_config(rng, E_choices=(2, 3, 4, 6, 8, 12, 16)):
     return style, E, k, attrs, has_bias
 
 
+FLT_MAX_F = float(np.finfo(np.float32).max)
+
+
 def _logits(rng, T, E, F, scoring, nonfinite):
     if rng.random() < 0.3:  # ties: a small pool of values
         pool = ref.round_to(rng.uniform(-3, 3, size=3), F)
@@ -203,6 +206,11 @@ def _logits(rng, T, E, F, scoring, nonfinite):
                 x[t, rng.integers(0, E)] = np.inf
             elif r < 0.6:
                 x[t] = _sprinkle_nonfinite(rng, x[t], 0.4)
+            elif r < 0.68:  # huge finite logits (x - max overflows in f32)
+                big = ref.round_to([FLT_MAX_F, -FLT_MAX_F, 1e30, -1e30, 0.0], F)
+                x[t] = big[rng.integers(0, 5, size=E)]
+            elif r < 0.72:
+                x[t] = np.where(rng.random(E) < 0.5, 0.0, -0.0)
     return x
 
 

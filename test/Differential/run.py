@@ -208,27 +208,58 @@ def op_text(case, vals, tys, res, rtys):
     raise KeyError(op)
 
 
-def emit_print(em, val, shape, dtype, dyn):
+SCALAR_CONVERT = {
+    "f32": ["{o} = arith.bitcast {i} : f32 to i32"],
+    "bf16": ["{t} = arith.extf {i} : bf16 to f32", "{o} = arith.bitcast {t} : f32 to i32"],
+    "f16": ["{t} = arith.extf {i} : f16 to f32", "{o} = arith.bitcast {t} : f32 to i32"],
+    "i1": ["{o} = arith.extui {i} : i1 to i32"],
+    "i64": ["{o} = arith.trunci {i} : i64 to i32"],
+}
+ELEMENTWISE_ARITH = False  # set by --elementwise-arith
+
+
+def emit_to_i32(em, val, shape, dtype, dyn):
+    """The i32 view of a result: elementwise arith ops on tensors with
+    --elementwise-arith, else the same scalar ops inside a linalg.generic."""
     ty = ttype(shape, dtype, dyn)
     ity = ttype(shape, "i32", dyn)
-    if dtype == "f32":
+    if dtype == "i32":
+        return val
+    if ELEMENTWISE_ARITH:
+        if dtype in ("bf16", "f16"):
+            f = em.fresh("e")
+            em.emit("%s = arith.extf %s : %s to %s" % (f, val, ty, ttype(shape, "f32", dyn)))
+            val, ty, dtype = f, ttype(shape, "f32", dyn), "f32"
         x = em.fresh("b")
-        em.emit("%s = arith.bitcast %s : %s to %s" % (x, val, ty, ity))
-    elif dtype in ("bf16", "f16"):
-        f = em.fresh("e")
-        em.emit("%s = arith.extf %s : %s to %s" % (f, val, ty, ttype(shape, "f32", dyn)))
-        x = em.fresh("b")
-        em.emit("%s = arith.bitcast %s : %s to %s" % (x, f, ttype(shape, "f32", dyn), ity))
-    elif dtype == "i1":
-        x = em.fresh("b")
-        em.emit("%s = arith.extui %s : %s to %s" % (x, val, ty, ity))
-    elif dtype == "i64":
-        x = em.fresh("b")
-        em.emit("%s = arith.trunci %s : %s to %s" % (x, val, ty, ity))
-    elif dtype == "i32":
-        x = val
-    else:
-        raise ValueError(dtype)
+        opname = {"f32": "bitcast", "i1": "extui", "i64": "trunci"}[dtype]
+        em.emit("%s = arith.%s %s : %s to %s" % (x, opname, val, ty, ity))
+        return x
+    dyn_sizes = []
+    if dyn:
+        c0 = em.fresh("i")
+        em.emit("%s = arith.constant 0 : index" % c0)
+        d = em.fresh("n")
+        em.emit("%s = tensor.dim %s, %s : %s" % (d, val, c0, ty))
+        dyn_sizes.append(d)
+    init = em.fresh("init")
+    em.emit("%s = tensor.empty(%s) : %s" % (init, ", ".join(dyn_sizes), ity))
+    dims = ", ".join("d%d" % i for i in range(len(shape)))
+    amap = "affine_map<(%s) -> (%s)>" % (dims, dims)
+    x = em.fresh("b")
+    em.emit('%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]} '
+            'ins(%s : %s) outs(%s : %s) {' % (
+                x, amap, amap, ", ".join(['"parallel"'] * len(shape)), val, ty, init, ity))
+    em.emit("^bb0(%%in: %s, %%out: i32):" % dtype)
+    for line in SCALAR_CONVERT[dtype]:
+        em.emit("  " + line.format(i="%in", t="%tmp", o="%cv"))
+    em.emit("  linalg.yield %cv : i32")
+    em.emit("} -> %s" % ity)
+    return x
+
+
+def emit_print(em, val, shape, dtype, dyn):
+    ity = ttype(shape, "i32", dyn)
+    x = emit_to_i32(em, val, shape, dtype, dyn)
     mty = "memref<%s>" % "x".join(
         ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)] + ["i32"])
     m = em.fresh("m")
@@ -543,8 +574,12 @@ def main(argv=None):
                    help="run --moe-decompose --moe-fuse before --moe-lower-to-cpu")
     p.add_argument("--parse-only", action="store_true",
                    help="only check that moe-opt parses and verifies the modules")
+    p.add_argument("--elementwise-arith", action="store_true",
+                   help="convert results with arith ops on tensors instead of linalg.generic")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
+    global ELEMENTWISE_ARITH
+    ELEMENTWISE_ARITH = args.elementwise_arith
 
     if args.emit:
         op, s = args.emit.split(":")

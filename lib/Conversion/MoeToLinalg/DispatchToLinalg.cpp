@@ -209,9 +209,104 @@ struct LowerGetIndptr : OpRewritePattern<GetIndptrOp> {
   }
 };
 
+/// moe.dispatch => a counting sort: histogram of in-range ids into
+/// offsets[e + 1], exclusive prefix sum, then one ordered pass over (b, j)
+/// placing each slot at its expert's cursor (or after all dispatched rows).
+struct LowerDispatch : OpRewritePattern<DispatchOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DispatchOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value ids = op.getIndices();
+    auto mapType = op.getReverseIndices().getType();
+    int64_t e = op.getNumExperts();
+    int64_t k = op.getIndices().getType().getDimSize(1);
+    Value t = b.dim(ids, 0);
+    Value m = b.mul(t, b.idx(k));
+    Value mI32 = b.toI32(m), kI32 = b.i32(k);
+    SmallVector<Value> dyn;
+    if (mapType.isDynamicDim(0))
+      dyn.push_back(m);
+
+    // Histogram into offsets[e + 1], then the running sum.
+    Value offsets = b.filled(op.getOffsets().getType(), {}, b.i32(0));
+    offsets = b.forLoop(
+        b.idx(0), t, {offsets},
+        [&](LoweringBuilder &b, Value row, ValueRange acc) {
+          return b.forLoop(
+              b.idx(0), b.idx(k), acc,
+              [&](LoweringBuilder &b, Value j, ValueRange acc) {
+                Value expert = b.extract(ids, {row, j});
+                return b.ifThen(
+                    b.inRange(expert, b.i32(0), b.i32(e)), acc,
+                    [&](LoweringBuilder &b) -> SmallVector<Value> {
+                      Value at = b.add(b.toIndex(expert), b.idx(1));
+                      Value c = b.add(b.extract(acc[0], {at}), b.i32(1));
+                      return {b.insert(c, acc[0], {at})};
+                    });
+              });
+        })[0];
+    offsets = b.forLoop(
+        b.idx(1), b.idx(e + 1), {offsets},
+        [&](LoweringBuilder &b, Value i,
+            ValueRange acc) -> SmallVector<Value> {
+          Value sum = b.add(b.extract(acc[0], {b.sub(i, b.idx(1))}),
+                            b.extract(acc[0], {i}));
+          return {b.insert(sum, acc[0], {i})};
+        })[0];
+    Value total = b.extract(offsets, {b.idx(e)});
+
+    // Ordered placement; `cursor` starts at the exclusive offsets.
+    auto cursorType = RankedTensorType::get({e}, b.getI32Type());
+    Value cursor = tensor::ExtractSliceOp::create(
+        b, cursorType, offsets, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(e)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+    Value rev = b.filled(mapType, dyn, b.i32(-1));
+    Value tok = b.filled(mapType, dyn, b.i32(-1));
+    SmallVector<Value> out = b.forLoop(
+        b.idx(0), t, {rev, tok, cursor, b.i32(0)},
+        [&](LoweringBuilder &b, Value row, ValueRange acc) {
+          Value rowI32 = b.toI32(row);
+          return b.forLoop(
+              b.idx(0), b.idx(k), acc,
+              [&](LoweringBuilder &b, Value j,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value expert = b.extract(ids, {row, j});
+                SmallVector<Value> placed = b.ifElse(
+                    b.inRange(expert, b.i32(0), b.i32(e)),
+                    {b.getI32Type(), cursorType, b.getI32Type()},
+                    [&](LoweringBuilder &b) -> SmallVector<Value> {
+                      Value at = b.toIndex(expert);
+                      Value pos = b.extract(acc[2], {at});
+                      Value next = b.insert(b.add(pos, b.i32(1)), acc[2], {at});
+                      return {pos, next, acc[3]};
+                    },
+                    [&](LoweringBuilder &b) -> SmallVector<Value> {
+                      return {b.add(total, acc[3]), acc[2],
+                              b.add(acc[3], b.i32(1))};
+                    });
+                Value pos = placed[0];
+                SmallVector<Value> written = b.ifThen(
+                    b.inRange(pos, b.i32(0), mI32), acc.take_front(2),
+                    [&](LoweringBuilder &b) -> SmallVector<Value> {
+                      Value p = b.toIndex(pos);
+                      Value slot = b.add(b.mul(rowI32, kI32), b.toI32(j));
+                      return {b.insert(slot, acc[0], {p}),
+                              b.insert(rowI32, acc[1], {p})};
+                    });
+                return {written[0], written[1], placed[1], placed[2]};
+              });
+        });
+    rewriter.replaceOp(op, {offsets, out[0], out[1]});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateDispatchLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerCumsum, LowerGetIndices, LowerGetIndptr>(
+  patterns.add<LowerCumsum, LowerGetIndices, LowerGetIndptr, LowerDispatch>(
       patterns.getContext());
 }

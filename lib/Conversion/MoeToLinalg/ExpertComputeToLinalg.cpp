@@ -4,11 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// moe.grouped_matmul: an scf.for over experts; expert e's row range
-// [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs` is sliced out (dynamic
-// size), multiplied by rhs[e] with a linalg.generic contraction that
-// accumulates in f32, biased, rounded to the result type and inserted back.
-// Rows no expert owns stay zero.
+// moe.grouped_matmul becomes a moe.expert_gemm without fused stages, and
+// moe.expert_gemm is lowered as an scf.for over experts: expert e's row
+// range [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs` (read through
+// `gather` when fused) is multiplied by rhs[e] with a dynamic-size
+// linalg.generic contraction accumulating in f32, then bias, the GLU
+// epilogue, the row scale and rounding are applied, and the block is
+// inserted (or scattered row by row). Rows no expert owns stay zero.
 //
 // moe.glu: one linalg.generic over two slices of the input, the gate and up
 // views of its layout (concat: columns [0, N) and [N, 2N); interleaved: the
@@ -25,131 +27,6 @@
 
 using namespace mlir;
 using namespace mlir::moe;
-
-namespace {
-
-/// moe.grouped_matmul => per-expert slice, f32 contraction, insert.
-struct LowerGroupedMatmul : OpRewritePattern<GroupedMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(GroupedMatmulOp op,
-                                PatternRewriter &rewriter) const override {
-    LoweringBuilder b(op.getLoc(), rewriter);
-    Value lhs = op.getLhs(), rhs = op.getRhs(), offsets = op.getOffsets();
-    Value bias = op.getBias();
-    auto resultType = op.getResult().getType();
-    Type o = resultType.getElementType();
-    bool transposed = op.getTransposeRhs();
-    auto rhsType = op.getRhs().getType();
-    int64_t e = rhsType.getDimSize(0);
-    int64_t k = op.getLhs().getType().getDimSize(1);
-    int64_t n = resultType.getDimSize(1);
-    MLIRContext *ctx = b.getContext();
-
-    Value m = b.dim(lhs, 0);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(m);
-    Value result = b.filled(resultType, dyn, b.scalar(o));
-
-    AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
-               dk = getAffineDimExpr(2, ctx);
-    SmallVector<AffineMap> mmMaps = {
-        AffineMap::get(3, 0, {dm, dk}, ctx),
-        AffineMap::get(3, 0,
-                       transposed ? ArrayRef<AffineExpr>{dn, dk}
-                                  : ArrayRef<AffineExpr>{dk, dn},
-                       ctx),
-        AffineMap::get(3, 0, {dm, dn}, ctx)};
-    SmallVector<utils::IteratorType> mmIters = {
-        utils::IteratorType::parallel, utils::IteratorType::parallel,
-        utils::IteratorType::reduction};
-    auto weightType = RankedTensorType::get(
-        transposed ? ArrayRef<int64_t>{n, k} : ArrayRef<int64_t>{k, n},
-        rhsType.getElementType());
-    auto accType =
-        RankedTensorType::get({ShapedType::kDynamic, n}, b.getF32Type());
-
-    result = b.forLoop(
-        b.idx(0), b.idx(e), {result},
-        [&](LoweringBuilder &b, Value expert,
-            ValueRange acc) -> SmallVector<Value> {
-          auto offsetAt = [&](Value i) {
-            return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
-          };
-          Value lo = offsetAt(expert);
-          Value hi = offsetAt(b.add(expert, b.idx(1)));
-          Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
-          SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1),
-                                            b.getIndexAttr(1)};
-          Value lhsRows = tensor::ExtractSliceOp::create(
-              b, lhs, ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{rows, b.getIndexAttr(k)}, one2);
-          SmallVector<OpFoldResult> wSizes = {b.getIndexAttr(1)};
-          for (int64_t d : weightType.getShape())
-            wSizes.push_back(b.getIndexAttr(d));
-          Value weight = tensor::ExtractSliceOp::create(
-              b, weightType, rhs,
-              ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0),
-                                     b.getIndexAttr(0)},
-              wSizes,
-              ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
-                                     b.getIndexAttr(1)});
-          Value zero = b.filled(accType, {rows}, b.f32(0.0));
-          Value prod =
-              linalg::GenericOp::create(
-                  b, TypeRange{accType}, ValueRange{lhsRows, weight},
-                  ValueRange{zero}, mmMaps, mmIters,
-                  [&](OpBuilder &nested, Location loc, ValueRange args) {
-                    LoweringBuilder b(loc, nested);
-                    Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
-                    linalg::YieldOp::create(b, b.add(args[2], p));
-                  })
-                  .getResult(0);
-          // Bias add and rounding to the result type in one elementwise op.
-          auto outType = accType.clone(o);
-          Value outInit = b.empty(outType, {rows});
-          SmallVector<Value> ins = {prod};
-          AffineMap id2 = b.getMultiDimIdentityMap(2);
-          SmallVector<AffineMap> maps = {id2};
-          if (bias) {
-            auto biasRowType =
-                RankedTensorType::get({n}, cast<ShapedType>(bias.getType())
-                                               .getElementType());
-            ins.push_back(tensor::ExtractSliceOp::create(
-                b, biasRowType, bias,
-                ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0)},
-                ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(n)},
-                one2));
-            maps.push_back(AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)},
-                                          ctx));
-          }
-          maps.push_back(id2);
-          bool biased = static_cast<bool>(bias);
-          Value block =
-              linalg::GenericOp::create(
-                  b, TypeRange{outType}, ins, ValueRange{outInit}, maps,
-                  b.parallel(2),
-                  [&](OpBuilder &nested, Location loc, ValueRange args) {
-                    LoweringBuilder b(loc, nested);
-                    Value v = args[0];
-                    if (biased)
-                      v = b.add(v, b.toF32(args[1]));
-                    linalg::YieldOp::create(b, b.fromF32(v, o));
-                  })
-                  .getResult(0);
-          return {tensor::InsertSliceOp::create(
-                      b, block, acc[0],
-                      ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
-                      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(n)}, one2)
-                      .getResult()};
-        })[0];
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-} // namespace
 
 /// act(gate) in f32 for the GLU activations of SPEC.md.
 static Value applyActivation(LoweringBuilder &b, Activation activation,
@@ -175,62 +52,311 @@ static Value applyActivation(LoweringBuilder &b, Activation activation,
   llvm_unreachable("unknown activation");
 }
 
+/// The GLU attributes of moe.glu and of moe.expert_gemm's epilogue.
+struct GluParams {
+  Activation activation;
+  GluLayout layout;
+  float alpha;
+  std::optional<float> limit;
+  float upBias;
+};
+
+/// act(gate) * (up + up_bias) over the gate and up views of `input`
+/// (`rows x 2N`), computed in f32 and rounded to `resultType`'s element
+/// type. concat: columns [0, N) and [N, 2N); interleaved: even and odd
+/// columns (stride-2 slices).
+static Value buildGlu(LoweringBuilder &b, Value input,
+                      RankedTensorType resultType, const GluParams &p) {
+  Type f = resultType.getElementType();
+  int64_t n = resultType.getDimSize(1);
+  bool concat = p.layout == GluLayout::concat;
+  SmallVector<OpFoldResult> viewSizes = b.sizes(input);
+  viewSizes[1] = b.getIndexAttr(n);
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                       b.getIndexAttr(concat ? 1 : 2)};
+  auto viewAt = [&](int64_t column) -> Value {
+    return tensor::ExtractSliceOp::create(
+        b, input,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(column)},
+        viewSizes, strides);
+  };
+  Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
+  AffineMap id = b.getMultiDimIdentityMap(2);
+  SmallVector<Value> dyn;
+  if (resultType.isDynamicDim(0))
+    dyn.push_back(b.dim(input, 0));
+  Value init = b.empty(resultType, dyn);
+  auto generic = linalg::GenericOp::create(
+      b, TypeRange{resultType}, ValueRange{gateView, upView},
+      ValueRange{init}, ArrayRef<AffineMap>{id, id, id}, b.parallel(2),
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        LoweringBuilder b(loc, nested);
+        Value gate = b.toF32(args[0]), up = b.toF32(args[1]);
+        if (p.limit) {
+          Value lim = b.f32(*p.limit), negLim = b.f32(-*p.limit);
+          gate = arith::MinimumFOp::create(b, gate, lim);
+          up = arith::MaximumFOp::create(
+              b, arith::MinimumFOp::create(b, up, lim), negLim);
+        }
+        Value act = applyActivation(b, p.activation, p.alpha, gate);
+        Value out = b.mul(act, b.add(up, b.f32(p.upBias)));
+        linalg::YieldOp::create(b, b.fromF32(out, f));
+      });
+  return generic.getResult(0);
+}
+
+/// Reads rows [lo, lo + rows) of `lhs`, through `gather` when given (rows
+/// whose gather index is outside [0, rows(lhs)) read as zero).
+static Value buildLhsRows(LoweringBuilder &b, Value lhs, Value gather,
+                          Value lo, Value rows) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  int64_t k = lhsType.getDimSize(1);
+  SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  if (!gather)
+    return tensor::ExtractSliceOp::create(
+        b, lhs, ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{rows, b.getIndexAttr(k)}, one2);
+  Type f = lhsType.getElementType();
+  Value lhsRows = b.toI32(b.dim(lhs, 0));
+  auto type = RankedTensorType::get({ShapedType::kDynamic, k}, f);
+  Value init = b.empty(type, {rows});
+  AffineMap id = b.getMultiDimIdentityMap(2);
+  return linalg::GenericOp::create(
+             b, TypeRange{type}, ValueRange{}, ValueRange{init},
+             ArrayRef<AffineMap>{id}, b.parallel(2),
+             [&](OpBuilder &nested, Location loc, ValueRange) {
+               LoweringBuilder b(loc, nested);
+               Value r = linalg::IndexOp::create(b, 0);
+               Value c = linalg::IndexOp::create(b, 1);
+               Value src = b.extract(gather, {b.add(lo, r)});
+               Value v = b.ifElse(
+                   b.inRange(src, b.i32(0), lhsRows), {f},
+                   [&](LoweringBuilder &b) -> SmallVector<Value> {
+                     return {b.extract(lhs, {b.toIndex(src), c})};
+                   },
+                   [&](LoweringBuilder &b) -> SmallVector<Value> {
+                     return {b.scalar(f, 0.0)};
+                   })[0];
+               linalg::YieldOp::create(b, v);
+             })
+      .getResult(0);
+}
+
 namespace {
 
-/// moe.glu => linalg.generic(gate view, up view) -> act(gate) * (up + b).
+/// moe.grouped_matmul => moe.expert_gemm without fused stages (lowered
+/// below), so both share one lowering.
+struct LowerGroupedMatmul : OpRewritePattern<GroupedMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<ExpertGemmOp>(
+        op, op.getResult().getType(), op.getLhs(), op.getRhs(),
+        op.getOffsets(), /*gather=*/Value(), op.getBias(), /*scatter=*/Value(),
+        /*scale=*/Value(), op.getTransposeRhsAttr(),
+        /*activation=*/ActivationAttr(), /*layout=*/GluLayoutAttr(),
+        /*alpha=*/rewriter.getF32FloatAttr(1.0f), /*limit=*/FloatAttr(),
+        /*up_bias=*/rewriter.getF32FloatAttr(0.0f));
+    return success();
+  }
+};
+
+/// moe.expert_gemm => scf.for over experts: (gathered) row slice, f32
+/// contraction with rhs[e], bias, GLU epilogue, row scale, rounding, then
+/// insert_slice of the block (or row-by-row scatter to its destinations).
+struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExpertGemmOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value lhs = op.getLhs(), rhs = op.getRhs(), offsets = op.getOffsets();
+    Value gather = op.getGather(), bias = op.getBias();
+    Value scatter = op.getScatter(), scale = op.getScale();
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    bool transposed = op.getTransposeRhs();
+    auto rhsType = op.getRhs().getType();
+    int64_t e = rhsType.getDimSize(0);
+    int64_t k = op.getLhs().getType().getDimSize(1);
+    int64_t n = op.getGemmN(), outN = resultType.getDimSize(1);
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+
+    Value m = gather ? b.dim(gather, 0) : b.dim(lhs, 0);
+    Value mI32 = b.toI32(m);
+    SmallVector<Value> dyn;
+    if (resultType.isDynamicDim(0))
+      dyn.push_back(m);
+    Value result = b.filled(resultType, dyn, b.scalar(o));
+
+    AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
+               dk = getAffineDimExpr(2, ctx);
+    SmallVector<AffineMap> mmMaps = {
+        AffineMap::get(3, 0, {dm, dk}, ctx),
+        AffineMap::get(3, 0,
+                       transposed ? ArrayRef<AffineExpr>{dn, dk}
+                                  : ArrayRef<AffineExpr>{dk, dn},
+                       ctx),
+        AffineMap::get(3, 0, {dm, dn}, ctx)};
+    SmallVector<utils::IteratorType> mmIters = {
+        utils::IteratorType::parallel, utils::IteratorType::parallel,
+        utils::IteratorType::reduction};
+    auto weightType = RankedTensorType::get(
+        transposed ? ArrayRef<int64_t>{n, k} : ArrayRef<int64_t>{k, n},
+        rhsType.getElementType());
+    auto accType = RankedTensorType::get({ShapedType::kDynamic, n}, f32);
+    auto outAccType = RankedTensorType::get({ShapedType::kDynamic, outN}, f32);
+    AffineMap id2 = b.getMultiDimIdentityMap(2);
+    SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    std::optional<GluParams> glu;
+    if (op.hasGluEpilogue()) {
+      std::optional<float> limit;
+      if (auto l = op.getLimit())
+        limit = l->convertToFloat();
+      glu = GluParams{*op.getActivation(), *op.getLayout(),
+                      op.getAlpha().convertToFloat(), limit,
+                      op.getUpBias().convertToFloat()};
+    }
+
+    result = b.forLoop(
+        b.idx(0), b.idx(e), {result},
+        [&](LoweringBuilder &b, Value expert,
+            ValueRange acc) -> SmallVector<Value> {
+          auto offsetAt = [&](Value i) {
+            return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
+          };
+          Value lo = offsetAt(expert);
+          Value hi = offsetAt(b.add(expert, b.idx(1)));
+          Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
+          Value lhsRows = buildLhsRows(b, lhs, gather, lo, rows);
+          SmallVector<OpFoldResult> wSizes = {b.getIndexAttr(1)};
+          for (int64_t d : weightType.getShape())
+            wSizes.push_back(b.getIndexAttr(d));
+          Value weight = tensor::ExtractSliceOp::create(
+              b, weightType, rhs,
+              ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0),
+                                     b.getIndexAttr(0)},
+              wSizes,
+              ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                                     b.getIndexAttr(1)});
+          Value zero = b.filled(accType, {rows}, b.f32(0.0));
+          Value block =
+              linalg::GenericOp::create(
+                  b, TypeRange{accType}, ValueRange{lhsRows, weight},
+                  ValueRange{zero}, mmMaps, mmIters,
+                  [&](OpBuilder &nested, Location loc, ValueRange args) {
+                    LoweringBuilder b(loc, nested);
+                    Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
+                    linalg::YieldOp::create(b, b.add(args[2], p));
+                  })
+                  .getResult(0);
+          if (bias) {
+            auto biasRowType = RankedTensorType::get(
+                {n}, cast<ShapedType>(bias.getType()).getElementType());
+            Value biasRow = tensor::ExtractSliceOp::create(
+                b, biasRowType, bias,
+                ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0)},
+                ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(n)},
+                one2);
+            block = linalg::GenericOp::create(
+                        b, TypeRange{accType}, ValueRange{block, biasRow},
+                        ValueRange{b.empty(accType, {rows})},
+                        ArrayRef<AffineMap>{
+                            id2,
+                            AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)},
+                                           ctx),
+                            id2},
+                        b.parallel(2),
+                        [&](OpBuilder &nested, Location loc,
+                            ValueRange args) {
+                          LoweringBuilder b(loc, nested);
+                          linalg::YieldOp::create(
+                              b, b.add(args[0], b.toF32(args[1])));
+                        })
+                        .getResult(0);
+          }
+          if (glu)
+            block = buildGlu(b, block, outAccType, *glu);
+          // Destination of block row r.
+          auto destinationOf = [&](LoweringBuilder &b, Value r) -> Value {
+            Value row = b.add(lo, r);
+            return scatter ? b.extract(scatter, {row}) : b.toI32(row);
+          };
+          if (scale) {
+            block = linalg::GenericOp::create(
+                        b, TypeRange{outAccType}, ValueRange{block},
+                        ValueRange{b.empty(outAccType, {rows})},
+                        ArrayRef<AffineMap>{id2, id2}, b.parallel(2),
+                        [&](OpBuilder &nested, Location loc,
+                            ValueRange args) {
+                          LoweringBuilder b(loc, nested);
+                          Value d = destinationOf(
+                              b, linalg::IndexOp::create(b, 0));
+                          Value factor = b.ifElse(
+                              b.inRange(d, b.i32(0), mI32), {f32},
+                              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                                return {b.toF32(
+                                    b.extract(scale, {b.toIndex(d)}))};
+                              },
+                              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                                return {b.f32(0.0)};
+                              })[0];
+                          linalg::YieldOp::create(b, b.mul(args[0], factor));
+                        })
+                        .getResult(0);
+          }
+          block = b.convertElements(block, o);
+          if (!scatter)
+            return {tensor::InsertSliceOp::create(
+                        b, block, acc[0],
+                        ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
+                        ArrayRef<OpFoldResult>{rows, b.getIndexAttr(outN)},
+                        one2)
+                        .getResult()};
+          SmallVector<OpFoldResult> rowSizes = {b.getIndexAttr(1),
+                                                b.getIndexAttr(outN)};
+          return b.forLoop(
+              b.idx(0), rows, {acc[0]},
+              [&](LoweringBuilder &b, Value r, ValueRange out) {
+                Value d = destinationOf(b, r);
+                return b.ifThen(
+                    b.inRange(d, b.i32(0), mI32), out,
+                    [&](LoweringBuilder &b) -> SmallVector<Value> {
+                      Value row = tensor::ExtractSliceOp::create(
+                          b, block,
+                          ArrayRef<OpFoldResult>{r, b.getIndexAttr(0)},
+                          rowSizes, one2);
+                      return {tensor::InsertSliceOp::create(
+                                  b, row, out[0],
+                                  ArrayRef<OpFoldResult>{b.toIndex(d),
+                                                         b.getIndexAttr(0)},
+                                  rowSizes, one2)
+                                  .getResult()};
+                    });
+              });
+        })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// moe.glu => buildGlu on the whole input.
 struct LowerGlu : OpRewritePattern<GluOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(GluOp op,
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
-    Value input = op.getInput();
-    auto resultType = op.getResult().getType();
-    Type f = resultType.getElementType();
-    int64_t n = resultType.getDimSize(1);
-    // Gate and up views: concat = columns [0, N) and [N, 2N); interleaved =
-    // even and odd columns (stride-2 slices).
-    bool concat = op.getLayout() == GluLayout::concat;
-    SmallVector<OpFoldResult> viewSizes = b.sizes(input);
-    viewSizes[1] = b.getIndexAttr(n);
-    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
-                                         b.getIndexAttr(concat ? 1 : 2)};
-    auto viewAt = [&](int64_t column) -> Value {
-      return tensor::ExtractSliceOp::create(
-          b, input,
-          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(column)},
-          viewSizes, strides);
-    };
-    Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
-    AffineMap id = b.getMultiDimIdentityMap(2);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(b.dim(input, 0));
-    Value init = b.empty(resultType, dyn);
-    Activation activation = op.getActivation();
-    float alpha = op.getAlpha().convertToFloat();
-    float upBias = op.getUpBias().convertToFloat();
     std::optional<float> limit;
     if (auto l = op.getLimit())
       limit = l->convertToFloat();
-    auto generic = linalg::GenericOp::create(
-        b, TypeRange{resultType}, ValueRange{gateView, upView},
-        ValueRange{init}, ArrayRef<AffineMap>{id, id, id},
-        b.parallel(2),
-        [&](OpBuilder &nested, Location loc, ValueRange args) {
-          LoweringBuilder b(loc, nested);
-          Value gate = b.toF32(args[0]), up = b.toF32(args[1]);
-          if (limit) {
-            Value lim = b.f32(*limit), negLim = b.f32(-*limit);
-            gate = arith::MinimumFOp::create(b, gate, lim);
-            up = arith::MaximumFOp::create(
-                b, arith::MinimumFOp::create(b, up, lim), negLim);
-          }
-          Value act = applyActivation(b, activation, alpha, gate);
-          Value out = b.mul(act, b.add(up, b.f32(upBias)));
-          linalg::YieldOp::create(b, b.fromF32(out, f));
-        });
-    rewriter.replaceOp(op, generic.getResults());
+    GluParams params{op.getActivation(), op.getLayout(),
+                     op.getAlpha().convertToFloat(), limit,
+                     op.getUpBias().convertToFloat()};
+    rewriter.replaceOp(op, buildGlu(b, op.getInput(),
+                                    op.getResult().getType(), params));
     return success();
   }
 };
@@ -239,5 +365,6 @@ struct LowerGlu : OpRewritePattern<GluOp> {
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerGroupedMatmul, LowerGlu>(patterns.getContext());
+  patterns.add<LowerGroupedMatmul, LowerExpertGemm, LowerGlu>(
+      patterns.getContext());
 }

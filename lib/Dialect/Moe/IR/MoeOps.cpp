@@ -704,14 +704,118 @@ LogicalResult FfnOp::verify() {
                             getUpBias().convertToFloat())))
     return failure();
   // The dispatch chain's i32 metadata: E * T and T * k fit i32 (SPEC 1).
+  // verifyRouting() established k <= E, so E * T bounds T * k as well.
   if (failed(verifyExpertCountFitsI32(*this, e, "E")))
     return failure();
-  int64_t tokens = dimOf(getX(), 0), k = getK();
+  int64_t tokens = dimOf(getX(), 0);
   if (!isDyn(tokens) && !productFitsI32(e, tokens))
     return emitOpError() << "expected E * T = " << e << " * " << tokens
                          << " to fit i32 (< 2^31)";
-  if (!isDyn(tokens) && !productFitsI32(tokens, k))
-    return emitOpError() << "expected T * k = " << tokens << " * " << k
-                         << " to fit i32 (< 2^31)";
   return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// DispatchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (!indices || indices.getRank() != 2 || !adaptor.getNumExpertsAttr())
+    return failure();
+  auto i32 = IntegerType::get(ctx, 32);
+  int64_t e = adaptor.getNumExperts();
+  int64_t len = mulDims(indices.getDimSize(0), indices.getDimSize(1));
+  types.push_back(tensorOf({e >= 1 ? e + 1 : kDyn}, i32));
+  types.push_back(tensorOf({len}, i32));
+  types.push_back(tensorOf({len}, i32));
+  return success();
+}
+
+bool DispatchOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return sameCountAndRanks(l, r);
+}
+
+LogicalResult DispatchOp::verify() {
+  if (getNumExperts() < 1)
+    return emitOpError() << "expected num_experts >= 1, got "
+                         << getNumExperts();
+  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+    return failure();
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// ExpertGemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpertGemmOp::verify() {
+  if (failed(verifyStaticDim(*this, getLhs(), 1, "lhs", "K")))
+    return failure();
+  bool t = getTransposeRhs();
+  static constexpr StringLiteral rhsSymbols[] = {"E", "K", "N"};
+  static constexpr StringLiteral rhsSymbolsT[] = {"E", "N", "K"};
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(verifyStaticDim(*this, getRhs(), i, "rhs",
+                               t ? rhsSymbolsT[i] : rhsSymbols[i])))
+      return failure();
+  auto lhsType = getLhs().getType();
+  auto rhsType = getRhs().getType();
+  Type f = lhsType.getElementType();
+  if (rhsType.getElementType() != f)
+    return emitOpError() << "expected 'rhs' element type " << f
+                         << " (as 'lhs'), got " << rhsType.getElementType();
+  if (failed(verifySameDim(*this, getLhs(), 1, "lhs", getRhs(), t ? 2 : 1,
+                           "rhs", "K")))
+    return failure();
+  int64_t e = rhsType.getDimSize(0), n = getGemmN();
+  int64_t offsetsLen = dimOf(getOffsets(), 0);
+  if (offsetsLen != e + 1)
+    return emitOpError() << "expected 'offsets' to have E + 1 = " << e + 1
+                         << " elements, got " << dimStr(offsetsLen);
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getElementType() != f ||
+        biasType.getShape() != ArrayRef<int64_t>{e, n})
+      return emitOpError() << "expected 'bias' to be " << e << "x" << n
+                           << "x" << f << " (E x N), got " << biasType;
+  }
+  int64_t m = getGather() ? dimOf(getGather(), 0) : lhsType.getDimSize(0);
+  for (auto [name, value] : {std::make_pair("scatter", getScatter()),
+                             std::make_pair("scale", getScale())}) {
+    if (value && !dimsAgree(dimOf(value, 0), m))
+      return emitOpError() << "expected '" << name << "' to have M = "
+                           << dimStr(m) << " elements, got "
+                           << dimStr(dimOf(value, 0));
+  }
+  if (getActivation().has_value() != getLayout().has_value())
+    return emitOpError(
+        "expected 'activation' and 'layout' to be set together (GLU "
+        "epilogue)");
+  int64_t outN = n;
+  if (hasGluEpilogue()) {
+    if (n % 2 != 0)
+      return emitOpError() << "expected an even N for the GLU epilogue, got "
+                           << n;
+    outN = n / 2;
+  }
+  std::optional<float> limit;
+  if (auto l = getLimit())
+    limit = l->convertToFloat();
+  if (!hasGluEpilogue() && limit)
+    return emitOpError("expected no 'limit' without a GLU epilogue");
+  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
+                            getUpBias().convertToFloat())))
+    return failure();
+  auto resultType = getResult().getType();
+  Type o = resultType.getElementType();
+  if (o != f && !o.isF32())
+    return emitOpError() << "expected result element type " << f
+                         << " or f32, got " << o;
+  if (resultType.getShape() != ArrayRef<int64_t>{m, outN})
+    return emitOpError() << "expected the result to be " << dimStr(m) << "x"
+                         << outN << " (M x N'), got " << resultType;
+  return success();
 }

@@ -536,4 +536,112 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Fused ops
+//
+// Produced by the --moe-fuse-* passes from the primitive chain; not part of
+// SPEC.md's public contract, but documented, verified and executable like
+// the primitives. Each one computes exactly what the primitives it replaces
+// compute (within floating-point reassociation).
+//===----------------------------------------------------------------------===//
+
+def Moe_DispatchOp : Moe_InferredOp<"dispatch"> {
+  let summary = "dispatch metadata in O(T*k): offsets and the index maps";
+  let description = [{
+    Computes what `moe.cumsum` + `moe.get_indptr` (exclusive, i32) +
+    `moe.get_indices` compute, without the `E*T` cumsum: a histogram of the
+    in-range ids of `indices` (`T x k`), its exclusive prefix sum (the
+    `offsets`, `E+1`), and a counting sort of the `(b, j)` slots in
+    row-major order that places slot `(b, j)` naming expert `e` at
+    `offsets[e] + (number of earlier slots naming e)`. That reproduces the
+    chain's order exactly: experts ascending, tokens ascending inside an
+    expert, duplicates of one row in slot order. Slots whose id is outside
+    `[0, E)` take the places after all dispatched rows in `(b, j)` order.
+    O(T*k + E) work and memory.
+
+    Produced by `--moe-fuse-dispatch`.
+
+    Example:
+
+    ```mlir
+    %offsets, %rev, %tok = moe.dispatch %ids num_experts = 8
+        : tensor<?x2xi32> -> tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Moe_IndexTensorOfRank<2>:$indices, I64Attr:$num_experts);
+  let results = (outs Moe_IndexTensorOfRank<1>:$offsets,
+                      Moe_IndexTensorOfRank<1>:$reverse_indices,
+                      Moe_IndexTensorOfRank<1>:$token_indices);
+  let assemblyFormat = [{
+    $indices `num_experts` `=` $num_experts attr-dict `:` type($indices) `->`
+    type($offsets) `,` type($reverse_indices) `,` type($token_indices)
+  }];
+}
+
+def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
+  let summary = "grouped matmul with fused gather prologue and GLU / scatter epilogues";
+  let description = [{
+    `moe.grouped_matmul` with optional fused stages. For each expert `e` and
+    each row `m` in `[clamp(offsets[e]), clamp(offsets[e+1]))` (clamped to
+    `[0, M]`):
+
+    1. gather prologue: the row read is `lhs[gather[m]]` when `gather` is
+       given (zero when out of range), else `lhs[m]`;
+    2. `acc = row @ rhs[e]` (or `rhs[e]^T` with `transpose_rhs`), in f32,
+       plus `bias[e]`;
+    3. GLU epilogue, when `activation` and `layout` are set: `acc` (`2N'`
+       columns) becomes `act(gate) * (up + up_bias)` (`N'` columns) with the
+       `moe.glu` meaning of `activation`, `layout`, `alpha`, `limit`,
+       `up_bias`;
+    4. destination `d = scatter[m]` when `scatter` is given, else `d = m`;
+       the row is multiplied by `scale[d]` when `scale` is given;
+    5. rounded to the result type and written to row `d` of the result
+       (`M x N'`); an out-of-range `d` drops the row. Rows nothing writes
+       are zero. `M` is `gather`'s length when given, else `lhs`'s rows.
+
+    Produced by `--moe-fuse-gather-matmul` (stage 1), `--moe-fuse-glu`
+    (stage 3) and `--moe-fuse-scatter` (stages 4-5); an expert_gemm without
+    any of them is a plain `moe.grouped_matmul`.
+
+    Example (first expert GEMM of a fused layer):
+
+    ```mlir
+    %act = moe.expert_gemm %x[%tok : tensor<?xi32>], %w_up
+        offsets(%off : tensor<9xi32>)
+        {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}
+        : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Moe_FloatTensorOfRank<3>:$rhs,
+                       Moe_IndexTensorOfRank<1>:$offsets,
+                       Optional<Moe_IndexTensorOfRank<1>>:$gather,
+                       Optional<Moe_FloatTensorOfRank<2>>:$bias,
+                       Optional<Moe_IndexTensorOfRank<1>>:$scatter,
+                       Optional<TensorRankOf<Moe_FloatTypes, [1]>>:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       OptionalAttr<Moe_ActivationAttr>:$activation,
+                       OptionalAttr<Moe_GluLayoutAttr>:$layout,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       OptionalAttr<F32Attr>:$limit,
+                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $lhs (`[` $gather^ `:` type($gather) `]`)? `,` $rhs
+    `offsets` `(` $offsets `:` type($offsets) `)`
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`scatter` `(` $scatter^ `:` type($scatter) `)`)?
+    (`scale` `(` $scale^ `:` type($scale) `)`)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// True when the GLU epilogue is fused.
+    bool hasGluEpilogue() { return getActivation().has_value(); }
+    /// The contraction's N (before the GLU epilogue halves it).
+    int64_t getGemmN() {
+      return getRhs().getType().getDimSize(getTransposeRhs() ? 1 : 2);
+    }
+  }];
+}
+
 #endif // MOE_MLIR_DIALECT_MOE_IR_MOEOPS_TD

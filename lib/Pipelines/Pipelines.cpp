@@ -7,6 +7,7 @@
 #include "moe-mlir/Pipelines/Pipelines.h"
 
 #include "moe-mlir/Conversion/Passes.h"
+#include "moe-mlir/Dialect/Moe/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -20,6 +21,13 @@
 
 using namespace mlir;
 using namespace mlir::moe;
+
+void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
+  pm.addPass(createMoeFuseDispatchPass());
+  pm.addPass(createMoeFuseGatherMatmulPass());
+  pm.addPass(createMoeFuseGluPass());
+  pm.addPass(createMoeFuseScatterPass());
+}
 
 void mlir::moe::buildMoeLowerToCpuPipeline(
     OpPassManager &pm, const MoeLowerToCpuOptions &options) {
@@ -59,6 +67,11 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
 }
 
 void mlir::moe::registerMoePipelines() {
+  PassPipelineRegistration<>(
+      "moe-fuse",
+      "Run the moe fusion passes in order: moe-fuse-dispatch, "
+      "moe-fuse-gather-matmul, moe-fuse-glu, moe-fuse-scatter",
+      buildMoeFusePipeline);
   PassPipelineRegistration<MoeLowerToCpuOptions>(
       "moe-lower-to-cpu",
       "Lower a module of moe ops (mixed with func, arith, math, tensor, "

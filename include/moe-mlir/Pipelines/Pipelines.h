@@ -33,7 +33,11 @@ struct MoeLowerToCpuOptions
 void buildMoeLowerToCpuPipeline(OpPassManager &pm,
                                 const MoeLowerToCpuOptions &options);
 
-/// Registers `moe-lower-to-cpu`.
+/// `--moe-fuse`: the fusion passes in order (dispatch, gather into the
+/// first matmul, GLU epilogue, scatter + weights epilogue).
+void buildMoeFusePipeline(OpPassManager &pm);
+
+/// Registers `moe-fuse` and `moe-lower-to-cpu`.
 void registerMoePipelines();
 
 } // namespace moe

@@ -34,6 +34,23 @@ func.func @print_bf16_2d(%t: tensor<?x?xbf16>) {
   return
 }
 
+func.func @print_f16_2d(%t: tensor<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %n0 = tensor.dim %t, %c0 : tensor<?x?xf16>
+  %c1 = arith.constant 1 : index
+  %n1 = tensor.dim %t, %c1 : tensor<?x?xf16>
+  %e = tensor.empty(%n0, %n1) : tensor<?x?xf32>
+  %w = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%t : tensor<?x?xf16>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%a: f16, %b: f32):
+    %x = arith.extf %a : f16 to f32
+    linalg.yield %x : f32
+  } -> tensor<?x?xf32>
+  %m = bufferization.to_buffer %w : tensor<?x?xf32> to memref<?x?xf32>
+  %u = memref.cast %m : memref<?x?xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  return
+}
+
 func.func @print_f32_2d(%t: tensor<?x?xf32>) {
   %m = bufferization.to_buffer %t : tensor<?x?xf32> to memref<?x?xf32>
   %u = memref.cast %m : memref<?x?xf32> to memref<*xf32>
@@ -254,16 +271,48 @@ func.func @main() {
   // CHECK-NEXT: {{\[\[}}2,   4],
   // CHECK-NEXT:  [3,   5]]
 
+  // Negative biased scores (c = sigmoid - 1 < 0 everywhere): 2 groups of 3,
+  // keep 1 by top2_sum, k = 2, no normalisation.
+  %c63 = arith.constant dense<[[-3.0, -1.0, 0.5, -2.0, 1.0, -0.25], [2.0, -2.0, -1.0, 0.0, 1.5, 0.25]]> : tensor<2x6xf32>
+  %d64 = tensor.cast %c63 : tensor<2x6xf32> to tensor<?x6xf32>
+  %b65 = arith.constant dense<[-1.0, -1.0, -1.0, -1.0, -1.0, -1.0]> : tensor<6xf32>
+  %w66, %i67 = moe.route %d64 bias(%b65 : tensor<6xf32>) k = 2 scoring = sigmoid {n_group = 2 : i64, topk_group = 1 : i64, group_score = #moe.group_score<top2_sum>} : tensor<?x6xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %p68 = tensor.cast %w66 : tensor<?x2xf32> to tensor<?x?xf32>
+  call @print_f32_2d(%p68) : (tensor<?x?xf32>) -> ()
+  // CHECK: sizes = [2, 2] strides = [2, 1] data =
+  // CHECK-NEXT: {{\[\[}}{{(0\.731058|0\.731059)}},   {{(0\.437823|0\.437824)}}],
+  // CHECK-NEXT:  [{{(0\.817574|0\.817575)}},   {{(0\.562176|0\.562177)}}]]
+  %p69 = tensor.cast %i67 : tensor<?x2xi32> to tensor<?x?xi32>
+  call @print_i32_2d(%p69) : (tensor<?x?xi32>) -> ()
+  // CHECK: sizes = [2, 2] strides = [2, 1] data =
+  // CHECK-NEXT: {{\[\[}}4,   5],
+  // CHECK-NEXT:  [4,   5]]
+
+  // f16 logits, f16 weights, sigmoid with scaling 0.5.
+  %c70 = arith.constant dense<[[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 0.0, 1.0], [-2.0, 1.0, -0.75, 3.0, 0.5, 3.0, -1.5, 0.0]]> : tensor<2x8xf16>
+  %d71 = tensor.cast %c70 : tensor<2x8xf16> to tensor<?x8xf16>
+  %w72, %i73 = moe.route %d71 k = 3 scoring = sigmoid {scaling = 0.5 : f32} : tensor<?x8xf16> -> tensor<?x3xf16>, tensor<?x3xi32>
+  %p74 = tensor.cast %w72 : tensor<?x3xf16> to tensor<?x?xf16>
+  call @print_f16_2d(%p74) : (tensor<?x?xf16>) -> ()
+  // CHECK: sizes = [2, 3] strides = [3, 1] data =
+  // CHECK-NEXT: {{\[\[}}0.44043,   0.408691,   0.365479],
+  // CHECK-NEXT:  [0.476318,   0.476318,   0.365479]]
+  %p75 = tensor.cast %i73 : tensor<?x3xi32> to tensor<?x?xi32>
+  call @print_i32_2d(%p75) : (tensor<?x?xi32>) -> ()
+  // CHECK: sizes = [2, 3] strides = [3, 1] data =
+  // CHECK-NEXT: {{\[\[}}2,   4,   7],
+  // CHECK-NEXT:  [3,   5,   1]]
+
   // T = 0.
-  %c63 = arith.constant dense<> : tensor<0x8xf32>
-  %d64 = tensor.cast %c63 : tensor<0x8xf32> to tensor<?x8xf32>
-  %b65 = arith.constant dense<[0.0, 0.25, 0.0, 0.0, 0.5, -0.125, 0.0, 0.0]> : tensor<8xf32>
-  %w0, %i0 = moe.route %d64 bias(%b65 : tensor<8xf32>) k = 3 scoring = sigmoid {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>} : tensor<?x8xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
-  %p66 = tensor.cast %w0 : tensor<?x3xf32> to tensor<?x?xf32>
-  call @shape_f32_2d(%p66) : (tensor<?x?xf32>) -> ()
+  %c76 = arith.constant dense<> : tensor<0x8xf32>
+  %d77 = tensor.cast %c76 : tensor<0x8xf32> to tensor<?x8xf32>
+  %b78 = arith.constant dense<[0.0, 0.25, 0.0, 0.0, 0.5, -0.125, 0.0, 0.0]> : tensor<8xf32>
+  %w0, %i0 = moe.route %d77 bias(%b78 : tensor<8xf32>) k = 3 scoring = sigmoid {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>} : tensor<?x8xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
+  %p79 = tensor.cast %w0 : tensor<?x3xf32> to tensor<?x?xf32>
+  call @shape_f32_2d(%p79) : (tensor<?x?xf32>) -> ()
   // CHECK: rank = 2 offset = 0 sizes = [0, 3] strides = [3, 1]{{$}}
-  %p67 = tensor.cast %i0 : tensor<?x3xi32> to tensor<?x?xi32>
-  call @shape_i32_2d(%p67) : (tensor<?x?xi32>) -> ()
+  %p80 = tensor.cast %i0 : tensor<?x3xi32> to tensor<?x?xi32>
+  call @shape_i32_2d(%p80) : (tensor<?x?xi32>) -> ()
   // CHECK: rank = 2 offset = 0 sizes = [0, 3] strides = [3, 1]{{$}}
   return
 }

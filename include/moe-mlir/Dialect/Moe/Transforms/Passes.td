@@ -59,4 +59,148 @@ def MoeDecomposePass : Pass<"moe-decompose"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion passes (run in this order by --moe-fuse)
+//===----------------------------------------------------------------------===//
+
+def MoeFuseDispatchPass : Pass<"moe-fuse-dispatch"> {
+  let summary = "Fuse cumsum + get_indices + get_indptr into moe.dispatch";
+  let description = [{
+    Replaces a `moe.cumsum` whose every user is a `moe.get_indices` on the
+    same ids or an exclusive, i32 `moe.get_indptr` with the same expert
+    count by one `moe.dispatch`: a counting sort in O(T*k + E) work and
+    memory, so the `E*T` cumsum is never materialised. Any other user of
+    the cumsum (or an inclusive / i64 indptr) leaves the IR unchanged.
+
+    Before:
+
+    ```mlir
+    %cs = moe.cumsum %ids num_experts = 8 : tensor<?x2xi32> -> tensor<?xi32>
+    %rev, %tok = moe.get_indices %cs, %ids
+        : tensor<?xi32>, tensor<?x2xi32> -> tensor<?xi32>, tensor<?xi32>
+    %off = moe.get_indptr %cs num_experts = 8 : tensor<?xi32> -> tensor<9xi32>
+    ```
+
+    After:
+
+    ```mlir
+    %off, %rev, %tok = moe.dispatch %ids num_experts = 8
+        : tensor<?x2xi32> -> tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect"];
+}
+
+def MoeFuseGatherMatmulPass : Pass<"moe-fuse-gather-matmul"> {
+  let summary = "Read the grouped matmul's lhs through the gather indices";
+  let description = [{
+    `grouped_matmul(gather(x, idx), w, offsets)` (or a `moe.expert_gemm`
+    without a gather stage) becomes `moe.expert_gemm x[idx], w, offsets`:
+    the `M x H` gathered copy is never materialised. Out-of-range indices
+    still read zero rows. Fires only when the gathered tensor has no other
+    user.
+
+    Before:
+
+    ```mlir
+    %rows = moe.gather %x[%tok] : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    %h = moe.grouped_matmul %rows, %w offsets(%off : tensor<9xi32>)
+        : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %h = moe.expert_gemm %x[%tok : tensor<?xi32>], %w offsets(%off : tensor<9xi32>)
+        : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect"];
+}
+
+def MoeFuseGluPass : Pass<"moe-fuse-glu"> {
+  let summary = "Fuse moe.glu into the producing grouped matmul's epilogue";
+  let description = [{
+    `glu(grouped_matmul(...))` becomes one `moe.expert_gemm` with a GLU
+    epilogue, so the `M x 2I` pre-activation is never materialised (the
+    pre-activation stays in f32 instead of being rounded to the layer's
+    type). Fires only when the matmul's result has no other user and the
+    matmul has no scatter/scale epilogue yet (the GLU must come first).
+
+    Before:
+
+    ```mlir
+    %h = moe.expert_gemm %x[%tok : tensor<?xi32>], %w offsets(%off : tensor<9xi32>)
+        : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+    %a = moe.glu %h silu concat : tensor<?x256xf32> -> tensor<?x128xf32>
+    ```
+
+    After:
+
+    ```mlir
+    %a = moe.expert_gemm %x[%tok : tensor<?xi32>], %w offsets(%off : tensor<9xi32>)
+        {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}
+        : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x128xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect"];
+}
+
+def MoeFuseScatterPass : Pass<"moe-fuse-scatter"> {
+  let summary = "Fuse scatter + routing weights into the second matmul's epilogue";
+  let description = [{
+    `combine(expand_shape(scatter(grouped_matmul(...), rev)), weights)`
+    becomes a `moe.expert_gemm` whose epilogue scales row `m` by
+    `weights[rev[m]]` and writes it straight to its `(token, slot)` row
+    `rev[m]`, followed by an unweighted `moe.combine`: the scattered copy of
+    the expert outputs is never materialised, and the k-way sum still reads
+    `T x k x H` once, in slot order (deterministic). Fires only when `rev`
+    comes from `moe.get_indices` or `moe.dispatch` (a permutation), the
+    reshape is `[[0, 1], [2]]`, and the intermediates have no other users.
+
+    Before:
+
+    ```mlir
+    %o = moe.grouped_matmul %a, %w2 offsets(%off : tensor<9xi32>) : ...
+    %s = moe.scatter %o[%rev] : ...
+    %p = tensor.expand_shape %s [[0, 1], [2]] output_shape [%t, 2, 64] : ...
+    %y = moe.combine %p weights(%w : tensor<?x2xf32>) : ...
+    ```
+
+    After:
+
+    ```mlir
+    %wf = tensor.collapse_shape %w [[0, 1]] : tensor<?x2xf32> into tensor<?xf32>
+    %o = moe.expert_gemm %a, %w2 offsets(%off : tensor<9xi32>)
+        scatter(%rev : tensor<?xi32>) scale(%wf : tensor<?xf32>) : ...
+    %p = tensor.expand_shape %o [[0, 1], [2]] output_shape [%t, 2, 64] : ...
+    %y = moe.combine %p : tensor<?x2x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def MoeCostReportPass : Pass<"moe-cost-report"> {
+  let summary = "Print the kernels and materialised intermediates per function";
+  let description = [{
+    An analysis that changes nothing. For every function it prints (to
+    stderr) the ops that become kernels (every op of the moe, linalg and
+    tensor data-movement families) and every intermediate tensor (a result
+    used by another op of the function), with its size in bytes as a
+    function of the token count `T` (dynamic dims are tracked as multiples
+    of `T`: `M = T*k`, the cumsum's `E*T`, ...), and the totals. Run it
+    before and after `--moe-fuse` to see what fusion removed:
+
+    ```
+    moe-opt layer.mlir --moe-decompose --moe-cost-report=label=unfused \
+        --moe-fuse --moe-cost-report=label=fused
+    ```
+  }];
+  let options = [
+    Option<"label", "label", "std::string", /*default=*/"\"\"",
+           "A tag printed with each report (e.g. before / after)">,
+  ];
+}
+
 #endif // MOE_MLIR_DIALECT_MOE_TRANSFORMS_PASSES_TD

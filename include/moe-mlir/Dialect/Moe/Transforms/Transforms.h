@@ -14,11 +14,44 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <functional>
+
 namespace mlir {
 namespace moe {
 
 /// moe.ffn -> the primitive chain of SPEC section 3.
 void populateMoeDecomposePatterns(RewritePatternSet &patterns);
+
+/// The fusions the moe-fuse-* patterns perform.
+enum class MoeFusionKind {
+  /// cumsum + get_indices + get_indptr -> moe.dispatch.
+  Dispatch,
+  /// gather -> grouped matmul prologue.
+  GatherMatmul,
+  /// glu -> grouped matmul epilogue.
+  GluEpilogue,
+  /// scatter + routing weights -> grouped matmul epilogue.
+  ScatterEpilogue,
+};
+
+/// Fusion policy: called with the fusion about to happen, the producer op
+/// and the consumer op; returning false leaves the IR unchanged. The
+/// patterns check legality themselves (single use, matching operands); the
+/// callback only decides whether a legal fusion is wanted, as
+/// linalg::ControlFusionFn does for elementwise fusion.
+using ControlMoeFusionFn =
+    std::function<bool(MoeFusionKind, Operation *producer, Operation *consumer)>;
+
+/// Each populate function adds one fusion's patterns. A null `control`
+/// fuses whenever legal.
+void populateMoeFuseDispatchPatterns(RewritePatternSet &patterns,
+                                     const ControlMoeFusionFn &control = {});
+void populateMoeFuseGatherMatmulPatterns(
+    RewritePatternSet &patterns, const ControlMoeFusionFn &control = {});
+void populateMoeFuseGluPatterns(RewritePatternSet &patterns,
+                                const ControlMoeFusionFn &control = {});
+void populateMoeFuseScatterPatterns(RewritePatternSet &patterns,
+                                    const ControlMoeFusionFn &control = {});
 
 } // namespace moe
 } // namespace mlir

@@ -1,0 +1,63 @@
+//===- FusionUtils.cpp - helpers shared by the moe fusion passes ----------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusionUtils.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+bool ExpertGemmParts::match(Value v) {
+  Builder b(v.getContext());
+  if (auto gmm = v.getDefiningOp<GroupedMatmulOp>()) {
+    op = gmm;
+    lhs = gmm.getLhs();
+    rhs = gmm.getRhs();
+    offsets = gmm.getOffsets();
+    bias = gmm.getBias();
+    gather = scatter = scale = Value();
+    transposeRhs = gmm.getTransposeRhsAttr();
+    activation = nullptr;
+    layout = nullptr;
+    alpha = b.getF32FloatAttr(1.0f);
+    limit = nullptr;
+    upBias = b.getF32FloatAttr(0.0f);
+    return true;
+  }
+  if (auto gemm = v.getDefiningOp<ExpertGemmOp>()) {
+    op = gemm;
+    lhs = gemm.getLhs();
+    rhs = gemm.getRhs();
+    offsets = gemm.getOffsets();
+    gather = gemm.getGather();
+    bias = gemm.getBias();
+    scatter = gemm.getScatter();
+    scale = gemm.getScale();
+    transposeRhs = gemm.getTransposeRhsAttr();
+    activation = gemm.getActivationAttr();
+    layout = gemm.getLayoutAttr();
+    alpha = gemm.getAlphaAttr();
+    limit = gemm.getLimitAttr();
+    upBias = gemm.getUpBiasAttr();
+    return true;
+  }
+  return false;
+}
+
+ExpertGemmOp ExpertGemmParts::build(PatternRewriter &rewriter, Location loc,
+                                    Type type) const {
+  return ExpertGemmOp::create(rewriter, loc, type, lhs, rhs, offsets, gather,
+                              bias, scatter, scale, transposeRhs, activation,
+                              layout, alpha, limit, upBias);
+}
+
+LogicalResult mlir::moe::applyFusionPatterns(Operation *root,
+                                             RewritePatternSet &&patterns) {
+  GreedyRewriteConfig config;
+  config.enableFolding(false);
+  if (failed(applyPatternsGreedily(root, std::move(patterns), config)))
+    return root->emitError("moe fusion patterns did not converge");
+  return success();
+}

@@ -27,6 +27,7 @@ void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
   pm.addPass(createMoeFuseGatherMatmulPass());
   pm.addPass(createMoeFuseGluPass());
   pm.addPass(createMoeFuseScatterPass());
+  pm.addPass(createMoeFuseRouteDispatchPass());
 }
 
 void mlir::moe::buildMoeLowerToCpuPipeline(
@@ -70,7 +71,8 @@ void mlir::moe::registerMoePipelines() {
   PassPipelineRegistration<>(
       "moe-fuse",
       "Run the moe fusion passes in order: moe-fuse-dispatch, "
-      "moe-fuse-gather-matmul, moe-fuse-glu, moe-fuse-scatter",
+      "moe-fuse-gather-matmul, moe-fuse-glu, moe-fuse-scatter, "
+      "moe-fuse-route-dispatch",
       buildMoeFusePipeline);
   PassPipelineRegistration<MoeLowerToCpuOptions>(
       "moe-lower-to-cpu",

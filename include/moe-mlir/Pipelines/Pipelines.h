@@ -34,7 +34,8 @@ void buildMoeLowerToCpuPipeline(OpPassManager &pm,
                                 const MoeLowerToCpuOptions &options);
 
 /// `--moe-fuse`: the fusion passes in order (dispatch, gather into the
-/// first matmul, GLU epilogue, scatter + weights epilogue).
+/// first matmul, GLU epilogue, scatter + weights epilogue, route with
+/// dispatch).
 void buildMoeFusePipeline(OpPassManager &pm);
 
 /// Registers `moe-fuse` and `moe-lower-to-cpu`.

@@ -304,8 +304,32 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
   }
 };
 
+/// moe.route_dispatch => moe.route + moe.dispatch (lowered above / in
+/// DispatchToLinalg.cpp). On the CPU there is no kernel boundary to remove.
+struct LowerRouteDispatch : OpRewritePattern<RouteDispatchOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RouteDispatchOp op,
+                                PatternRewriter &rewriter) const override {
+    auto route = RouteOp::create(
+        rewriter, op.getLoc(), op.getWeights().getType(),
+        op.getIndices().getType(), op.getLogits(), op.getBias(),
+        op.getKAttr(), op.getScoringAttr(), op.getNormalizeAttr(),
+        op.getNGroupAttr(), op.getTopkGroupAttr(), op.getGroupScoreAttr(),
+        op.getScalingAttr());
+    auto dispatch = DispatchOp::create(
+        rewriter, op.getLoc(), route.getIndices(),
+        op.getLogits().getType().getDimSize(1));
+    rewriter.replaceOp(op, {route.getWeights(), route.getIndices(),
+                            dispatch.getOffsets(), dispatch.getReverseIndices(),
+                            dispatch.getTokenIndices()});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateRoutingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerTopK, LowerRoute>(patterns.getContext());
+  patterns.add<LowerTopK, LowerRoute, LowerRouteDispatch>(
+      patterns.getContext());
 }

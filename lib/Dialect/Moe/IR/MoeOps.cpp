@@ -819,3 +819,34 @@ LogicalResult ExpertGemmOp::verify() {
                          << outN << " (M x N'), got " << resultType;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// RouteDispatchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteDispatchOp::verify() {
+  if (failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")))
+    return failure();
+  int64_t e = dimOf(getLogits(), 1), k = getK();
+  if (failed(verifyRouting(*this, e, k, getNGroup(), getTopkGroup(),
+                           getGroupScore(), getScaling().convertToFloat(),
+                           getBias())))
+    return failure();
+  int64_t t = dimOf(getLogits(), 0);
+  int64_t m = isDyn(t) ? kDyn : t * k;
+  SmallVector<std::pair<Value, SmallVector<int64_t>>> expected = {
+      {getWeights(), {t, k}},        {getIndices(), {t, k}},
+      {getOffsets(), {e + 1}},       {getReverseIndices(), {m}},
+      {getTokenIndices(), {m}}};
+  for (auto [i, pair] : llvm::enumerate(expected)) {
+    auto type = cast<RankedTensorType>(pair.first.getType());
+    if (type.getShape() != ArrayRef<int64_t>(pair.second)) {
+      std::string shape;
+      for (int64_t d : pair.second)
+        shape += (shape.empty() ? "" : "x") + dimStr(d);
+      return emitOpError() << "expected result #" << i << " to have shape "
+                           << shape << ", got " << type;
+    }
+  }
+  return success();
+}

@@ -644,4 +644,48 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Moe_RouteDispatchOp : Moe_Op<"route_dispatch"> {
+  let summary = "routing and its dispatch metadata in one kernel";
+  let description = [{
+    `moe.route` followed by `moe.dispatch` on its ids, as one op: the
+    router's top-k selection also counts the per-expert histogram, so no
+    kernel boundary separates routing from dispatch. Results are exactly
+    `moe.route`'s (`weights`, `indices`) followed by `moe.dispatch`'s
+    (`offsets`, `reverse_indices`, `token_indices`) with `num_experts = E`;
+    attributes and constraints are `moe.route`'s.
+
+    Produced by `--moe-fuse-route-dispatch`.
+
+    Example:
+
+    ```mlir
+    %w, %ids, %off, %rev, %tok = moe.route_dispatch %logits k = 2
+        scoring = softmax {normalize = true}
+        : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>, tensor<9xi32>,
+          tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$logits,
+                       Optional<Moe_F32Vector>:$bias,
+                       I64Attr:$k,
+                       Moe_ScoringAttr:$scoring,
+                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
+                       DefaultValuedAttr<I64Attr, "1">:$n_group,
+                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
+                       DefaultValuedAttr<Moe_GroupScoreAttr,
+                                         "::mlir::moe::GroupScore::max">:$group_score,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+  let results = (outs Moe_FloatTensorOfRank<2>:$weights,
+                      Moe_IndexTensorOfRank<2>:$indices,
+                      Moe_IndexTensorOfRank<1>:$offsets,
+                      Moe_IndexTensorOfRank<1>:$reverse_indices,
+                      Moe_IndexTensorOfRank<1>:$token_indices);
+  let assemblyFormat = [{
+    $logits (`bias` `(` $bias^ `:` type($bias) `)`)? `k` `=` $k
+    `scoring` `=` custom<EnumKeyword>($scoring) attr-dict `:` type($logits)
+    `->` type($weights) `,` type($indices) `,` type($offsets) `,`
+    type($reverse_indices) `,` type($token_indices)
+  }];
+}
+
 #endif // MOE_MLIR_DIALECT_MOE_IR_MOEOPS_TD

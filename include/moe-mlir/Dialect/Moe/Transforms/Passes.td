@@ -181,6 +181,35 @@ def MoeFuseScatterPass : Pass<"moe-fuse-scatter"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def MoeFuseRouteDispatchPass : Pass<"moe-fuse-route-dispatch"> {
+  let summary = "Fuse moe.route with the moe.dispatch of its ids";
+  let description = [{
+    `dispatch(route(logits).indices)` becomes one `moe.route_dispatch`:
+    routing and the dispatch histogram run as one kernel, removing the
+    kernel boundary between them (on the GPU the router counts the
+    per-expert histogram as it selects). The ids remain available to other
+    users. Run after `--moe-fuse-dispatch`.
+
+    Before:
+
+    ```mlir
+    %w, %ids = moe.route %logits k = 2 scoring = softmax
+        : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    %off, %rev, %tok = moe.dispatch %ids num_experts = 8
+        : tensor<?x2xi32> -> tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+
+    After:
+
+    ```mlir
+    %w, %ids, %off, %rev, %tok = moe.route_dispatch %logits k = 2
+        scoring = softmax : tensor<?x8xf32> -> tensor<?x2xf32>,
+        tensor<?x2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect"];
+}
+
 def MoeCostReportPass : Pass<"moe-cost-report"> {
   let summary = "Print the kernels and materialised intermediates per function";
   let description = [{

@@ -32,6 +32,8 @@ enum class MoeFusionKind {
   GluEpilogue,
   /// scatter + routing weights -> grouped matmul epilogue.
   ScatterEpilogue,
+  /// route + dispatch -> moe.route_dispatch.
+  RouteDispatch,
 };
 
 /// Fusion policy: called with the fusion about to happen, the producer op
@@ -52,6 +54,8 @@ void populateMoeFuseGluPatterns(RewritePatternSet &patterns,
                                 const ControlMoeFusionFn &control = {});
 void populateMoeFuseScatterPatterns(RewritePatternSet &patterns,
                                     const ControlMoeFusionFn &control = {});
+void populateMoeFuseRouteDispatchPatterns(
+    RewritePatternSet &patterns, const ControlMoeFusionFn &control = {});
 
 } // namespace moe
 } // namespace mlir

@@ -34,6 +34,8 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
     OpPassManager &pm, const MoeLowerToCpuOptions &options) {
   // moe -> linalg/scf/tensor/arith/math on tensors.
   pm.addPass(createConvertMoeToLinalgPass());
+  // Elementwise arith/math on tensors (allowed in input modules) -> linalg.
+  pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 

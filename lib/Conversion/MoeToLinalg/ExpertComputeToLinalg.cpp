@@ -69,6 +69,10 @@ static Value buildGlu(LoweringBuilder &b, Value input,
                       RankedTensorType resultType, const GluParams &p) {
   Type f = resultType.getElementType();
   int64_t n = resultType.getDimSize(1);
+  // Statically no rows: nothing to compute (and a static slice offset into
+  // a zero-size dim would not verify).
+  if (cast<RankedTensorType>(input.getType()).getDimSize(0) == 0)
+    return b.empty(resultType, {});
   bool concat = p.layout == GluLayout::concat;
   SmallVector<OpFoldResult> viewSizes = b.sizes(input);
   viewSizes[1] = b.getIndexAttr(n);

@@ -488,7 +488,7 @@ func.func @topk_k_larger_than_e(%x: tensor<4x8xf32>) {
 // -----
 
 func.func @topk_zero_experts(%x: tensor<0x0xf32>) {
-  // expected-error @+1 {{'moe.topk' op expected k in [1, E = 0], got 1}}
+  // expected-error @+1 {{'moe.topk' op expected E (dimension 1 of 'input') to be non-zero}}
   %v, %i = moe.topk %x k = 1 : tensor<0x0xf32> -> tensor<0x1xf32>, tensor<0x1xi32>
   return
 }

@@ -14,7 +14,6 @@
 // reshape.
 // CHECK-LABEL: func.func @decompose_dynamic_t
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[L:[a-z0-9_]+]]: tensor<?x8xbf16>, %[[WU:[a-z0-9_]+]]: tensor<8x64x256xbf16>, %[[WD:[a-z0-9_]+]]: tensor<8x128x64xbf16>)
-// CHECK:      %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK:      %[[W:[a-z0-9_]+]], %[[IDS:[a-z0-9_]+]] = moe.route %[[L]] k = 2 scoring = softmax {normalize = true} : tensor<?x8xbf16> -> tensor<?x2xf32>, tensor<?x2xi32>
 // CHECK-NEXT: %[[CS:[a-z0-9_]+]] = moe.cumsum %[[IDS]] num_experts = 8 : tensor<?x2xi32> -> tensor<?xi32>
 // CHECK-NEXT: %[[REV:[a-z0-9_]+]], %[[TOK:[a-z0-9_]+]] = moe.get_indices %[[CS]], %[[IDS]] : tensor<?xi32>, tensor<?x2xi32> -> tensor<?xi32>, tensor<?xi32>
@@ -24,6 +23,7 @@
 // CHECK-NEXT: %[[ACT:[a-z0-9_]+]] = moe.glu %[[UP]] silu concat : tensor<?x256xbf16> -> tensor<?x128xbf16>
 // CHECK-NEXT: %[[DOWN:[a-z0-9_]+]] = moe.grouped_matmul %[[ACT]], %[[WD]] offsets(%[[OFF]] : tensor<9xi32>) : tensor<?x128xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>
 // CHECK-NEXT: %[[SC:[a-z0-9_]+]] = moe.scatter %[[DOWN]][%[[REV]]] : tensor<?x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
+// CHECK-NEXT: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[T:[a-z0-9_]+]] = tensor.dim %[[X]], %[[C0]] : tensor<?x64xbf16>
 // CHECK-NEXT: %[[PS:[a-z0-9_]+]] = tensor.expand_shape %[[SC]] {{\[}}[0, 1], [2]] output_shape [%[[T]], 2, 64] : tensor<?x64xbf16> into tensor<?x2x64xbf16>
 // CHECK-NEXT: %[[Y:[a-z0-9_]+]] = moe.combine %[[PS]] weights(%[[W]] : tensor<?x2xf32>) : tensor<?x2x64xbf16> -> tensor<?x64xbf16>
@@ -70,7 +70,6 @@ func.func @decompose_static_t_bias_group_limited_sigmoid(%x: tensor<4x32xf32>, %
 // them leaks onto moe.route.
 // CHECK-LABEL: func.func @decompose_transpose_weights_glu_limit
 // CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x32xf16>, %[[L:[a-z0-9_]+]]: tensor<?x8xf16>, %[[WU:[a-z0-9_]+]]: tensor<8x48x32xf16>, %[[WD:[a-z0-9_]+]]: tensor<8x32x24xf16>)
-// CHECK:      %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK:      %[[W:[a-z0-9_]+]], %[[IDS:[a-z0-9_]+]] = moe.route %[[L]] k = 2 scoring = softmax : tensor<?x8xf16> -> tensor<?x2xf32>, tensor<?x2xi32>
 // CHECK-NEXT: %[[CS:[a-z0-9_]+]] = moe.cumsum %[[IDS]] num_experts = 8 : tensor<?x2xi32> -> tensor<?xi32>
 // CHECK-NEXT: %[[REV:[a-z0-9_]+]], %[[TOK:[a-z0-9_]+]] = moe.get_indices %[[CS]], %[[IDS]]
@@ -80,6 +79,7 @@ func.func @decompose_static_t_bias_group_limited_sigmoid(%x: tensor<4x32xf32>, %
 // CHECK-NEXT: %[[ACT:[a-z0-9_]+]] = moe.glu %[[UP]] silu interleaved {alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, up_bias = 1.000000e+00 : f32} : tensor<?x48xf16> -> tensor<?x24xf16>
 // CHECK-NEXT: %[[DOWN:[a-z0-9_]+]] = moe.grouped_matmul %[[ACT]], %[[WD]] offsets(%[[OFF]] : tensor<9xi32>) {transpose_rhs = true} : tensor<?x24xf16>, tensor<8x32x24xf16> -> tensor<?x32xf16>
 // CHECK-NEXT: %[[SC:[a-z0-9_]+]] = moe.scatter %[[DOWN]][%[[REV]]] : tensor<?x32xf16>, tensor<?xi32> -> tensor<?x32xf16>
+// CHECK-NEXT: %[[C0:[a-z0-9_]+]] = arith.constant 0 : index
 // CHECK-NEXT: %[[T:[a-z0-9_]+]] = tensor.dim %[[X]], %[[C0]] : tensor<?x32xf16>
 // CHECK-NEXT: %[[PS:[a-z0-9_]+]] = tensor.expand_shape %[[SC]] {{\[}}[0, 1], [2]] output_shape [%[[T]], 2, 32] : tensor<?x32xf16> into tensor<?x2x32xf16>
 // CHECK-NEXT: %[[Y:[a-z0-9_]+]] = moe.combine %[[PS]] weights(%[[W]] : tensor<?x2xf32>) : tensor<?x2x32xf16> -> tensor<?x32xf16>

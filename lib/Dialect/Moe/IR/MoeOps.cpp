@@ -121,12 +121,16 @@ static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type elementType) {
   return RankedTensorType::get(shape, elementType);
 }
 
-/// `dimension `dim` of `name` (symbol)` must be static.
+/// `dimension `dim` of `name` (symbol)` must be static and non-zero.
 static LogicalResult verifyStaticDim(Operation *op, Value v, unsigned dim,
                                      StringRef name, StringRef symbol) {
   if (isDyn(dimOf(v, dim)))
     return op->emitOpError() << "expected " << symbol << " (dimension " << dim
                              << " of '" << name << "') to be static";
+  // E, k, H, K, N, I are sizes of the model, never empty (only T and M are).
+  if (dimOf(v, dim) == 0)
+    return op->emitOpError() << "expected " << symbol << " (dimension " << dim
+                             << " of '" << name << "') to be non-zero";
   return success();
 }
 
@@ -272,7 +276,7 @@ LogicalResult RouteOp::verify() {
                            getScaling().convertToFloat(), getBias())))
     return failure();
   int64_t t = dimOf(getLogits(), 0);
-  SmallVector<int64_t> expected = {t, getK()};
+  SmallVector<int64_t> expected = {t, static_cast<int64_t>(getK())};
   for (auto [name, value] : {std::make_pair("weights", getWeights()),
                              std::make_pair("indices", getIndices())}) {
     auto type = cast<RankedTensorType>(value.getType());

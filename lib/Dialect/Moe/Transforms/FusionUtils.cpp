@@ -6,6 +6,8 @@
 
 #include "FusionUtils.h"
 
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
 using namespace mlir;
 using namespace mlir::moe;
 
@@ -53,11 +55,7 @@ ExpertGemmOp ExpertGemmParts::build(PatternRewriter &rewriter, Location loc,
                               layout, alpha, limit, upBias);
 }
 
-LogicalResult mlir::moe::applyFusionPatterns(Operation *root,
-                                             RewritePatternSet &&patterns) {
-  GreedyRewriteConfig config;
-  config.enableFolding(false);
-  if (failed(applyPatternsGreedily(root, std::move(patterns), config)))
-    return root->emitError("moe fusion patterns did not converge");
-  return success();
+void mlir::moe::applyFusionPatterns(Operation *root,
+                                    RewritePatternSet &&patterns) {
+  walkAndApplyPatterns(root, std::move(patterns));
 }

@@ -10,7 +10,7 @@
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir {
 namespace moe {
@@ -37,9 +37,10 @@ struct ExpertGemmParts {
   ExpertGemmOp build(PatternRewriter &rewriter, Location loc, Type type) const;
 };
 
-/// Greedy application for a fusion pass; reports non-convergence.
-LogicalResult applyFusionPatterns(Operation *root,
-                                  RewritePatternSet &&patterns);
+/// Applies a fusion pass's patterns in one post-order walk: every pattern
+/// consumes producers that come before its root, so one walk finds every
+/// match, and nothing else in the IR changes (no folding, no DCE).
+void applyFusionPatterns(Operation *root, RewritePatternSet &&patterns);
 
 } // namespace moe
 } // namespace mlir

@@ -12,7 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 #define DEBUG_TYPE "moe-decompose"
 
@@ -100,12 +100,8 @@ struct MoeDecomposePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMoeDecomposePatterns(patterns);
-    // Only moe.ffn is rewritten; folding other ops is not this pass's job.
-    GreedyRewriteConfig config;
-    config.enableFolding(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
-      signalPassFailure();
+    // One walk, no folding or dead-code elimination: only moe.ffn changes.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 } // namespace

@@ -24,25 +24,42 @@ namespace {
 
 /// cumsum(ids) used only by get_indices(_, ids) and exclusive i32
 /// get_indptr  =>  dispatch(ids)
-struct FuseDispatch : OpRewritePattern<CumsumOp> {
+///
+/// Rooted at the cumsum's last user (every user in one block), so a single
+/// walk has already visited everything the rewrite erases.
+struct FuseDispatch : RewritePattern {
   FuseDispatch(MLIRContext *ctx, ControlMoeFusionFn control)
-      : OpRewritePattern(ctx), control(std::move(control)) {}
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        control(std::move(control)) {}
 
-  LogicalResult matchAndRewrite(CumsumOp cumsum,
+  LogicalResult matchAndRewrite(Operation *root,
                                 PatternRewriter &rewriter) const override {
+    Value cumsumValue;
+    if (auto gi = dyn_cast<GetIndicesOp>(root))
+      cumsumValue = gi.getCumsum();
+    else if (auto ip = dyn_cast<GetIndptrOp>(root))
+      cumsumValue = ip.getCumsum();
+    else
+      return failure();
+    auto cumsum = cumsumValue.getDefiningOp<CumsumOp>();
+    if (!cumsum)
+      return rewriter.notifyMatchFailure(root, "not fed by moe.cumsum");
     Value ids = cumsum.getIndices();
     int64_t e = cumsum.getNumExperts();
     SmallVector<GetIndicesOp> indicesUsers;
     SmallVector<GetIndptrOp> indptrUsers;
     for (Operation *user : cumsum->getUsers()) {
+      if (user->getBlock() != root->getBlock() ||
+          (user != root && !user->isBeforeInBlock(root)))
+        return rewriter.notifyMatchFailure(root, "not the last user");
       if (auto gi = dyn_cast<GetIndicesOp>(user)) {
-        if (gi.getIndices() != ids || gi.getCumsum() != cumsum.getResult())
+        if (gi.getIndices() != ids)
           return rewriter.notifyMatchFailure(user, "indices differ");
         indicesUsers.push_back(gi);
         continue;
       }
       if (auto ip = dyn_cast<GetIndptrOp>(user)) {
-        if (ip.getInclusive() || ip.getNumExperts() != e ||
+        if (ip.getInclusive() || static_cast<int64_t>(ip.getNumExperts()) != e ||
             !ip.getResult().getType().getElementType().isInteger(32))
           return rewriter.notifyMatchFailure(
               user, "only exclusive i32 indptr with the same E fuses");
@@ -51,14 +68,10 @@ struct FuseDispatch : OpRewritePattern<CumsumOp> {
       }
       return rewriter.notifyMatchFailure(user, "cumsum has another user");
     }
-    if (indicesUsers.empty() && indptrUsers.empty())
-      return rewriter.notifyMatchFailure(cumsum, "no users");
-    Operation *consumer = indicesUsers.empty()
-                              ? indptrUsers.front().getOperation()
-                              : indicesUsers.front().getOperation();
-    if (!shouldFuse(control, MoeFusionKind::Dispatch, cumsum, consumer))
+    if (!shouldFuse(control, MoeFusionKind::Dispatch, cumsum, root))
       return rewriter.notifyMatchFailure(cumsum, "policy declined");
 
+    rewriter.setInsertionPoint(cumsum);
     auto dispatch = DispatchOp::create(rewriter, cumsum.getLoc(), ids, e);
     for (GetIndicesOp gi : indicesUsers)
       rewriter.replaceOp(gi, {dispatch.getReverseIndices(),
@@ -86,8 +99,7 @@ struct MoeFuseDispatchPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMoeFuseDispatchPatterns(patterns);
-    if (failed(applyFusionPatterns(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    applyFusionPatterns(getOperation(), std::move(patterns));
   }
 };
 } // namespace

@@ -125,6 +125,10 @@ private:
       return mul(of(gi.getIndices(), 0), gi.getIndices().getType().getDimSize(1));
     if (auto ds = dyn_cast<DispatchOp>(op))
       return mul(of(ds.getIndices(), 0), ds.getIndices().getType().getDimSize(1));
+    if (auto rd = dyn_cast<RouteDispatchOp>(op))
+      return r.getResultNumber() >= 3
+                 ? mul(of(rd.getLogits(), 0), static_cast<int64_t>(rd.getK()))
+                 : of(rd.getLogits(), 0);
     if (auto g = dyn_cast<GatherOp>(op))
       return of(g.getIndices(), 0);
     if (auto eg = dyn_cast<ExpertGemmOp>(op))

@@ -743,9 +743,12 @@ bool DispatchOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
 }
 
 LogicalResult DispatchOp::verify() {
-  if (getNumExperts() < 1)
-    return emitOpError() << "expected num_experts >= 1, got "
-                         << getNumExperts();
+  int64_t e = static_cast<int64_t>(getNumExperts());
+  if (e < 1)
+    return emitOpError() << "expected num_experts >= 1, got " << e;
+  if (e >= kI32Limit)
+    return emitOpError() << "expected num_experts = " << e
+                         << " to fit i32 (< 2^31)";
   if (failed(verifyStaticK(*this, getIndices(), "indices")))
     return failure();
   return verifyResultTypesExactly(*this);
@@ -783,8 +786,9 @@ LogicalResult ExpertGemmOp::verify() {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != f ||
         biasType.getShape() != ArrayRef<int64_t>{e, n})
-      return emitOpError() << "expected 'bias' to be " << e << "x" << n
-                           << "x" << f << " (E x N), got " << biasType;
+      return emitOpError() << "expected 'bias' to be "
+                           << RankedTensorType::get({e, n}, f)
+                           << " (E x N), got " << biasType;
   }
   int64_t m = getGather() ? dimOf(getGather(), 0) : lhsType.getDimSize(0);
   for (auto [name, value] : {std::make_pair("scatter", getScatter()),

@@ -179,7 +179,7 @@ func.func @expert_gemm_offsets_dynamic(%x: tensor<?x64xf32>, %w: tensor<8x64x32x
 // -----
 
 func.func @expert_gemm_bias_shape_mismatch(%x: tensor<?x64xf32>, %w: tensor<8x64x32xf32>, %off: tensor<9xi32>, %b: tensor<8x64xf32>) {
-  // expected-error @+1 {{'moe.expert_gemm' op expected 'bias' to be 'tensor<8x32xf32>' (E x N), got 'tensor<8x64xf32>'}}
+  // expected-error @+1 {{'moe.expert_gemm' op expected 'bias' to be 8x32 (E x N), got 'tensor<8x64xf32>'}}
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x64xf32>) : tensor<?x64xf32>, tensor<8x64x32xf32> -> tensor<?x32xf32>
   return
 }
@@ -187,7 +187,7 @@ func.func @expert_gemm_bias_shape_mismatch(%x: tensor<?x64xf32>, %w: tensor<8x64
 // -----
 
 func.func @expert_gemm_bias_element_type_mismatch(%x: tensor<?x64xbf16>, %w: tensor<8x64x32xbf16>, %off: tensor<9xi32>, %b: tensor<8x32xf32>) {
-  // expected-error @+1 {{'moe.expert_gemm' op expected 'bias' to be 'tensor<8x32xbf16>' (E x N), got 'tensor<8x32xf32>'}}
+  // expected-error @+1 {{'moe.expert_gemm' op expected 'bias' element type 'bf16' (as 'lhs'), got 'f32'}}
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x32xf32>) : tensor<?x64xbf16>, tensor<8x64x32xbf16> -> tensor<?x32xbf16>
   return
 }

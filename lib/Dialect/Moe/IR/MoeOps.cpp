@@ -443,42 +443,55 @@ LogicalResult ScatterOp::verify() { return verifyRowMovement(*this); }
 // GroupedMatmulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult GroupedMatmulOp::verify() {
-  if (failed(verifyStaticDim(*this, getLhs(), 1, "lhs", "K")))
+/// The operand rules shared by moe.grouped_matmul and moe.expert_gemm:
+/// static non-zero K, E, N; one element type F; K agrees; E + 1 offsets;
+/// bias E x N of F.
+static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
+                                        Value offsets, Value bias,
+                                        bool transposed) {
+  if (failed(verifyStaticDim(op, lhs, 1, "lhs", "K")))
     return failure();
   static constexpr StringLiteral rhsSymbols[] = {"E", "K", "N"};
   static constexpr StringLiteral rhsSymbolsT[] = {"E", "N", "K"};
   for (unsigned i = 0; i < 3; ++i)
-    if (failed(verifyStaticDim(*this, getRhs(), i, "rhs",
-                               getTransposeRhs() ? rhsSymbolsT[i]
-                                                 : rhsSymbols[i])))
+    if (failed(verifyStaticDim(op, rhs, i, "rhs",
+                               transposed ? rhsSymbolsT[i] : rhsSymbols[i])))
       return failure();
-  auto lhsType = getLhs().getType();
-  auto rhsType = getRhs().getType();
-  Type f = lhsType.getElementType();
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  Type f = cast<RankedTensorType>(lhs.getType()).getElementType();
   if (rhsType.getElementType() != f)
-    return emitOpError() << "expected 'rhs' element type " << f
-                         << " (as 'lhs'), got " << rhsType.getElementType();
-  unsigned kDim = getTransposeRhs() ? 2 : 1, nDim = getTransposeRhs() ? 1 : 2;
+    return op->emitOpError() << "expected 'rhs' element type " << f
+                             << " (as 'lhs'), got " << rhsType.getElementType();
+  unsigned kDim = transposed ? 2 : 1, nDim = transposed ? 1 : 2;
   int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(nDim);
-  if (failed(verifySameDim(*this, getLhs(), 1, "lhs", getRhs(), kDim, "rhs",
-                           "K")))
+  if (failed(verifySameDim(op, lhs, 1, "lhs", rhs, kDim, "rhs", "K")))
     return failure();
   // Compared as `len - 1 == E`: `E + 1` may overflow for a huge static E.
-  int64_t offsetsLen = dimOf(getOffsets(), 0);
+  int64_t offsetsLen = dimOf(offsets, 0);
   if (isDyn(offsetsLen) || offsetsLen - 1 != e)
-    return emitOpError() << "expected 'offsets' to have E + 1 = "
-                         << uint64_t(e) + 1 << " elements, got "
-                         << dimStr(offsetsLen);
-  if (Value bias = getBias()) {
+    return op->emitOpError() << "expected 'offsets' to have E + 1 = "
+                             << uint64_t(e) + 1 << " elements, got "
+                             << dimStr(offsetsLen);
+  if (bias) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != f)
-      return emitOpError() << "expected 'bias' element type " << f
-                           << " (as 'lhs'), got " << biasType.getElementType();
+      return op->emitOpError()
+             << "expected 'bias' element type " << f << " (as 'lhs'), got "
+             << biasType.getElementType();
     if (biasType.getShape() != ArrayRef<int64_t>{e, n})
-      return emitOpError() << "expected 'bias' to be " << e << "x" << n
-                           << " (E x N), got " << biasType;
+      return op->emitOpError() << "expected 'bias' to be " << e << "x" << n
+                               << " (E x N), got " << biasType;
   }
+  return success();
+}
+
+LogicalResult GroupedMatmulOp::verify() {
+  if (failed(verifyGemmOperands(*this, getLhs(), getRhs(), getOffsets(),
+                                getBias(), getTransposeRhs())))
+    return failure();
+  auto lhsType = getLhs().getType();
+  Type f = lhsType.getElementType();
+  int64_t n = getRhs().getType().getDimSize(getTransposeRhs() ? 1 : 2);
   auto resultType = getResult().getType();
   Type o = resultType.getElementType();
   if (o != f && !o.isF32())
@@ -759,37 +772,12 @@ LogicalResult DispatchOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ExpertGemmOp::verify() {
-  if (failed(verifyStaticDim(*this, getLhs(), 1, "lhs", "K")))
+  if (failed(verifyGemmOperands(*this, getLhs(), getRhs(), getOffsets(),
+                                getBias(), getTransposeRhs())))
     return failure();
-  bool t = getTransposeRhs();
-  static constexpr StringLiteral rhsSymbols[] = {"E", "K", "N"};
-  static constexpr StringLiteral rhsSymbolsT[] = {"E", "N", "K"};
-  for (unsigned i = 0; i < 3; ++i)
-    if (failed(verifyStaticDim(*this, getRhs(), i, "rhs",
-                               t ? rhsSymbolsT[i] : rhsSymbols[i])))
-      return failure();
   auto lhsType = getLhs().getType();
-  auto rhsType = getRhs().getType();
   Type f = lhsType.getElementType();
-  if (rhsType.getElementType() != f)
-    return emitOpError() << "expected 'rhs' element type " << f
-                         << " (as 'lhs'), got " << rhsType.getElementType();
-  if (failed(verifySameDim(*this, getLhs(), 1, "lhs", getRhs(), t ? 2 : 1,
-                           "rhs", "K")))
-    return failure();
-  int64_t e = rhsType.getDimSize(0), n = getGemmN();
-  int64_t offsetsLen = dimOf(getOffsets(), 0);
-  if (offsetsLen != e + 1)
-    return emitOpError() << "expected 'offsets' to have E + 1 = " << e + 1
-                         << " elements, got " << dimStr(offsetsLen);
-  if (Value bias = getBias()) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    if (biasType.getElementType() != f ||
-        biasType.getShape() != ArrayRef<int64_t>{e, n})
-      return emitOpError() << "expected 'bias' to be "
-                           << RankedTensorType::get({e, n}, f)
-                           << " (E x N), got " << biasType;
-  }
+  int64_t n = getGemmN();
   int64_t m = getGather() ? dimOf(getGather(), 0) : lhsType.getDimSize(0);
   for (auto [name, value] : {std::make_pair("scatter", getScatter()),
                              std::make_pair("scale", getScale())}) {

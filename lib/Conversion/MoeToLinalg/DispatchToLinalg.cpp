@@ -38,7 +38,6 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
     Value ids = op.getIndices();
     auto resultType = op.getResult().getType();
     int64_t e = op.getNumExperts();
-    int64_t k = op.getIndices().getType().getDimSize(1);
     Value t = b.dim(ids, 0);
     Value len = b.mul(b.idx(e), t);
     SmallVector<Value> dyn;
@@ -46,26 +45,20 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
       dyn.push_back(len);
     Value counts = b.filled(resultType, dyn, b.i32(0));
     Value tI32 = b.toI32(t);
-    counts = b.forLoop(
-        b.idx(0), t, {counts},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
-          return b.forLoop(
-              b.idx(0), b.idx(k), acc,
-              [&](LoweringBuilder &b, Value j, ValueRange acc) {
-                Value expert = b.extract(ids, {row, j});
-                Value valid = b.inRange(expert, b.i32(0), b.i32(e));
-                return b.ifThen(valid, acc, [&](LoweringBuilder &b) {
-                  Value pos = b.toIndex(
-                      b.add(b.mul(expert, tI32), b.toI32(row)));
-                  Value c = b.add(b.extract(acc[0], {pos}), b.i32(1));
-                  return SmallVector<Value>{b.insert(c, acc[0], {pos})};
-                });
-              });
+    counts = b.forEachSlot(
+        ids, {counts},
+        [&](LoweringBuilder &b, Value row, Value j, Value expert,
+            ValueRange acc) {
+          Value valid = b.inRange(expert, b.i32(0), b.i32(e));
+          return b.ifThen(valid, acc, [&](LoweringBuilder &b) {
+            Value pos = b.toIndex(b.add(b.mul(expert, tI32), b.toI32(row)));
+            Value c = b.add(b.extract(acc[0], {pos}), b.i32(1));
+            return SmallVector<Value>{b.insert(c, acc[0], {pos})};
+          });
         })[0];
     Value result = b.forLoop(
         b.idx(0), len, {counts, b.i32(0)},
-        [&](LoweringBuilder &b, Value p,
-            ValueRange acc) -> SmallVector<Value> {
+        [&](LoweringBuilder &b, Value p, ValueRange acc) -> SmallVector<Value> {
           Value running = b.add(acc[1], b.extract(acc[0], {p}));
           return {b.insert(running, acc[0], {p}), running};
         })[0];
@@ -97,9 +90,9 @@ struct LowerGetIndices : OpRewritePattern<GetIndicesOp> {
     Value mI32 = b.toI32(m);
     // E = len / T (0 when T = 0).
     Value tPos = arith::MaxSIOp::create(b, tI32, b.i32(1));
-    Value numExperts = b.select(b.cmpi(CmpI::sgt, tI32, b.i32(0)),
-                                arith::DivSIOp::create(b, lenI32, tPos),
-                                b.i32(0));
+    Value numExperts =
+        b.select(b.cmpi(CmpI::sgt, tI32, b.i32(0)),
+                 arith::DivSIOp::create(b, lenI32, tPos), b.i32(0));
     // Number of dispatched slots: the last cumsum entry.
     Value total = b.ifElse(
         b.cmpi(CmpI::sgt, lenI32, b.i32(0)), {b.getI32Type()},
@@ -110,60 +103,55 @@ struct LowerGetIndices : OpRewritePattern<GetIndicesOp> {
           return {b.i32(0)};
         })[0];
 
-    SmallVector<Value> out = b.forLoop(
-        b.idx(0), t, {rev, tok, b.i32(0)},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
+    SmallVector<Value> out = b.forEachSlot(
+        ids, {rev, tok, b.i32(0)},
+        [&](LoweringBuilder &b, Value row, Value j, Value expert,
+            ValueRange acc) -> SmallVector<Value> {
           Value rowI32 = b.toI32(row);
-          return b.forLoop(
-              b.idx(0), b.idx(k), acc,
-              [&](LoweringBuilder &b, Value j,
-                  ValueRange acc) -> SmallVector<Value> {
-                Value jI32 = b.toI32(j);
-                Value expert = b.extract(ids, {row, j});
-                Value valid = b.inRange(expert, b.i32(0), numExperts);
-                // Later slots of this row naming the same expert: the
-                // duplicates take consecutive places ending at cumsum - 1.
-                Value later = b.forLoop(
-                    b.idx(0), b.idx(k), {b.i32(0)},
-                    [&](LoweringBuilder &b, Value jj,
-                        ValueRange c) -> SmallVector<Value> {
-                      Value same = b.cmpi(CmpI::eq,
-                                          b.extract(ids, {row, jj}), expert);
-                      Value after = b.andi(
-                          same, b.cmpi(CmpI::sgt, b.toI32(jj), jI32));
-                      return {b.add(c[0], arith::ExtUIOp::create(
-                                              b, b.getI32Type(), after))};
-                    })[0];
-                SmallVector<Value> placed = b.ifElse(
-                    valid, {b.getI32Type(), b.getI32Type()},
+          Value jI32 = b.toI32(j);
+          Value valid = b.inRange(expert, b.i32(0), numExperts);
+          // Later slots of this row naming the same expert: the
+          // duplicates take consecutive places ending at cumsum - 1.
+          Value later = b.forLoop(
+              b.idx(0), b.idx(k), {b.i32(0)},
+              [&](LoweringBuilder &b, Value jj,
+                  ValueRange c) -> SmallVector<Value> {
+                Value same =
+                    b.cmpi(CmpI::eq, b.extract(ids, {row, jj}), expert);
+                Value after =
+                    b.andi(same, b.cmpi(CmpI::sgt, b.toI32(jj), jI32));
+                return {b.add(
+                    c[0], arith::ExtUIOp::create(b, b.getI32Type(), after))};
+              })[0];
+          SmallVector<Value> placed = b.ifElse(
+              valid, {b.getI32Type(), b.getI32Type()},
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                Value at = b.add(b.mul(expert, tI32), rowI32);
+                Value inCumsum = b.inRange(at, b.i32(0), lenI32);
+                Value end = b.ifElse(
+                    inCumsum, {b.getI32Type()},
                     [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value at = b.add(b.mul(expert, tI32), rowI32);
-                      Value inCumsum = b.inRange(at, b.i32(0), lenI32);
-                      Value end = b.ifElse(
-                          inCumsum, {b.getI32Type()},
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            return {b.extract(cumsum, {b.toIndex(at)})};
-                          },
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            return {b.i32(0)};
-                          })[0];
-                      Value pos = b.sub(b.sub(end, b.i32(1)), later);
-                      return {pos, acc[2]};
+                      return {b.extract(cumsum, {b.toIndex(at)})};
                     },
                     [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      return {b.add(total, acc[2]), b.add(acc[2], b.i32(1))};
-                    });
-                Value pos = placed[0];
-                SmallVector<Value> written = b.ifThen(
-                    b.inRange(pos, b.i32(0), mI32), acc.take_front(2),
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value p = b.toIndex(pos);
-                      Value slot = b.add(b.mul(rowI32, kI32), jI32);
-                      return {b.insert(slot, acc[0], {p}),
-                              b.insert(rowI32, acc[1], {p})};
-                    });
-                return {written[0], written[1], placed[1]};
+                      return {b.i32(0)};
+                    })[0];
+                Value pos = b.sub(b.sub(end, b.i32(1)), later);
+                return {pos, acc[2]};
+              },
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.add(total, acc[2]), b.add(acc[2], b.i32(1))};
               });
+          Value pos = placed[0];
+          SmallVector<Value> written =
+              b.ifThen(b.inRange(pos, b.i32(0), mI32), acc.take_front(2),
+                       [&](LoweringBuilder &b) -> SmallVector<Value> {
+                         Value p = b.toIndex(pos);
+                         Value slot = b.add(b.mul(rowI32, kI32), jI32);
+                         return {b.insert(slot, acc[0], {p}),
+                                 b.insert(rowI32, acc[1], {p})};
+                       });
+          return {written[0], written[1], placed[1]};
         });
     rewriter.replaceOp(op, {out[0], out[1]});
     return success();
@@ -231,26 +219,20 @@ struct LowerDispatch : OpRewritePattern<DispatchOp> {
 
     // Histogram into offsets[e + 1], then the running sum.
     Value offsets = b.filled(op.getOffsets().getType(), {}, b.i32(0));
-    offsets = b.forLoop(
-        b.idx(0), t, {offsets},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
-          return b.forLoop(
-              b.idx(0), b.idx(k), acc,
-              [&](LoweringBuilder &b, Value j, ValueRange acc) {
-                Value expert = b.extract(ids, {row, j});
-                return b.ifThen(
-                    b.inRange(expert, b.i32(0), b.i32(e)), acc,
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value at = b.add(b.toIndex(expert), b.idx(1));
-                      Value c = b.add(b.extract(acc[0], {at}), b.i32(1));
-                      return {b.insert(c, acc[0], {at})};
-                    });
-              });
+    offsets = b.forEachSlot(
+        ids, {offsets},
+        [&](LoweringBuilder &b, Value row, Value j, Value expert,
+            ValueRange acc) {
+          return b.ifThen(b.inRange(expert, b.i32(0), b.i32(e)), acc,
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            Value at = b.add(b.toIndex(expert), b.idx(1));
+                            Value c = b.add(b.extract(acc[0], {at}), b.i32(1));
+                            return {b.insert(c, acc[0], {at})};
+                          });
         })[0];
     offsets = b.forLoop(
         b.idx(1), b.idx(e + 1), {offsets},
-        [&](LoweringBuilder &b, Value i,
-            ValueRange acc) -> SmallVector<Value> {
+        [&](LoweringBuilder &b, Value i, ValueRange acc) -> SmallVector<Value> {
           Value sum = b.add(b.extract(acc[0], {b.sub(i, b.idx(1))}),
                             b.extract(acc[0], {i}));
           return {b.insert(sum, acc[0], {i})};
@@ -265,39 +247,33 @@ struct LowerDispatch : OpRewritePattern<DispatchOp> {
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
     Value rev = b.filled(mapType, dyn, b.i32(-1));
     Value tok = b.filled(mapType, dyn, b.i32(-1));
-    SmallVector<Value> out = b.forLoop(
-        b.idx(0), t, {rev, tok, cursor, b.i32(0)},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
+    SmallVector<Value> out = b.forEachSlot(
+        ids, {rev, tok, cursor, b.i32(0)},
+        [&](LoweringBuilder &b, Value row, Value j, Value expert,
+            ValueRange acc) -> SmallVector<Value> {
           Value rowI32 = b.toI32(row);
-          return b.forLoop(
-              b.idx(0), b.idx(k), acc,
-              [&](LoweringBuilder &b, Value j,
-                  ValueRange acc) -> SmallVector<Value> {
-                Value expert = b.extract(ids, {row, j});
-                SmallVector<Value> placed = b.ifElse(
-                    b.inRange(expert, b.i32(0), b.i32(e)),
-                    {b.getI32Type(), cursorType, b.getI32Type()},
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value at = b.toIndex(expert);
-                      Value pos = b.extract(acc[2], {at});
-                      Value next = b.insert(b.add(pos, b.i32(1)), acc[2], {at});
-                      return {pos, next, acc[3]};
-                    },
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      return {b.add(total, acc[3]), acc[2],
-                              b.add(acc[3], b.i32(1))};
-                    });
-                Value pos = placed[0];
-                SmallVector<Value> written = b.ifThen(
-                    b.inRange(pos, b.i32(0), mI32), acc.take_front(2),
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value p = b.toIndex(pos);
-                      Value slot = b.add(b.mul(rowI32, kI32), b.toI32(j));
-                      return {b.insert(slot, acc[0], {p}),
-                              b.insert(rowI32, acc[1], {p})};
-                    });
-                return {written[0], written[1], placed[1], placed[2]};
+          SmallVector<Value> placed = b.ifElse(
+              b.inRange(expert, b.i32(0), b.i32(e)),
+              {b.getI32Type(), cursorType, b.getI32Type()},
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                Value at = b.toIndex(expert);
+                Value pos = b.extract(acc[2], {at});
+                Value next = b.insert(b.add(pos, b.i32(1)), acc[2], {at});
+                return {pos, next, acc[3]};
+              },
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.add(total, acc[3]), acc[2], b.add(acc[3], b.i32(1))};
               });
+          Value pos = placed[0];
+          SmallVector<Value> written =
+              b.ifThen(b.inRange(pos, b.i32(0), mI32), acc.take_front(2),
+                       [&](LoweringBuilder &b) -> SmallVector<Value> {
+                         Value p = b.toIndex(pos);
+                         Value slot = b.add(b.mul(rowI32, kI32), b.toI32(j));
+                         return {b.insert(slot, acc[0], {p}),
+                                 b.insert(rowI32, acc[1], {p})};
+                       });
+          return {written[0], written[1], placed[1], placed[2]};
         });
     rewriter.replaceOp(op, {offsets, out[0], out[1]});
     return success();

@@ -19,8 +19,7 @@ Value LoweringBuilder::scalar(Type type, double value) {
   }
   if (type.isIndex())
     return idx(static_cast<int64_t>(value));
-  return arith::ConstantIntOp::create(*this, type,
-                                      static_cast<int64_t>(value));
+  return arith::ConstantIntOp::create(*this, type, static_cast<int64_t>(value));
 }
 
 Value LoweringBuilder::dim(Value tensor, int64_t d) {
@@ -107,8 +106,8 @@ Value LoweringBuilder::clamp(Value v, Value lo, Value hi) {
   return arith::MinSIOp::create(*this, atLeastLo, hi);
 }
 
-SmallVector<Value> LoweringBuilder::forLoop(Value lb, Value ub,
-                                            ValueRange init, LoopBody body) {
+SmallVector<Value> LoweringBuilder::forLoop(Value lb, Value ub, ValueRange init,
+                                            LoopBody body) {
   Value one = idx(1);
   auto loop = scf::ForOp::create(
       *this, lb, ub, one, init,
@@ -118,6 +117,20 @@ SmallVector<Value> LoweringBuilder::forLoop(Value lb, Value ub,
         scf::YieldOp::create(b, next);
       });
   return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> LoweringBuilder::forEachSlot(Value ids, ValueRange init,
+                                                SlotBody body) {
+  int64_t k = cast<RankedTensorType>(ids.getType()).getDimSize(1);
+  return forLoop(idx(0), dim(ids, 0), init,
+                 [&](LoweringBuilder &b, Value row, ValueRange acc) {
+                   return b.forLoop(
+                       b.idx(0), b.idx(k), acc,
+                       [&](LoweringBuilder &b, Value j, ValueRange acc) {
+                         Value expert = b.extract(ids, {row, j});
+                         return body(b, row, j, expert, acc);
+                       });
+                 });
 }
 
 SmallVector<Value> LoweringBuilder::ifElse(Value cond, TypeRange types,

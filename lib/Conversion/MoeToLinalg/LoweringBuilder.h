@@ -34,7 +34,9 @@ public:
   Value i32(int64_t v) {
     return arith::ConstantIntOp::create(*this, getI32Type(), v);
   }
-  Value i1(bool v) { return arith::ConstantIntOp::create(*this, getI1Type(), v); }
+  Value i1(bool v) {
+    return arith::ConstantIntOp::create(*this, getI1Type(), v);
+  }
   Value f32(double v) {
     return arith::ConstantFloatOp::create(*this, getF32Type(),
                                           APFloat(static_cast<float>(v)));
@@ -104,6 +106,12 @@ public:
   /// for iv in [lb, ub) step 1 carrying `init`; returns the final values.
   SmallVector<Value> forLoop(Value lb, Value ub, ValueRange init,
                              LoopBody body);
+
+  using SlotBody = function_ref<SmallVector<Value>(
+      LoweringBuilder &, Value row, Value j, Value expert, ValueRange acc)>;
+  /// Visits every (row, slot) of a `T x k` id tensor in row-major order,
+  /// with `expert = ids[row][j]` (i32), carrying `init`.
+  SmallVector<Value> forEachSlot(Value ids, ValueRange init, SlotBody body);
 
   using Branch = function_ref<SmallVector<Value>(LoweringBuilder &)>;
   /// scf.if yielding values of `types` from both branches.

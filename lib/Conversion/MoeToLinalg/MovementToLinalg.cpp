@@ -78,13 +78,13 @@ struct LowerScatter : OpRewritePattern<ScatterOp> {
     SmallVector<Value> dyn;
     if (resultType.isDynamicDim(0))
       dyn.push_back(m);
-    Value out = b.filled(resultType, dyn, b.scalar(resultType.getElementType()));
+    Value out =
+        b.filled(resultType, dyn, b.scalar(resultType.getElementType()));
     Value mI32 = b.toI32(m);
     SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(h)};
     SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
     out = b.forLoop(
-        b.idx(0), m, {out},
-        [&](LoweringBuilder &b, Value i, ValueRange acc) {
+        b.idx(0), m, {out}, [&](LoweringBuilder &b, Value i, ValueRange acc) {
           Value dst = b.extract(indices, {i});
           return b.ifThen(
               b.inRange(dst, b.i32(0), mI32), acc,
@@ -94,8 +94,8 @@ struct LowerScatter : OpRewritePattern<ScatterOp> {
                                                 b.getIndexAttr(0)};
                 Value row = tensor::ExtractSliceOp::create(b, input, from,
                                                            sizes, strides);
-                return {tensor::InsertSliceOp::create(b, row, acc[0], to,
-                                                      sizes, strides)
+                return {tensor::InsertSliceOp::create(b, row, acc[0], to, sizes,
+                                                      strides)
                             .getResult()};
               });
         })[0];
@@ -159,7 +159,6 @@ struct LowerIndicesToMultihot : OpRewritePattern<IndicesToMultihotOp> {
     LoweringBuilder b(op.getLoc(), rewriter);
     Value ids = op.getIndices(), probs = op.getProbs();
     int64_t e = op.getNumExperts();
-    int64_t k = op.getIndices().getType().getDimSize(1);
     Value t = b.dim(ids, 0);
     SmallVector<Value> dyn;
     if (op.getMultihot().getType().isDynamicDim(0))
@@ -168,23 +167,18 @@ struct LowerIndicesToMultihot : OpRewritePattern<IndicesToMultihotOp> {
     Value hot = b.filled(op.getMultihot().getType(), dyn, b.i1(false));
     Value dense = b.filled(op.getProbsMultihot().getType(), dyn, b.scalar(f));
     Value pos = b.filled(op.getPositionMap().getType(), dyn, b.i32(-1));
-    SmallVector<Value> out = b.forLoop(
-        b.idx(0), t, {hot, dense, pos},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
-          return b.forLoop(
-              b.idx(0), b.idx(k), acc,
-              [&](LoweringBuilder &b, Value j, ValueRange acc) {
-                Value expert = b.extract(ids, {row, j});
-                return b.ifThen(
-                    b.inRange(expert, b.i32(0), b.i32(e)), acc,
-                    [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      Value col = b.toIndex(expert);
-                      Value p = b.extract(probs, {row, j});
-                      return {b.insert(b.i1(true), acc[0], {row, col}),
-                              b.insert(p, acc[1], {row, col}),
-                              b.insert(b.toI32(j), acc[2], {row, col})};
-                    });
-              });
+    SmallVector<Value> out = b.forEachSlot(
+        ids, {hot, dense, pos},
+        [&](LoweringBuilder &b, Value row, Value j, Value expert,
+            ValueRange acc) {
+          return b.ifThen(b.inRange(expert, b.i32(0), b.i32(e)), acc,
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            Value col = b.toIndex(expert);
+                            Value p = b.extract(probs, {row, j});
+                            return {b.insert(b.i1(true), acc[0], {row, col}),
+                                    b.insert(p, acc[1], {row, col}),
+                                    b.insert(b.toI32(j), acc[2], {row, col})};
+                          });
         });
     rewriter.replaceOp(op, out);
     return success();
@@ -209,8 +203,7 @@ struct LowerMultihotToIndices : OpRewritePattern<MultihotToIndicesOp> {
     Value out =
         b.filled(resultType, dyn, b.scalar(resultType.getElementType()));
     out = b.forLoop(
-        b.idx(0), t, {out},
-        [&](LoweringBuilder &b, Value row, ValueRange acc) {
+        b.idx(0), t, {out}, [&](LoweringBuilder &b, Value row, ValueRange acc) {
           return b.forLoop(
               b.idx(0), b.idx(e), acc,
               [&](LoweringBuilder &b, Value col, ValueRange acc) {

@@ -759,10 +759,8 @@ LogicalResult DispatchOp::verify() {
   int64_t e = static_cast<int64_t>(getNumExperts());
   if (e < 1)
     return emitOpError() << "expected num_experts >= 1, got " << e;
-  if (e >= kI32Limit)
-    return emitOpError() << "expected num_experts = " << e
-                         << " to fit i32 (< 2^31)";
-  if (failed(verifyStaticK(*this, getIndices(), "indices")))
+  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
+      failed(verifyStaticK(*this, getIndices(), "indices")))
     return failure();
   return verifyResultTypesExactly(*this);
 }

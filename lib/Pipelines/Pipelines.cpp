@@ -14,10 +14,14 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -69,6 +73,89 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   pm.addPass(createCanonicalizerPass());
 }
 
+void mlir::moe::buildMoeLowerToNvvmPipeline(
+    OpPassManager &pm, const MoeLowerToNvvmOptions &options) {
+  // moe -> gpu.launch kernels on buffers, bridged to tensors.
+  ConvertMoeToGPUPassOptions kernels;
+  kernels.tileM = options.tileM;
+  kernels.tileN = options.tileN;
+  kernels.tileK = options.tileK;
+  pm.addPass(createConvertMoeToGPUPass(kernels));
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.cInterface)
+    pm.addPass(createMoeEmitCInterfacePass());
+
+  // Tensors -> buffers; results optionally as caller-provided buffers.
+  bufferization::OneShotBufferizePassOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  if (options.outParams) {
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  }
+
+  // Any remaining linalg (from the input module) -> parallel loops ->
+  // kernels; kernels into gpu.modules (deallocation then sees only host
+  // code and gpu.launch_func), then every host buffer into device memory.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  if (options.deallocate)
+    bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createMoeGpuDeviceMemoryPass());
+
+  // Device code lowered to NVVM for the chip.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64; // 64-bit addressing in every kernel
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  // Host code: one stream per call, LLVM dialect, mgpu* runtime calls.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+
+  // Device code -> binary (ptxas from the CUDA toolkit).
+  GpuModuleToBinaryPassOptions binary;
+  std::string toolkit = options.toolkit;
+  if (toolkit.empty()) {
+    const char *home = std::getenv("CUDA_HOME");
+    toolkit = home && *home ? home : "/usr/local/cuda";
+  }
+  binary.toolkitPath = toolkit;
+  std::string format = options.format;
+  binary.compilationTarget = format == "cubin" ? "bin"
+                             : format == "ptx" ? "isa"
+                             : format == "llvm" ? "llvm"
+                                                : format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 void mlir::moe::registerMoePipelines() {
   PassPipelineRegistration<>(
       "moe-fuse",
@@ -81,4 +168,10 @@ void mlir::moe::registerMoePipelines() {
       "Lower a module of moe ops (mixed with func, arith, math, tensor, "
       "linalg, bufferization) to the LLVM dialect for mlir-runner",
       buildMoeLowerToCpuPipeline);
+  PassPipelineRegistration<MoeLowerToNvvmOptions>(
+      "moe-lower-to-nvvm",
+      "Lower a module of moe ops (mixed with func, arith, math, tensor, "
+      "linalg, bufferization) to GPU kernels compiled for an NVIDIA chip "
+      "(default sm_90a cubin) and host code in the LLVM dialect",
+      buildMoeLowerToNvvmPipeline);
 }

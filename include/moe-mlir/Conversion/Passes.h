@@ -7,8 +7,12 @@
 #ifndef MOE_MLIR_CONVERSION_PASSES_H
 #define MOE_MLIR_CONVERSION_PASSES_H
 
+#include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
 #include "moe-mlir/Conversion/MoeToLinalg/MoeToLinalg.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {

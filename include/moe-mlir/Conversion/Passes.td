@@ -50,4 +50,83 @@ def ConvertMoeToLinalgPass : Pass<"convert-moe-to-linalg"> {
   ];
 }
 
+def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
+  let summary = "Lower every moe op to gpu.launch kernels over buffers";
+  let description = [{
+    The GPU form of the `moe` dialect. Each moe op (and `moe.ffn`, through
+    the `--moe-decompose` patterns; `moe.grouped_matmul` through
+    `moe.expert_gemm`; `moe.route_dispatch` through route + dispatch)
+    becomes `gpu.launch` kernels whose bodies use `memref.load` /
+    `memref.store`, bridged to the surrounding tensor IR by
+    `bufferization.to_buffer` (read-only operands) and
+    `bufferization.to_tensor restrict writable` (fresh results), so one-shot
+    bufferization handles the rest of the module. Index arithmetic is
+    `index` (64-bit on the device), so offsets past 2^31 are safe.
+
+    Kernels:
+    - `expert_gemm`: tiled GEMM over ragged groups (tile-m x tile-n per
+      block, 4 x 4 outputs per thread, tile-k steps through shared memory,
+      f32 accumulation), gather prologue, bias + GLU + row-scale epilogue,
+      scatter store; blocks find their expert from the offsets on the
+      device;
+    - routing (`topk`, `route`): one thread per token row;
+    - dispatch metadata: per-row kernels plus one-block ordered passes
+      (counting sort for `moe.dispatch`, chunked scan for `moe.cumsum`);
+    - movement (`gather`, `combine`, `glu`, `scatter`): one thread per
+      element, coalesced along rows; `scatter` resolves duplicate
+      destinations with an atomic-max owner map (later row wins,
+      deterministically).
+
+    Example:
+
+    ```mlir
+    %rows = moe.gather %x[%tok] : tensor<?x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    ```
+
+    becomes a `gpu.launch` with one block per row and 256-thread column
+    blocks, reading `%x[%tok[m], h]` when `0 <= %tok[m] < T` and writing 0
+    otherwise.
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"64",
+           "Rows of the expert GEMM's block tile (multiple of 4)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
+           "Columns of the expert GEMM's block tile (multiple of 4)">,
+    Option<"tileK", "tile-k", "int64_t", /*default=*/"16",
+           "K step of the expert GEMM through shared memory">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
+  let summary = "Put host-side buffers of a bufferized GPU module in device memory";
+  let description = [{
+    After bufferization, the buffers that kernels read and write are host
+    `memref.alloc`s. This pass moves them to the device: outside of GPU
+    kernels, `memref.alloc` becomes `gpu.alloc`, `memref.dealloc` becomes
+    `gpu.dealloc` and `memref.copy` between identity-layout buffers becomes
+    `gpu.memcpy`. A `memref.copy` with a non-identity layout and
+    `memref.get_global` (host constants) outside kernels are reported as
+    errors rather than left to fault on the device.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
+  let summary = "Mark public functions for C-callable wrappers";
+  let description = [{
+    Adds `llvm.emit_c_interface` to every public `func.func` with a body,
+    so the LLVM lowering emits `_mlir_ciface_<name>` wrappers that take
+    pointers to memref descriptors: the entry points of the ahead-of-time
+    libraries (`moe-aot`) and of embedders.
+  }];
+}
+
 #endif // MOE_MLIR_CONVERSION_PASSES_TD

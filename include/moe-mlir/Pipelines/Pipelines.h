@@ -28,6 +28,59 @@ struct MoeLowerToCpuOptions
       llvm::cl::init(true)};
 };
 
+/// Options of `--moe-lower-to-nvvm`.
+struct MoeLowerToNvvmOptions
+    : public PassPipelineOptions<MoeLowerToNvvmOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target chip (SM architecture)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Binary format embedded in the host module: cubin, "
+                     "ptx, fatbin, or llvm (offload LLVM IR)"),
+      llvm::cl::init("cubin")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("NVVM/ptxas optimisation level"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit root (ptxas, fatbinary); empty: "
+                     "$CUDA_HOME, else /usr/local/cuda"),
+      llvm::cl::init("")};
+  PassOptions::Option<int64_t> tileM{
+      *this, "tile-m", llvm::cl::desc("Expert GEMM block tile rows"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> tileN{
+      *this, "tile-n", llvm::cl::desc("Expert GEMM block tile columns"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> tileK{
+      *this, "tile-k", llvm::cl::desc("Expert GEMM K step"),
+      llvm::cl::init(16)};
+  PassOptions::Option<bool> outParams{
+      *this, "out-params",
+      llvm::cl::desc("Return results through caller-allocated trailing "
+                     "memref arguments (what the AOT libraries use)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> cInterface{
+      *this, "c-interface",
+      llvm::cl::desc("Emit _mlir_ciface_ wrappers for public functions"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> deallocate{
+      *this, "deallocate",
+      llvm::cl::desc("Insert ownership-based buffer deallocation after "
+                     "bufferization"),
+      llvm::cl::init(true)};
+};
+
+/// moe (+ func/arith/math/tensor/linalg/bufferization) -> gpu.launch
+/// kernels -> NVVM -> a gpu.binary for `chip`, host code in the LLVM
+/// dialect calling the mgpu* runtime (lib/Runtime/CUDA).
+void buildMoeLowerToNvvmPipeline(OpPassManager &pm,
+                                 const MoeLowerToNvvmOptions &options);
+
 /// moe (+ func/arith/math/tensor/linalg/bufferization) -> LLVM dialect,
 /// runnable with mlir-runner and the mlir_(c_)runner_utils libraries.
 void buildMoeLowerToCpuPipeline(OpPassManager &pm,
@@ -38,7 +91,7 @@ void buildMoeLowerToCpuPipeline(OpPassManager &pm,
 /// dispatch).
 void buildMoeFusePipeline(OpPassManager &pm);
 
-/// Registers `moe-fuse` and `moe-lower-to-cpu`.
+/// Registers `moe-fuse`, `moe-lower-to-cpu` and `moe-lower-to-nvvm`.
 void registerMoePipelines();
 
 } // namespace moe

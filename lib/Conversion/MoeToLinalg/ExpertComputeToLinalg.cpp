@@ -18,48 +18,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringBuilder.h"
+#include "../Utils/FusedForms.h"
+#include "../Utils/Glu.h"
+#include "../Utils/LoweringBuilder.h"
 #include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::moe;
-
-/// act(gate) in f32 for the GLU activations of SPEC.md.
-static Value applyActivation(LoweringBuilder &b, Activation activation,
-                             float alpha, Value x) {
-  switch (activation) {
-  case Activation::silu: {
-    Value ax = b.mul(b.f32(alpha), x);
-    Value e = math::ExpOp::create(b, arith::NegFOp::create(b, ax));
-    return b.div(x, b.add(b.f32(1.0), e));
-  }
-  case Activation::gelu: {
-    Value erf = math::ErfOp::create(b, b.mul(x, b.f32(M_SQRT1_2)));
-    return b.mul(b.mul(b.f32(0.5), x), b.add(b.f32(1.0), erf));
-  }
-  case Activation::gelu_tanh: {
-    Value x3 = b.mul(b.mul(x, x), x);
-    Value inner = b.mul(b.f32(std::sqrt(2.0 / M_PI)),
-                        b.add(x, b.mul(b.f32(0.044715), x3)));
-    Value th = math::TanhOp::create(b, inner);
-    return b.mul(b.mul(b.f32(0.5), x), b.add(b.f32(1.0), th));
-  }
-  }
-  llvm_unreachable("unknown activation");
-}
-
-/// The GLU attributes of moe.glu and of moe.expert_gemm's epilogue.
-struct GluParams {
-  Activation activation;
-  GluLayout layout;
-  float alpha;
-  std::optional<float> limit;
-  float upBias;
-};
 
 /// act(gate) * (up + up_bias) over the gate and up views of `input`
 /// (`rows x 2N`), computed in f32 and rounded to `resultType`'s element
@@ -95,15 +62,7 @@ static Value buildGlu(LoweringBuilder &b, Value input,
       ValueRange{init}, ArrayRef<AffineMap>{id, id, id}, b.parallel(2),
       [&](OpBuilder &nested, Location loc, ValueRange args) {
         LoweringBuilder b(loc, nested);
-        Value gate = b.toF32(args[0]), up = b.toF32(args[1]);
-        if (p.limit) {
-          Value lim = b.f32(*p.limit), negLim = b.f32(-*p.limit);
-          gate = arith::MinimumFOp::create(b, gate, lim);
-          up = arith::MaximumFOp::create(
-              b, arith::MinimumFOp::create(b, up, lim), negLim);
-        }
-        Value act = applyActivation(b, p.activation, p.alpha, gate);
-        Value out = b.mul(act, b.add(up, b.f32(p.upBias)));
+        Value out = gluValue(b, p, b.toF32(args[0]), b.toF32(args[1]));
         linalg::YieldOp::create(b, b.fromF32(out, f));
       });
   return generic.getResult(0);
@@ -147,24 +106,6 @@ static Value buildLhsRows(LoweringBuilder &b, Value lhs, Value gather,
 }
 
 namespace {
-
-/// moe.grouped_matmul => moe.expert_gemm without fused stages (lowered
-/// below), so both share one lowering.
-struct LowerGroupedMatmul : OpRewritePattern<GroupedMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(GroupedMatmulOp op,
-                                PatternRewriter &rewriter) const override {
-    rewriter.replaceOpWithNewOp<ExpertGemmOp>(
-        op, op.getResult().getType(), op.getLhs(), op.getRhs(),
-        op.getOffsets(), /*gather=*/Value(), op.getBias(), /*scatter=*/Value(),
-        /*scale=*/Value(), op.getTransposeRhsAttr(),
-        /*activation=*/ActivationAttr(), /*layout=*/GluLayoutAttr(),
-        /*alpha=*/rewriter.getF32FloatAttr(1.0f), /*limit=*/FloatAttr(),
-        /*up_bias=*/rewriter.getF32FloatAttr(0.0f));
-    return success();
-  }
-};
 
 /// moe.expert_gemm => scf.for over experts: (gathered) row slice, f32
 /// contraction with rhs[e], bias, GLU epilogue, row scale, rounding, then
@@ -215,14 +156,8 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
     AffineMap id2 = b.getMultiDimIdentityMap(2);
     SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
     std::optional<GluParams> glu;
-    if (op.hasGluEpilogue()) {
-      std::optional<float> limit;
-      if (auto l = op.getLimit())
-        limit = l->convertToFloat();
-      glu = GluParams{*op.getActivation(), *op.getLayout(),
-                      op.getAlpha().convertToFloat(), limit,
-                      op.getUpBias().convertToFloat()};
-    }
+    if (op.hasGluEpilogue())
+      glu = gluParamsOf(op);
 
     result = b.forLoop(
         b.idx(0), b.idx(e), {result},
@@ -353,14 +288,9 @@ struct LowerGlu : OpRewritePattern<GluOp> {
   LogicalResult matchAndRewrite(GluOp op,
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
-    std::optional<float> limit;
-    if (auto l = op.getLimit())
-      limit = l->convertToFloat();
-    GluParams params{op.getActivation(), op.getLayout(),
-                     op.getAlpha().convertToFloat(), limit,
-                     op.getUpBias().convertToFloat()};
     rewriter.replaceOp(op, buildGlu(b, op.getInput(),
-                                    op.getResult().getType(), params));
+                                    op.getResult().getType(),
+                                    gluParamsOf(op)));
     return success();
   }
 };
@@ -369,6 +299,7 @@ struct LowerGlu : OpRewritePattern<GluOp> {
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerGroupedMatmul, LowerExpertGemm, LowerGlu>(
+  populateFusedFormPatterns(patterns);
+  patterns.add<LowerExpertGemm, LowerGlu>(
       patterns.getContext());
 }

@@ -29,6 +29,13 @@ Value LoweringBuilder::dim(Value tensor, int64_t d) {
   return tensor::DimOp::create(*this, tensor, d);
 }
 
+Value LoweringBuilder::memDim(Value memref, int64_t d) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(d))
+    return idx(type.getDimSize(d));
+  return memref::DimOp::create(*this, memref, d);
+}
+
 SmallVector<OpFoldResult> LoweringBuilder::sizes(Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   SmallVector<OpFoldResult> result;

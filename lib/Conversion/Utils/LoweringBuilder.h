@@ -11,12 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MOE_MLIR_LIB_CONVERSION_MOETOLINALG_LOWERINGBUILDER_H
-#define MOE_MLIR_LIB_CONVERSION_MOETOLINALG_LOWERINGBUILDER_H
+#ifndef MOE_MLIR_LIB_CONVERSION_UTILS_LOWERINGBUILDER_H
+#define MOE_MLIR_LIB_CONVERSION_UTILS_LOWERINGBUILDER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -91,6 +92,21 @@ public:
     return tensor::InsertOp::create(*this, scalar, tensor, indices);
   }
 
+  // Buffers (the GPU lowering works on memrefs inside kernels).
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(*this, memref, indices);
+  }
+  void store(Value value, Value memref, ValueRange indices) {
+    memref::StoreOp::create(*this, value, memref, indices);
+  }
+  /// Size of dimension `d` of a ranked memref, as an index value.
+  Value memDim(Value memref, int64_t d);
+  Value ceilDiv(Value a, int64_t b) {
+    return arith::CeilDivUIOp::create(*this, a, idx(b));
+  }
+  Value minIdx(Value a, Value b) { return arith::MinUIOp::create(*this, a, b); }
+  Value maxIdx(Value a, Value b) { return arith::MaxUIOp::create(*this, a, b); }
+
   /// Elementwise conversion of a float tensor to element type `type`
   /// (linalg.generic with extf/truncf); returns `tensor` when equal.
   Value convertElements(Value tensor, Type type);
@@ -124,4 +140,4 @@ public:
 } // namespace moe
 } // namespace mlir
 
-#endif // MOE_MLIR_LIB_CONVERSION_MOETOLINALG_LOWERINGBUILDER_H
+#endif // MOE_MLIR_LIB_CONVERSION_UTILS_LOWERINGBUILDER_H

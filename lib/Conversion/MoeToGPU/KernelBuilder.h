@@ -1,0 +1,114 @@
+//===- KernelBuilder.h - gpu.launch helpers for the moe GPU lowering -*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The GPU lowering turns each moe op (on tensors) into
+//
+//   %in  = bufferization.to_buffer %t read_only   (any strided layout)
+//   %out = memref.alloc(...)                       (device memory, later)
+//   gpu.launch ... { memref.load / memref.store / scf / arith }
+//   %r   = bufferization.to_tensor %out restrict writable
+//
+// so one-shot bufferization handles everything around the kernels. These
+// helpers build the buffer plumbing and the common launch shapes: one
+// thread per item, rows x columns (rows on grid.x, which allows 2^31-1
+// blocks), and single-block ordered passes for the order-dependent
+// dispatch metadata. All index arithmetic is in `index`, i.e. 64-bit on
+// the device.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_KERNELBUILDER_H
+#define MOE_MLIR_LIB_CONVERSION_MOETOGPU_KERNELBUILDER_H
+
+#include "../Utils/LoweringBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir {
+namespace moe {
+namespace gpu_lowering {
+
+/// Threads per block of the one-thread-per-item kernels.
+constexpr int64_t kBlockThreads = 256;
+/// Threads of the single-block ordered passes.
+constexpr int64_t kScanThreads = 1024;
+
+/// memref type of `type`'s shape and element type with a fully dynamic
+/// strided layout: any buffer bufferization picks casts to it.
+MemRefType anyLayoutType(RankedTensorType type);
+
+/// Read-only buffer view of a tensor operand.
+Value toBuffer(LoweringBuilder &b, Value tensor);
+/// Fresh identity-layout buffer for a result of `type`.
+Value allocBuffer(LoweringBuilder &b, RankedTensorType type,
+                  ValueRange dynSizes);
+/// Fresh identity-layout scratch buffer (freed by the deallocation pass).
+Value allocScratch(LoweringBuilder &b, ArrayRef<int64_t> shape, Type element,
+                   ValueRange dynSizes);
+/// The tensor of a buffer the kernels have fully written.
+Value toTensor(LoweringBuilder &b, Value buffer);
+/// Dynamic sizes of `type` when its dim 0 is `rows` (only dim 0 may be
+/// dynamic in the moe ops).
+SmallVector<Value> dynRows(RankedTensorType type, Value rows);
+
+/// Ids available in a kernel body.
+struct KernelIds {
+  Value blockX, blockY, threadX, gridX;
+};
+using KernelBody = function_ref<void(LoweringBuilder &, const KernelIds &,
+                                     ArrayRef<Value> workgroup)>;
+
+/// gpu.launch with grid (max(gridX, 1), gridY, 1) and `threads` x 1 x 1,
+/// workgroup (shared) buffers of `workgroup` types.
+void launch(LoweringBuilder &b, Value gridX, Value gridY, int64_t threads,
+            ArrayRef<MemRefType> workgroup, KernelBody body);
+
+/// One thread per i in [0, n).
+void launchForEach(LoweringBuilder &b, Value n,
+                   function_ref<void(LoweringBuilder &, Value i)> body);
+
+/// One thread per (row, col) of rows x cols: rows on grid.x, column blocks
+/// of kBlockThreads on grid.y (coalesced along a row).
+void launchRowsCols(LoweringBuilder &b, Value rows, Value cols,
+                    function_ref<void(LoweringBuilder &, Value row, Value col)>
+                        body);
+
+/// Fills a buffer of rank 1 or 2 with `value` (one kernel).
+void fillBuffer(LoweringBuilder &b, Value buffer, Value value);
+
+/// Statements with no results.
+void forEach(LoweringBuilder &b, Value lb, Value ub, Value step,
+             function_ref<void(LoweringBuilder &, Value iv)> body);
+void when(LoweringBuilder &b, Value cond,
+          function_ref<void(LoweringBuilder &)> body);
+
+/// A workgroup-memory memref type.
+MemRefType workgroupType(ArrayRef<int64_t> shape, Type element);
+
+/// Ordered bucketing of `n` items by one block of kScanThreads threads:
+/// each item gets `bucketOf(item)` in [0, numBuckets) or -1 (skipped);
+/// items of one bucket get consecutive ranks 0, 1, ... in item order.
+/// After counting, thread 0 runs `onTotals(totals)` with a buffer of the
+/// per-bucket totals (numBuckets i32); after a barrier, every item is
+/// passed to `place(item, bucket, rank)`. Deterministic, O(n / 1024 +
+/// numBuckets * 1024) per thread; uses a kScanThreads x numBuckets scratch.
+void orderedBuckets(
+    LoweringBuilder &b, Value n, int64_t numBuckets,
+    function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
+    function_ref<void(LoweringBuilder &, Value totals)> onTotals,
+    function_ref<void(LoweringBuilder &, Value item, Value bucket,
+                      Value rank)>
+        place);
+
+/// In-place inclusive prefix sum of a rank-1 i32 buffer of `n` elements
+/// (one block, chunked).
+void inclusiveScan(LoweringBuilder &b, Value buffer, Value n);
+
+} // namespace gpu_lowering
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_MOETOGPU_KERNELBUILDER_H

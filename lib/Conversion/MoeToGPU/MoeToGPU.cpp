@@ -1,0 +1,101 @@
+//===- MoeToGPU.cpp - moe to gpu.launch kernels ---------------------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
+
+#include "Patterns.h"
+#include "moe-mlir/Conversion/Passes.h"
+#include "moe-mlir/Dialect/Moe/IR/MoeDialect.h"
+#include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
+
+#include "../Utils/FusedForms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir {
+namespace moe {
+#define GEN_PASS_DEF_CONVERTMOETOGPUPASS
+#include "moe-mlir/Conversion/Passes.h.inc"
+} // namespace moe
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::moe;
+
+void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
+                                                   const MoeGemmTiles &tiles) {
+  populateMoeDecomposePatterns(patterns); // moe.ffn
+  populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
+  populateRoutingToGPUPatterns(patterns);
+  populateDispatchToGPUPatterns(patterns);
+  populateMovementToGPUPatterns(patterns);
+  populateExpertComputeToGPUPatterns(patterns, tiles);
+}
+
+namespace {
+struct LaunchFuncMemoryEffects
+    : MemoryEffectOpInterface::ExternalModel<LaunchFuncMemoryEffects,
+                                             gpu::LaunchFuncOp> {
+  void getEffects(
+      Operation *op,
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+          &effects) const {
+    bool anyBuffer = false;
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!isa<BaseMemRefType>(operand.get().getType()))
+        continue;
+      anyBuffer = true;
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    }
+    // After the LLVM lowering the operands are raw pointers: the kernel may
+    // still write memory, so it must never look dead.
+    if (!anyBuffer) {
+      effects.emplace_back(MemoryEffects::Read::get(),
+                           SideEffects::DefaultResource::get());
+      effects.emplace_back(MemoryEffects::Write::get(),
+                           SideEffects::DefaultResource::get());
+    }
+  }
+};
+} // namespace
+
+void mlir::moe::registerGpuLaunchFuncMemoryEffects(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
+    gpu::LaunchFuncOp::attachInterface<LaunchFuncMemoryEffects>(*ctx);
+  });
+}
+
+namespace {
+struct ConvertMoeToGPUPass
+    : mlir::moe::impl::ConvertMoeToGPUPassBase<ConvertMoeToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    MoeGemmTiles tiles{tileM, tileN, tileK};
+    if (auto error = validateGemmTiles(tiles)) {
+      getOperation()->emitError("convert-moe-to-gpu: ") << *error;
+      return signalPassFailure();
+    }
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<MoeDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    RewritePatternSet patterns(ctx);
+    populateMoeToGPUConversionPatterns(patterns, tiles);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,210 @@
+//===- MovementToGPU.cpp - data-movement ops as GPU kernels ---------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// - moe.gather / moe.combine: one thread per output element, rows on
+//   grid.x, a row's columns across a block (coalesced). combine sums the
+//   k slots in slot order in f32 (deterministic).
+// - moe.scatter: "the later row wins on a duplicate destination" becomes
+//   an owner map: owner[d] = max{i : indices[i] = d} by atomic max (order
+//   independent, so deterministic), then one thread per output element
+//   copies row owner[d] or writes 0.
+// - indices <-> multi-hot: one thread per token row, visiting its slots /
+//   experts in order, so "later slot / higher expert wins" holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "Patterns.h"
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+
+namespace {
+
+struct GatherToGPU : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    Value input = toBuffer(b, op.getInput());
+    Value indices = toBuffer(b, op.getIndices());
+    Value m = b.memDim(indices, 0);
+    Value tI32 = b.toI32(b.memDim(input, 0));
+    Value out = allocBuffer(b, resultType, dynRows(resultType, m));
+    launchRowsCols(b, m, b.idx(resultType.getDimSize(1)),
+                   [&](LoweringBuilder &b, Value row, Value col) {
+                     Value src = b.load(indices, {row});
+                     Value v = b.ifElse(
+                         b.inRange(src, b.i32(0), tI32), {f},
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {b.load(input, {b.toIndex(src), col})};
+                         },
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {b.scalar(f, 0.0)};
+                         })[0];
+                     b.store(v, out, {row, col});
+                   });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct ScatterToGPU : OpRewritePattern<ScatterOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ScatterOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    Value input = toBuffer(b, op.getInput());
+    Value indices = toBuffer(b, op.getIndices());
+    Value m = b.memDim(input, 0);
+    Value mI32 = b.toI32(m);
+    Value owner = allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {m});
+    fillBuffer(b, owner, b.i32(-1));
+    launchForEach(b, m, [&](LoweringBuilder &b, Value i) {
+      Value dst = b.load(indices, {i});
+      when(b, b.inRange(dst, b.i32(0), mI32), [&](LoweringBuilder &b) {
+        memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::maxs, b.toI32(i),
+                                    owner, ValueRange{b.toIndex(dst)});
+      });
+    });
+    Value out = allocBuffer(b, resultType, dynRows(resultType, m));
+    launchRowsCols(b, m, b.idx(resultType.getDimSize(1)),
+                   [&](LoweringBuilder &b, Value row, Value col) {
+                     Value src = b.load(owner, {row});
+                     Value v = b.ifElse(
+                         b.cmpi(CmpI::sge, src, b.i32(0)), {f},
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {b.load(input, {b.toIndex(src), col})};
+                         },
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {b.scalar(f, 0.0)};
+                         })[0];
+                     b.store(v, out, {row, col});
+                   });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct CombineToGPU : OpRewritePattern<CombineOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CombineOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    int64_t k = op.getInput().getType().getDimSize(1);
+    Value input = toBuffer(b, op.getInput());
+    Value weights = op.getWeights() ? toBuffer(b, op.getWeights()) : Value();
+    Value t = b.memDim(input, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, t));
+    launchRowsCols(
+        b, t, b.idx(resultType.getDimSize(1)),
+        [&](LoweringBuilder &b, Value row, Value col) {
+          Value sum = b.forLoop(b.idx(0), b.idx(k), {b.f32(0.0)},
+                                [&](LoweringBuilder &b, Value j,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  Value x = b.toF32(b.load(input, {row, j, col}));
+                                  if (weights)
+                                    x = b.mul(b.toF32(b.load(weights, {row, j})),
+                                              x);
+                                  return {b.add(acc[0], x)};
+                                })[0];
+          b.store(b.fromF32(sum, f), out, {row, col});
+        });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(IndicesToMultihotOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    int64_t e = static_cast<int64_t>(op.getNumExperts());
+    int64_t k = op.getIndices().getType().getDimSize(1);
+    auto hotType = op.getMultihot().getType();
+    auto denseType = op.getProbsMultihot().getType();
+    auto posType = op.getPositionMap().getType();
+    Type f = denseType.getElementType();
+    Value ids = toBuffer(b, op.getIndices());
+    Value probs = toBuffer(b, op.getProbs());
+    Value t = b.memDim(ids, 0);
+    Value hot = allocBuffer(b, hotType, dynRows(hotType, t));
+    Value dense = allocBuffer(b, denseType, dynRows(denseType, t));
+    Value pos = allocBuffer(b, posType, dynRows(posType, t));
+    launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
+      forEach(b, b.idx(0), b.idx(e), b.idx(1), [&](LoweringBuilder &b, Value c) {
+        b.store(b.i1(false), hot, {row, c});
+        b.store(b.scalar(f, 0.0), dense, {row, c});
+        b.store(b.i32(-1), pos, {row, c});
+      });
+      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
+        Value expert = b.load(ids, {row, j});
+        when(b, b.inRange(expert, b.i32(0), b.i32(e)), [&](LoweringBuilder &b) {
+          Value c = b.toIndex(expert);
+          b.store(b.i1(true), hot, {row, c});
+          b.store(b.load(probs, {row, j}), dense, {row, c});
+          b.store(b.toI32(j), pos, {row, c});
+        });
+      });
+    });
+    rewriter.replaceOp(op,
+                       {toTensor(b, hot), toTensor(b, dense), toTensor(b, pos)});
+    return success();
+  }
+};
+
+struct MultihotToIndicesToGPU : OpRewritePattern<MultihotToIndicesOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MultihotToIndicesOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getProbs().getType();
+    Type f = resultType.getElementType();
+    int64_t e = op.getProbsMultihot().getType().getDimSize(1);
+    int64_t k = static_cast<int64_t>(op.getK());
+    Value dense = toBuffer(b, op.getProbsMultihot());
+    Value pos = toBuffer(b, op.getPositionMap());
+    Value t = b.memDim(dense, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, t));
+    launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
+      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
+        b.store(b.scalar(f, 0.0), out, {row, j});
+      });
+      forEach(b, b.idx(0), b.idx(e), b.idx(1), [&](LoweringBuilder &b, Value c) {
+        Value slot = b.load(pos, {row, c});
+        when(b, b.inRange(slot, b.i32(0), b.i32(k)), [&](LoweringBuilder &b) {
+          b.store(b.load(dense, {row, c}), out, {row, b.toIndex(slot)});
+        });
+      });
+    });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateMovementToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<GatherToGPU, ScatterToGPU, CombineToGPU, IndicesToMultihotToGPU,
+               MultihotToIndicesToGPU>(patterns.getContext());
+}

@@ -1,0 +1,28 @@
+//===- Patterns.h - per-family moe -> GPU patterns --------------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_PATTERNS_H
+#define MOE_MLIR_LIB_CONVERSION_MOETOGPU_PATTERNS_H
+
+#include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
+
+namespace mlir {
+namespace moe {
+
+/// topk, route, route_dispatch.
+void populateRoutingToGPUPatterns(RewritePatternSet &patterns);
+/// cumsum, get_indices, get_indptr, dispatch.
+void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
+/// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
+void populateMovementToGPUPatterns(RewritePatternSet &patterns);
+/// grouped_matmul, expert_gemm, glu.
+void populateExpertComputeToGPUPatterns(RewritePatternSet &patterns,
+                                        const MoeGemmTiles &tiles);
+
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_MOETOGPU_PATTERNS_H

@@ -1,0 +1,49 @@
+//===- Glu.h - the gated activation shared by the lowerings -----*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// SPEC.md's GLU on one (gate, up) pair in f32: optional clamping by
+// `limit`, act(alpha * gate) forms, times (up + up_bias). Used by the CPU
+// lowering's linalg bodies and the GPU kernels' epilogues alike.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_UTILS_GLU_H
+#define MOE_MLIR_LIB_CONVERSION_UTILS_GLU_H
+
+#include "LoweringBuilder.h"
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+#include <optional>
+
+namespace mlir {
+namespace moe {
+
+/// The GLU attributes of moe.glu and of moe.expert_gemm's epilogue.
+struct GluParams {
+  Activation activation;
+  GluLayout layout;
+  float alpha;
+  std::optional<float> limit;
+  float upBias;
+};
+
+/// GLU parameters of a moe.glu op.
+GluParams gluParamsOf(GluOp op);
+/// GLU parameters of an expert_gemm's epilogue (requires one).
+GluParams gluParamsOf(ExpertGemmOp op);
+
+/// act(gate) in f32 for the GLU activations of SPEC.md.
+Value applyActivation(LoweringBuilder &b, Activation activation, float alpha,
+                      Value x);
+
+/// act(clamped gate) * (clamped up + up_bias), all f32.
+Value gluValue(LoweringBuilder &b, const GluParams &p, Value gate, Value up);
+
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_UTILS_GLU_H

@@ -31,6 +31,16 @@ config.substitutions.append(
      os.path.join(config.llvm_tools_dir, "mlir-runner")
      + " -e main -entry-point-result=void -shared-libs=" + runner_libs))
 
+# GPU tests (test/GPU): the CUDA runtime and moe-aot were built. They compile
+# (ptxas from the toolkit) and inspect the result; none needs a GPU.
+if config.moe_enable_cuda_runtime:
+    config.available_features.add("cuda-runtime")
+config.substitutions.append(("%cuda_toolkit_root", config.cuda_toolkit_root))
+config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
+config.substitutions.append(
+    ("%moe-aot", config.python_executable + " "
+     + os.path.join(config.moe_tools_dir, "moe-aot")))
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 

@@ -177,7 +177,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
                SmallVector<Value> init(numAcc * kThreadTile * kThreadTile,
                                        b.f32(0.0));
                SmallVector<Value> acc = b.forLoop(
-                   zero, b.idx(kDim), init,
+                   zero, b.idx(kDim), b.idx(bk), init,
                    [&](LoweringBuilder &b, Value k0,
                        ValueRange accIn) -> SmallVector<Value> {
                      // Stage the A tile (transposed: As[kk][r]) and the B

@@ -113,11 +113,10 @@ Value LoweringBuilder::clamp(Value v, Value lo, Value hi) {
   return arith::MinSIOp::create(*this, atLeastLo, hi);
 }
 
-SmallVector<Value> LoweringBuilder::forLoop(Value lb, Value ub, ValueRange init,
-                                            LoopBody body) {
-  Value one = idx(1);
+SmallVector<Value> LoweringBuilder::forLoop(Value lb, Value ub, Value step,
+                                            ValueRange init, LoopBody body) {
   auto loop = scf::ForOp::create(
-      *this, lb, ub, one, init,
+      *this, lb, ub, step, init,
       [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {
         LoweringBuilder b(loc, nested);
         SmallVector<Value> next = body(b, iv, args);

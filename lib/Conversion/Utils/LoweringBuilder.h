@@ -121,6 +121,11 @@ public:
                                                    ValueRange iterArgs)>;
   /// for iv in [lb, ub) step 1 carrying `init`; returns the final values.
   SmallVector<Value> forLoop(Value lb, Value ub, ValueRange init,
+                             LoopBody body) {
+    return forLoop(lb, ub, idx(1), init, body);
+  }
+  /// for iv in [lb, ub) step `step` carrying `init`.
+  SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange init,
                              LoopBody body);
 
   using SlotBody = function_ref<SmallVector<Value>(

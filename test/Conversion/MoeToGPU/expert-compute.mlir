@@ -1,0 +1,322 @@
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
+
+// Expert compute: moe.grouped_matmul goes through moe.expert_gemm to one
+// tiled GEMM kernel per op, after a zero fill of the output:
+// - grid (max(ceil(M / tile-m) + E, 1), ceil(N / tile-n)), blocks loop over
+//   the row tiles of all experts with stride gridDim.x;
+// - (tile-m/4) * (tile-n/4) threads (256 for the default 64 x 64 tile),
+//   each holding 4 x 4 f32 accumulators per GEMM operand;
+// - workgroup buffers: the A tile (tile-k x tile-m f32) and one B tile
+//   (tile-k x tile-n f32) per accumulator set (two with a GLU epilogue);
+// - gpu.barrier before staging and before the math.fma products.
+// moe.glu is one elementwise rows x columns kernel.
+
+// NOMOE-NOT: moe.
+
+//===----------------------------------------------------------------------===//
+// moe.grouped_matmul
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func @grouped_matmul(
+// CHECK: %[[LHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x64xf32> to memref<?x64xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x64x256xf32> to memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK: %[[OFF:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<9xi32> to memref<9xi32, strided<[?], offset: ?>>
+// CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x256xf32>
+// Zero fill first: rows no expert owns stay zero.
+// CHECK: gpu.launch
+// CHECK: memref.store %cst, %[[OUT]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<?x256xf32>
+// CHECK: gpu.terminator
+// CHECK: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c64 : index
+// CHECK: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8 : index
+// CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %[[BY:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in (%[[GDX:[a-z0-9_]+]] = %[[GX]], %{{[a-z0-9_]+}} = %c4, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[BS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
+// A 16 x 16 thread grid: tx = tid % 16, ty = tid / 16; column tile n0 = by * 64.
+// CHECK: %[[TXI:[a-z0-9_]+]] = arith.remui %[[TID]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[TYI:[a-z0-9_]+]] = arith.divui %[[TID]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[N0:[a-z0-9_]+]] = arith.muli %[[BY]], %c64{{(_[0-9]+)?}} : index
+// Row tiles of all experts, from the offsets clamped to [0, M).
+// CHECK: %[[TOTAL:[a-z0-9_]+]] = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c8{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (index) {
+// CHECK: memref.load %[[OFF]]
+// CHECK: arith.minsi %{{[a-z0-9_]+}}, %[[M]] : index
+// CHECK: scf.for %[[TIDX:[a-z0-9_]+]] = %[[BX]] to %[[TOTAL]] step %[[GDX]] {
+// The block finds its expert by a scan of the offsets.
+// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c8{{(_[0-9]+)?}} step
+// CHECK: arith.cmpi uge, %[[TIDX]], %{{[a-z0-9_]+}} : index
+// K loop with 16 f32 accumulators (4 x 4 outputs per thread).
+// CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K0:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c64{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-NEXT: gpu.barrier
+// A tile: 64 x 16 values by 256 threads, stored transposed As[kk][r].
+// CHECK: scf.for %[[QA:[a-z0-9_]+]] = %[[TID]] to %c1024 step %c256{{(_[0-9]+)?}} {
+// CHECK: %[[AR:[a-z0-9_]+]] = arith.divui %[[QA]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[AK:[a-z0-9_]+]] = arith.remui %[[QA]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[AKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[AK]] : index
+// CHECK: memref.load %[[LHS]][%{{[a-z0-9_]+}}, %[[AKG]]]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]][%[[AK]], %[[AR]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// B tile: rhs[e][k0 + kk][n0 + c] (coalesced along N), Bs[kk][c].
+// CHECK: scf.for %[[QB:[a-z0-9_]+]] = %[[TID]] to %c1024{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK: %[[BK:[a-z0-9_]+]] = arith.divui %[[QB]], %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[BC:[a-z0-9_]+]] = arith.remui %[[QB]], %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
+// CHECK: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
+// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %[[BKG]], %[[BCG]]] : memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[BS]][%[[BK]], %[[BC]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// 16 steps of 4 x 4 fused multiply-adds from shared memory.
+// CHECK-NEXT: %c16{{(_[0-9]+)?}} = arith.constant 16 : index
+// CHECK: scf.for %[[KK:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c16{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: memref.load %[[AS]][%[[KK]], %{{[a-z0-9_]+}}]
+// CHECK: memref.load %[[BS]][%[[KK]], %{{[a-z0-9_]+}}]
+// CHECK-COUNT-16: math.fma %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : f32
+// CHECK-NOT: math.fma
+// CHECK: scf.yield
+// Epilogue: row r = ty + i*16 of the tile, column n0 + tx + j*16 < N.
+// CHECK: arith.addi %[[TYI]], %c0{{(_[0-9]+)?}} : index
+// CHECK: arith.addi %[[TXI]], %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[COL:[a-z0-9_]+]] = arith.addi %[[N0]], %{{[a-z0-9_]+}} : index
+// CHECK: arith.cmpi ult, %[[COL]], %c256{{(_[0-9]+)?}} : index
+// CHECK: memref.store %[[ACC]]#0, %[[OUT]][%{{[a-z0-9_]+}}, %[[COL]]] : memref<?x256xf32>
+// CHECK-COUNT-15: memref.store %[[ACC]]#{{[0-9]+}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32> to tensor<?x256xf32>
+
+// With tile-m=128 tile-n=64 tile-k=32: grid.x from ceil(M / 128), 512
+// threads (32 x 16), A tile 32 x 128, B tile 32 x 64, 32-step inner loop.
+// TILE-LABEL: func.func @grouped_matmul(
+// TILE: %[[M:[a-z0-9_]+]] = memref.dim
+// TILE: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c128 : index
+// TILE: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8 : index
+// TILE: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
+// TILE: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %c4, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c512, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<32x128xf32, #gpu.address_space<workgroup>>, %[[BS:[a-z0-9_]+]] : memref<32x64xf32, #gpu.address_space<workgroup>>) {
+// TILE: arith.remui %[[TID]], %c16{{(_[0-9]+)?}} : index
+// TILE: arith.divui %[[TID]], %c16{{(_[0-9]+)?}} : index
+// TILE: arith.ceildivui %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// TILE: gpu.barrier
+// A: 128 x 32 = 4096 values, B: 32 x 64 = 2048 values, 512 threads.
+// TILE: scf.for %{{[a-z0-9_]+}} = %[[TID]] to %c4096 step %c512{{(_[0-9]+)?}} {
+// TILE: memref.store %{{[a-z0-9_]+}}, %[[AS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x128xf32, #gpu.address_space<workgroup>>
+// TILE: scf.for %{{[a-z0-9_]+}} = %[[TID]] to %c2048 step %c512{{(_[0-9]+)?}} {
+// TILE: memref.store %{{[a-z0-9_]+}}, %[[BS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x64xf32, #gpu.address_space<workgroup>>
+// TILE: gpu.barrier
+// TILE: scf.for %[[KK:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c32{{(_[0-9]+)?}} step
+// Rows ty, ty + 32, ty + 64, ty + 96 of the 128-row tile.
+// TILE: memref.load %[[AS]][%[[KK]], %{{[a-z0-9_]+}}] : memref<32x128xf32, #gpu.address_space<workgroup>>
+// TILE: arith.addi %{{[a-z0-9_]+}}, %c32{{(_[0-9]+)?}} : index
+// TILE: arith.addi %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
+// TILE: arith.addi %{{[a-z0-9_]+}}, %c96{{(_[0-9]+)?}} : index
+// TILE-COUNT-16: math.fma
+// TILE-NOT: math.fma
+// TILE: gpu.terminator
+// TILE: bufferization.to_tensor
+func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: tensor<9xi32>) -> tensor<?x256xf32> {
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<9xi32>) : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+  return %r : tensor<?x256xf32>
+}
+
+// transpose_rhs: rhs is E x N x K; the B tile is read along K (c = q / 16,
+// kk = q % 16) from rhs[e][n0 + c][k0 + kk]; bias[e][col] is added in the
+// epilogue before the bf16 store.
+// CHECK-LABEL: func.func @grouped_matmul_transpose_rhs_bias(
+// CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x32x64xbf16>
+// CHECK: %[[BIAS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x32xbf16>
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%{{[a-z0-9_]+}}) : memref<?x32xbf16>
+// CHECK: gpu.launch
+// CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %[[BY:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, {{.*}} workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[BS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[N0:[a-z0-9_]+]] = arith.muli %[[BY]], %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
+// CHECK: scf.for %[[K0:[a-z0-9_]+]] = {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[QB:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c1024{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// CHECK-NEXT: %c16{{(_[0-9]+)?}} = arith.constant 16 : index
+// CHECK-NEXT: %[[BC:[a-z0-9_]+]] = arith.divui %[[QB]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[BK:[a-z0-9_]+]] = arith.remui %[[QB]], %c16{{(_[0-9]+)?}} : index
+// CHECK: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
+// CHECK: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
+// CHECK: arith.cmpi ult, %[[BCG]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[BV:[a-z0-9_]+]] = memref.load %[[RHS]][%[[FOUND]]#1, %[[BCG]], %[[BKG]]] : memref<8x32x64xbf16, strided<[?, ?, ?], offset: ?>>
+// CHECK: arith.extf %[[BV]] : bf16 to f32
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[BS]][%[[BK]], %[[BC]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: math.fma
+// Epilogue with bias.
+// CHECK: %[[BB:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[COL:[a-z0-9_]+]]] : memref<8x32xbf16, strided<[?, ?], offset: ?>>
+// CHECK: %[[BF:[a-z0-9_]+]] = arith.extf %[[BB]] : bf16 to f32
+// CHECK: %[[Y:[a-z0-9_]+]] = arith.addf %{{[a-z0-9_#]+}}, %[[BF]] : f32
+// CHECK: %[[YT:[a-z0-9_]+]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK: memref.store %[[YT]], %[[OUT]][%{{[a-z0-9_]+}}, %[[COL]]] : memref<?x32xbf16>
+// CHECK: gpu.terminator
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8x32x64xbf16>, %off: tensor<9xi32>, %b: tensor<8x32xbf16>) -> tensor<?x32xbf16> {
+  %y = moe.grouped_matmul %x, %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x32xbf16>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x32x64xbf16> -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+
+//===----------------------------------------------------------------------===//
+// moe.expert_gemm: gather + bias + GLU (interleaved) + scatter + scale
+//===----------------------------------------------------------------------===//
+
+// M is the gather length; two B tiles (gate column 2c, up column 2c + 1)
+// and 32 accumulators; the epilogue adds the bias at both columns, applies
+// silu(gate) * up, scales by scale[dest] and stores to row scatter[row].
+// CHECK-LABEL: func.func @expert_gemm_fused(
+// CHECK: %[[LHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x64xbf16>
+// CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x64x256xbf16>
+// CHECK: %[[OFF:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<9xi32>
+// CHECK: %[[GATHER:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?xi32>
+// CHECK: %[[BIAS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x256xbf16>
+// CHECK: %[[SCATTER:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?xi32>
+// CHECK: %[[SCALE:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?xf32>
+// CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[GATHER]], %c0
+// CHECK: %[[ROWS:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0{{(_[0-9]+)?}}
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x128xbf16>
+// CHECK: gpu.launch
+// CHECK: memref.store %cst, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c64 : index
+// CHECK: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8 : index
+// CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %c2, {{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[GS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[US:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
+// CHECK: %[[ACC:[a-z0-9_]+]]:32 = scf.for
+// CHECK-NEXT: gpu.barrier
+// Gather prologue: source row gather[row] if in [0, rows(lhs)), else a zero row.
+// CHECK: %[[SRC:[a-z0-9_]+]] = memref.load %[[GATHER]][%{{[a-z0-9_]+}}] : memref<?xi32, strided<[?], offset: ?>>
+// CHECK: %[[ROWS32:[a-z0-9_]+]] = arith.index_cast %[[ROWS]] : index to i32
+// CHECK: arith.cmpi slt, %[[SRC]], %[[ROWS32]] : i32
+// CHECK: %[[SEL:[a-z0-9_]+]] = arith.select %{{[a-z0-9_]+}}, %[[SRC]], %c-1_i32 : i32
+// CHECK: arith.cmpi sge, %[[SEL]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[SI:[a-z0-9_]+]] = arith.index_cast %[[SEL]] : i32 to index
+// CHECK: memref.load %[[LHS]][%[[SI]], %{{[a-z0-9_]+}}]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
+// Gate tile: column 2c; up tile: column 2c + 1.
+// CHECK: %[[GC:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
+// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[GC]]]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[GS]]
+// CHECK: %[[UC0:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
+// CHECK: %[[UC:[a-z0-9_]+]] = arith.addi %[[UC0]], %c1{{(_[0-9]+)?}} : index
+// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[UC]]]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[US]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[GS]]
+// CHECK-COUNT-4: math.fma
+// CHECK: memref.load %[[US]]
+// CHECK-COUNT-4: math.fma
+// CHECK: scf.yield {{.*}} : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32{{$}}
+// Scatter epilogue: destination scatter[row] in [0, M), factor scale[dest].
+// CHECK: %[[M32:[a-z0-9_]+]] = arith.index_cast %[[M]] : index to i32
+// CHECK: %[[DEST:[a-z0-9_]+]] = memref.load %[[SCATTER]][%{{[a-z0-9_]+}}] : memref<?xi32, strided<[?], offset: ?>>
+// CHECK: arith.cmpi slt, %[[DEST]], %[[M32]] : i32
+// CHECK: arith.cmpi sge, %[[DEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[D:[a-z0-9_]+]] = arith.index_cast %[[DEST]] : i32 to index
+// CHECK: %[[FACTOR:[a-z0-9_]+]] = memref.load %[[SCALE]][%[[D]]] : memref<?xf32, strided<[?], offset: ?>>
+// CHECK: arith.cmpi ult, %[[COL:[a-z0-9_]+]], %c128{{(_[0-9]+)?}} : index
+// CHECK: %[[BGC:[a-z0-9_]+]] = arith.muli %[[COL]], %c2{{(_[0-9]+)?}} : index
+// CHECK: %[[BG:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[BGC]]]
+// CHECK: %[[BGF:[a-z0-9_]+]] = arith.extf %[[BG]] : bf16 to f32
+// CHECK: %[[GATE:[a-z0-9_]+]] = arith.addf %[[ACC]]#0, %[[BGF]] : f32
+// CHECK: %[[BUC:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %c1{{(_[0-9]+)?}} : index
+// CHECK: %[[BU:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[BUC]]]
+// CHECK: %[[BUF:[a-z0-9_]+]] = arith.extf %[[BU]] : bf16 to f32
+// CHECK: %[[UP:[a-z0-9_]+]] = arith.addf %[[ACC]]#16, %[[BUF]] : f32
+// silu(gate) = gate / (1 + exp(-gate)), times (up + 0).
+// CHECK: arith.negf
+// CHECK: math.exp
+// CHECK: %[[SILU:[a-z0-9_]+]] = arith.divf %[[GATE]], %{{[a-z0-9_]+}} : f32
+// CHECK: %[[UPB:[a-z0-9_]+]] = arith.addf %[[UP]], %{{[a-z0-9_]+}} : f32
+// CHECK: %[[G:[a-z0-9_]+]] = arith.mulf %[[SILU]], %[[UPB]] : f32
+// CHECK: %[[S:[a-z0-9_]+]] = arith.mulf %[[G]], %[[FACTOR]] : f32
+// CHECK: %[[ST:[a-z0-9_]+]] = arith.truncf %[[S]] : f32 to bf16
+// CHECK: memref.store %[[ST]], %[[OUT]][%[[D]], %[[COL]]] : memref<?x128xbf16>
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<?x128xbf16> to tensor<?x128xbf16>
+func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>, %b: tensor<8x256xbf16>, %s: tensor<?xi32>, %sc: tensor<?xf32>) -> tensor<?x128xbf16> {
+  %y = moe.expert_gemm %x[%g : tensor<?xi32>], %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x256xbf16>) scatter(%s : tensor<?xi32>) scale(%sc : tensor<?xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>} : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// Concat GLU epilogue: the up accumulator reads rhs column c + N' (N' = 32).
+// CHECK-LABEL: func.func @expert_gemm_glu_concat(
+// CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<4x64x64xf16>
+// CHECK: workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
+// CHECK: scf.if
+// CHECK-NEXT: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
+// CHECK: %[[KG2:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
+// CHECK-NEXT: %[[CG2:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
+// CHECK: scf.if
+// CHECK-NEXT: %c32{{(_[0-9]+)?}} = arith.constant 32 : index
+// CHECK-NEXT: %[[UC:[a-z0-9_]+]] = arith.addi %[[CG2]], %c32{{(_[0-9]+)?}} : index
+// CHECK-NEXT: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %[[UC]]]
+// gelu (erf).
+// CHECK: math.erf
+// CHECK: bufferization.to_tensor
+func.func @expert_gemm_glu_concat(%x: tensor<?x64xf16>, %w: tensor<4x64x64xf16>, %off: tensor<5xi32>) -> tensor<?x32xf16> {
+  %a = moe.expert_gemm %x, %w offsets(%off : tensor<5xi32>) {activation = #moe.activation<gelu>, layout = #moe.glu_layout<concat>} : tensor<?x64xf16>, tensor<4x64x64xf16> -> tensor<?x32xf16>
+  return %a : tensor<?x32xf16>
+}
+
+//===----------------------------------------------------------------------===//
+// moe.glu
+//===----------------------------------------------------------------------===//
+
+// Interleaved SwiGLU with alpha / limit / up_bias: gate = 2c, up = 2c + 1,
+// gate clamped to <= 7, up to [-7, 7].
+// CHECK-LABEL: func.func @glu_interleaved_limit(
+// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x256xf16>
+// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IN]], %c0
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x128xf16>
+// CHECK: %[[CB:[a-z0-9_]+]] = arith.ceildivui %c128, %c256 : index
+// CHECK: %[[GY:[a-z0-9_]+]] = arith.maxui %[[CB]], %c1{{(_[0-9]+)?}} : index
+// CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[T]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %[[GY]],
+// CHECK-NOT: workgroup
+// CHECK: %[[COL:[a-z0-9_]+]] = arith.addi
+// CHECK: %[[GC:[a-z0-9_]+]] = arith.muli %[[COL]], %c2 : index
+// CHECK: %[[UC:[a-z0-9_]+]] = arith.addi %[[GC]], %c1{{(_[0-9]+)?}} : index
+// CHECK: %[[GV:[a-z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[GC]]]
+// CHECK: %[[GF:[a-z0-9_]+]] = arith.extf %[[GV]] : f16 to f32
+// CHECK: %[[UV:[a-z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[UC]]]
+// CHECK: %[[UF:[a-z0-9_]+]] = arith.extf %[[UV]] : f16 to f32
+// CHECK: %[[LIM:[a-z0-9_]+]] = arith.constant 7.000000e+00 : f32
+// CHECK: %[[NLIM:[a-z0-9_]+]] = arith.constant -7.000000e+00 : f32
+// CHECK: %[[GCL:[a-z0-9_]+]] = arith.minimumf %[[GF]], %[[LIM]] : f32
+// CHECK: %[[UCL0:[a-z0-9_]+]] = arith.minimumf %[[UF]], %[[LIM]] : f32
+// CHECK: %[[UCL:[a-z0-9_]+]] = arith.maximumf %[[UCL0]], %[[NLIM]] : f32
+// CHECK: %[[ALPHA:[a-z0-9_]+]] = arith.constant 1.702000e+00 : f32
+// CHECK: arith.mulf %[[ALPHA]], %[[GCL]] : f32
+// CHECK: math.exp
+// CHECK: %[[SILU:[a-z0-9_]+]] = arith.divf %[[GCL]], %{{[a-z0-9_]+}} : f32
+// CHECK: %[[UB:[a-z0-9_]+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[UPB:[a-z0-9_]+]] = arith.addf %[[UCL]], %[[UB]] : f32
+// CHECK: %[[R:[a-z0-9_]+]] = arith.mulf %[[SILU]], %[[UPB]] : f32
+// CHECK: %[[RT:[a-z0-9_]+]] = arith.truncf %[[R]] : f32 to f16
+// CHECK: memref.store %[[RT]], %[[OUT]][%[[ROW]], %[[COL]]] : memref<?x128xf16>
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<?x128xf16> to tensor<?x128xf16>
+func.func @glu_interleaved_limit(%h: tensor<?x256xf16>) -> tensor<?x128xf16> {
+  %r = moe.glu %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32}
+      : tensor<?x256xf16> -> tensor<?x128xf16>
+  return %r : tensor<?x128xf16>
+}
+
+// Concat gelu (erf): gate = c, up = c + 128.
+// CHECK-LABEL: func.func @glu_gelu_concat(
+// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer
+// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]],
+// CHECK: %[[COL:[a-z0-9_]+]] = arith.addi
+// CHECK: %[[UC:[a-z0-9_]+]] = arith.addi %[[COL]], %c128{{(_[0-9]+)?}} : index
+// CHECK: memref.load %[[IN]][%[[ROW]], %[[COL]]]
+// CHECK: memref.load %[[IN]][%[[ROW]], %[[UC]]]
+// CHECK: math.erf
+// CHECK-NOT: math.exp
+// CHECK: arith.truncf %{{[a-z0-9_]+}} : f32 to bf16
+// CHECK: bufferization.to_tensor
+func.func @glu_gelu_concat(%h: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
+  %r = moe.glu %h gelu concat : tensor<?x256xbf16> -> tensor<?x128xbf16>
+  return %r : tensor<?x128xbf16>
+}

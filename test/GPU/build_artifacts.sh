@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+#===- test/GPU/build_artifacts.sh - AOT-compile the GPU test cases --------===#
+#
+# Usage: bash test/GPU/build_artifacts.sh [OUT_DIR]     (default: <repo>/gpu-artifacts)
+#
+# For every test/GPU/cases/<name>.mlir builds, with build/bin/moe-aot,
+#   OUT_DIR/<name>.unfused.so   --pipeline "--moe-lower-to-nvvm"
+#   OUT_DIR/<name>.fused.so     --pipeline "--moe-decompose --moe-fuse --moe-lower-to-nvvm"
+# and copies what run_gpu_checks.py needs next to them (the Python files,
+# reference.py, cases/*.mlir), plus COMMIT (`git rev-parse HEAD`, "-dirty"
+# when the work tree has changes) and BUILD.txt (tools, pipelines, times).
+# The folder is then self-contained: carry it to the GPU machine and run
+# `bash test/GPU/run_on_h200.sh` there.
+#
+# Environment:
+#   MOE_AOT, MOE_OPT        tools (default build/bin/moe-aot, build/bin/moe-opt)
+#   UNFUSED_PIPELINE, FUSED_PIPELINE   override the two pipelines
+#   JOBS                    parallel builds (default: nproc, at most 8)
+#   ONLY                    build only case files whose name matches this regex
+#
+# Exits non-zero if a case file is stale, fails to verify, or a build fails
+# (every build is still attempted; their logs are in OUT_DIR/logs/).
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(git -C "$HERE" rev-parse --show-toplevel)"
+OUT="${1:-$REPO/gpu-artifacts}"
+MOE_AOT="${MOE_AOT:-$REPO/build/bin/moe-aot}"
+MOE_OPT="${MOE_OPT:-$REPO/build/bin/moe-opt}"
+UNFUSED_PIPELINE="${UNFUSED_PIPELINE:---moe-lower-to-nvvm}"
+FUSED_PIPELINE="${FUSED_PIPELINE:---moe-decompose --moe-fuse --moe-lower-to-nvvm}"
+JOBS="${JOBS:-$(n=$(nproc); echo $(( n > 8 ? 8 : n )))}"
+ONLY="${ONLY:-}"
+PY="$(command -v python3)"
+
+die() { echo "build_artifacts: $*" >&2; exit 2; }
+[ -x "$MOE_AOT" ] || die "no $MOE_AOT (build it first: bash .ci/setup)"
+[ -x "$MOE_OPT" ] || die "no $MOE_OPT (build it first: bash .ci/setup)"
+[ -n "$PY" ] || die "python3 not found"
+
+status=0
+
+echo "--- checking test/GPU/cases against gpu_cases.py"
+if ! "$PY" "$HERE/gen_mlir.py" --check; then
+  echo "build_artifacts: regenerate with: python3 test/GPU/gen_mlir.py" >&2
+  status=1
+fi
+
+mkdir -p "$OUT/logs" "$OUT/cases"
+rm -f "$OUT"/*.so "$OUT"/logs/* "$OUT"/cases/*.mlir "$OUT"/COMMIT "$OUT"/BUILD.txt
+
+cases=()
+for f in "$HERE"/cases/*.mlir; do
+  name="$(basename "$f" .mlir)"
+  if [ -n "$ONLY" ] && ! [[ "$name" =~ $ONLY ]]; then continue; fi
+  cases+=("$name")
+done
+[ "${#cases[@]}" -gt 0 ] || die "no case files selected"
+
+echo "--- verifying ${#cases[@]} case files with moe-opt"
+for name in "${cases[@]}"; do
+  f="$HERE/cases/$name.mlir"
+  if ! "$MOE_OPT" "$f" > /dev/null 2> "$OUT/logs/$name.verify.log"; then
+    echo "FAIL verify $name (see logs/$name.verify.log)"; status=1; continue
+  fi
+  if ! "$MOE_OPT" --moe-decompose --moe-fuse "$f" > /dev/null 2>> "$OUT/logs/$name.verify.log"; then
+    echo "FAIL verify $name after --moe-decompose --moe-fuse"; status=1
+  fi
+done
+
+# One build: NAME BUILD PIPELINE. Writes logs/NAME.BUILD.{log,status}.
+build_one() {
+  local name="$1" build="$2" pipeline="$3"
+  local so="$OUT/$name.$build.so" log="$OUT/logs/$name.$build.log"
+  local t0=$SECONDS rc
+  {
+    echo "\$ $MOE_AOT $HERE/cases/$name.mlir -o $so --pipeline \"$pipeline\""
+    "$MOE_AOT" "$HERE/cases/$name.mlir" -o "$so" --pipeline "$pipeline"
+  } > "$log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && [ ! -s "$so" ]; then
+    echo "moe-aot exited 0 but wrote no $so" >> "$log"; rc=1
+  fi
+  echo "$rc $(( SECONDS - t0 ))" > "$OUT/logs/$name.$build.status"
+}
+
+echo "--- building $(( ${#cases[@]} * 2 )) shared libraries ($JOBS at a time)"
+running=0
+for name in "${cases[@]}"; do
+  for build in unfused fused; do
+    if [ "$build" = unfused ]; then p="$UNFUSED_PIPELINE"; else p="$FUSED_PIPELINE"; fi
+    build_one "$name" "$build" "$p" &
+    running=$(( running + 1 ))
+    if [ "$running" -ge "$JOBS" ]; then wait -n; running=$(( running - 1 )); fi
+  done
+done
+wait
+
+for name in "${cases[@]}"; do
+  for build in unfused fused; do
+    st="$OUT/logs/$name.$build.status"
+    read -r rc secs < "$st" 2>/dev/null || { rc=99; secs=0; }
+    so="$OUT/$name.$build.so"
+    if [ "$rc" = 0 ]; then
+      size=$(du -k "$so" | cut -f1)
+      printf 'ok   %-28s %-8s %5ss %7s KiB\n' "$name" "$build" "$secs" "$size"
+      # The GPU machine has no LLVM: a dependency on an LLVM/MLIR library
+      # (or anything unresolved here) will not load there.
+      deps=$(ldd "$so" 2>/dev/null | grep -E 'not found|llvm|libMLIR|libmlir' || true)
+      if [ -n "$deps" ]; then
+        echo "     WARNING: $name.$build.so depends on libraries the GPU machine lacks:"
+        echo "$deps" | sed 's/^/       /'
+      fi
+    else
+      printf 'FAIL %-28s %-8s (exit %s, %ss) -- last lines of logs/%s.%s.log:\n' \
+        "$name" "$build" "$rc" "$secs" "$name" "$build"
+      tail -n 15 "$OUT/logs/$name.$build.log" | sed 's/^/     /'
+      status=1
+    fi
+  done
+done
+
+echo "--- copying the harness"
+cp "$REPO/test/Differential/reference.py" "$OUT/"
+for f in "$HERE"/*.py; do
+  cp "$f" "$OUT/"
+done
+[ -f "$OUT/memref_abi.py" ] || { echo "FAIL: test/GPU/memref_abi.py is missing"; status=1; }
+cp "$HERE"/cases/*.mlir "$OUT/cases/"
+cp "$HERE/run_on_h200.sh" "$OUT/" 2>/dev/null || true
+
+commit="$(git -C "$REPO" rev-parse HEAD)"
+# Dirty: tracked changes or untracked files, not counting the output folder.
+excl=()
+case "$(realpath "$OUT")/" in
+  "$(realpath "$REPO")"/*) excl=(":(exclude)$(realpath --relative-to="$REPO" "$OUT")") ;;
+esac
+if ! dirty="$(git -C "$REPO" status --porcelain -- . "${excl[@]}")"; then
+  dirty="unknown"
+fi
+if [ -n "$dirty" ]; then
+  commit="$commit-dirty"
+fi
+echo "$commit" > "$OUT/COMMIT"
+{
+  echo "commit:   $commit"
+  echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host:     $(hostname)"
+  echo "moe-aot:  $MOE_AOT"
+  echo "unfused:  $UNFUSED_PIPELINE"
+  echo "fused:    $FUSED_PIPELINE"
+  echo "cases:    ${cases[*]}"
+  echo "status:   $status"
+} > "$OUT/BUILD.txt"
+
+echo "--- $OUT ($(du -sh "$OUT" | cut -f1)), commit $commit"
+if [ "$status" != 0 ]; then
+  echo "build_artifacts: FAILED (see above)" >&2
+fi
+exit "$status"

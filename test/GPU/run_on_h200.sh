@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+#===- test/GPU/run_on_h200.sh - the GPU correctness run ------------------===#
+#
+# Run on the GPU machine from the repository root, with gpu-artifacts/
+# (test/GPU/build_artifacts.sh) carried along:
+#
+#   bash test/GPU/run_on_h200.sh
+#
+# 1. python3 run_gpu_checks.py                    (full run)
+# 2. compute-sanitizer --tool memcheck --error-exitcode 1 \
+#        python3 run_gpu_checks.py --small        (with torch's caching
+#        allocator off, so that an out-of-bounds access inside a torch
+#        allocation cannot hide in a larger cached block)
+#
+# Everything lands in $OUT (default ./gpu-results): full/ and small/
+# (results.json, results.md, summary.txt of each run), full.log, small.log,
+# sanitizer-errors.txt, nvidia-smi.txt, SUMMARY.md with both exit codes.
+#
+# Both runs are bounded so that the whole script fits in one 10-minute
+# device command: FULL_BUDGET / SMALL_BUDGET (seconds after which remaining
+# checks are SKIPped, default 300 / 150) and hard timeouts 60 s above them.
+# FULL_ARGS / SMALL_ARGS add arguments (e.g. FULL_ARGS="--only ffn/"),
+# SKIP_FULL=1 / SKIP_SANITIZER=1 leave a run out.
+#
+# Exit status: 0 when both runs passed (and the sanitizer found nothing),
+# 2 when nothing failed but the time budget left checks out, 1 otherwise.
+#
+#===----------------------------------------------------------------------===#
+set -uo pipefail
+
+ROOT="$(pwd)"
+ART="${ART:-$ROOT/gpu-artifacts}"
+if [ ! -f "$ART/run_gpu_checks.py" ]; then
+  # also works when started from inside the artifacts folder
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  if [ -f "$here/run_gpu_checks.py" ] && ls "$here"/*.so > /dev/null 2>&1; then
+    ART="$here"
+  else
+    echo "run_on_h200: no $ART/run_gpu_checks.py; build it with" \
+         "'bash test/GPU/build_artifacts.sh' and carry gpu-artifacts" >&2
+    exit 2
+  fi
+fi
+RES="${OUT:-$ROOT/gpu-results}"
+mkdir -p "$RES/full" "$RES/small"
+FULL_BUDGET="${FULL_BUDGET:-300}"
+SMALL_BUDGET="${SMALL_BUDGET:-150}"
+read -r -a FULL_EXTRA <<< "${FULL_ARGS:-}"
+read -r -a SMALL_EXTRA <<< "${SMALL_ARGS:-}"
+PY="${PYTHON:-python3}"
+
+echo "=== artifacts: $ART (commit $(cat "$ART/COMMIT" 2>/dev/null || echo unknown))"
+echo "=== results:   $RES"
+nvidia-smi > "$RES/nvidia-smi.txt" 2>&1 || true
+head -n 15 "$RES/nvidia-smi.txt"
+"$PY" -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.get_device_name(0))' \
+  2>&1 | tee "$RES/env.txt"
+ls -l "$ART"/*.so 2>&1 | tee "$RES/artifacts.txt"
+cp "$ART/BUILD.txt" "$RES/" 2>/dev/null || true
+
+cd "$ART" || exit 2
+
+full_rc=skipped
+if [ "${SKIP_FULL:-0}" != 1 ]; then
+  echo
+  echo "=== full run (budget ${FULL_BUDGET}s)"
+  t0=$SECONDS
+  timeout -k 15 $(( FULL_BUDGET + 60 )) \
+    "$PY" -u run_gpu_checks.py --out "$RES/full" --budget "$FULL_BUDGET" "${FULL_EXTRA[@]}" \
+    > "$RES/full.log" 2>&1
+  full_rc=$?
+  echo "=== full run: exit $full_rc after $(( SECONDS - t0 ))s; $(grep -c '^FAIL' "$RES/full.log") FAIL lines (log: full.log)"
+  [ "$full_rc" = 124 ] && echo "=== full run TIMED OUT (results so far are in $RES/full)"
+fi
+
+san_rc=skipped
+san_errors=unknown
+if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
+  SAN="$(command -v compute-sanitizer || true)"
+  if [ -z "$SAN" ]; then
+    for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda-*/bin/compute-sanitizer \
+             /opt/nvidia/*/compute-sanitizer/compute-sanitizer; do
+      if [ -x "$c" ]; then SAN="$c"; break; fi
+    done
+  fi
+  echo
+  if [ -z "$SAN" ]; then
+    echo "=== compute-sanitizer not found: sanitizer run skipped"
+    san_rc=missing
+  else
+    echo "=== compute-sanitizer memcheck, --small (budget ${SMALL_BUDGET}s): $SAN"
+    t0=$SECONDS
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 15 $(( SMALL_BUDGET + 60 )) \
+      "$SAN" --tool memcheck --error-exitcode 1 --print-limit 100 \
+      "$PY" -u run_gpu_checks.py --small --out "$RES/small" --budget "$SMALL_BUDGET" \
+      "${SMALL_EXTRA[@]}" > "$RES/small.log" 2>&1
+    san_rc=$?
+    echo "=== sanitizer run: exit $san_rc after $(( SECONDS - t0 ))s (log: small.log)"
+    [ "$san_rc" = 124 ] && echo "=== sanitizer run TIMED OUT (results so far are in $RES/small)"
+    grep -E '^=========' "$RES/small.log" | head -n 400 > "$RES/sanitizer-errors.txt" || true
+    san_errors="$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$RES/small.log" | tail -n 1 | grep -Eo '[0-9]+$' || true)"
+    [ -n "$san_errors" ] || san_errors=unknown
+  fi
+fi
+
+# run_gpu_checks: 0 pass, 1 failures, 2 no failure but checks skipped for time
+verdict=PASS
+for rc in "$full_rc" "$san_rc"; do
+  case "$rc" in
+    0|skipped) ;;
+    2) [ "$verdict" = PASS ] && verdict=INCOMPLETE ;;
+    *) verdict=FAIL ;;
+  esac
+done
+if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
+{
+  echo "# moe-mlir GPU run: $verdict"
+  echo
+  echo "- commit: $(cat "$ART/COMMIT" 2>/dev/null || echo unknown)"
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "- env: $(cat "$RES/env.txt" 2>/dev/null | tail -n 1)"
+  echo "- full run exit code: $full_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
+  echo "- sanitizer run exit code: $san_rc (memcheck errors: $san_errors)"
+  echo
+  echo "## full run"
+  echo
+  echo '```'
+  cat "$RES/full/summary.txt" 2>/dev/null || echo "(no summary: see full.log)"
+  echo '```'
+  echo
+  echo "## compute-sanitizer memcheck, --small"
+  echo
+  echo '```'
+  cat "$RES/small/summary.txt" 2>/dev/null || echo "(no summary: see small.log)"
+  if [ -s "$RES/sanitizer-errors.txt" ]; then
+    echo
+    echo "sanitizer output (first lines; all of it in sanitizer-errors.txt):"
+    head -n 60 "$RES/sanitizer-errors.txt"
+  fi
+  echo '```'
+} > "$RES/SUMMARY.md"
+
+echo
+echo "================================================================"
+cat "$RES/SUMMARY.md"
+case "$verdict" in PASS) exit 0 ;; INCOMPLETE) exit 2 ;; *) exit 1 ;; esac

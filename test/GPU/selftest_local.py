@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Checks of the GPU harness that need neither a GPU nor torch (numpy only).
+
+  1. cases/*.mlir are up to date with gpu_cases.py (gen_mlir.py --check);
+  2. every op case generates inputs of its signature's shapes at every T and
+     mode, and the reference, fed back as the "compiled" result (rounded to
+     the result types), passes check_op;
+  3. check_op catches corrupted results: one wrong integer, a poisoned
+     (unwritten) float, a float error above the tolerance, a wrong route id;
+  4. run_gpu_checks.py --dry-run passes end to end, and with an injected bug
+     (last row never written) fails with exit status 1;
+  5. the signature parser agrees with the table on the generated files;
+  6. every Python file compiles.
+
+Run: python3 test/GPU/selftest_local.py [--quick]   (exit 1 on any failure)
+--quick (the lit test harness.test): fewer T values, a smaller dry run.
+"""
+
+import os
+import py_compile
+import subprocess
+import sys
+import tempfile
+import json
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import gpu_cases as G  # noqa: E402
+import run_gpu_checks as RC  # noqa: E402
+
+FAILS = []
+QUICK = "--quick" in sys.argv[1:]
+
+
+def fail(msg):
+    FAILS.append(msg)
+    print("FAIL " + msg)
+
+
+def as_result(case, exp):
+    got = {}
+    for r in case.outputs:
+        v = np.asarray(exp[r.name].value, dtype=np.float64)
+        if r.dtype in G.FLOAT_TYPES:
+            got[r.name] = G.R.round_to(v, r.dtype)
+        else:
+            got[r.name] = v.astype(np.int64)
+    return got
+
+
+def test_gen_mlir():
+    rc = subprocess.call([sys.executable, os.path.join(HERE, "gen_mlir.py"), "--check"])
+    if rc:
+        fail("cases/*.mlir are stale: run test/GPU/gen_mlir.py")
+
+
+def test_cases_roundtrip():
+    n = 0
+    for case in G.OP_CASES:
+        for T in ([0, 7] if QUICK else sorted(set(RC.T_OPS + RC.T_EDGE))):
+            for mode in ("random", "edge"):
+                inp = G.gen_inputs(case, T, mode)
+                oc = G.Outcome()
+                exp = G.expected(case, inp, {}, oc)
+                for r in case.outputs:
+                    if exp[r.name].value.shape != r.shape_at(T):
+                        fail("%s T=%d: reference %s has shape %s, signature %s" % (
+                            case.name, T, r.name, exp[r.name].value.shape, r.shape_at(T)))
+                got = as_result(case, exp)
+                oc = G.check_op(case, inp, got)
+                n += 1
+                if not oc.ok:
+                    fail("%s T=%d %s: reference does not pass its own check: %s" % (
+                        case.name, T, mode, oc.detail))
+    print("cases round trip: %d case/T/mode combinations" % n)
+
+
+def test_detection():
+    n = 0
+    for case in G.OP_CASES:
+        T = 7
+        inp = G.gen_inputs(case, T, "random")
+        got0 = as_result(case, G.expected(case, inp, {}, G.Outcome()))
+        for r in case.outputs:
+            if got0[r.name].size == 0:
+                continue
+            for how in ("poison", "perturb"):
+                got = {k: v.copy() for k, v in got0.items()}
+                flat = got[r.name].reshape(-1)
+                i = flat.size - 1
+                if how == "poison":
+                    flat[i] = np.nan if r.dtype in G.FLOAT_TYPES else 0x7FFFFFFF
+                elif r.dtype in G.FLOAT_TYPES:
+                    flat[:] = flat * 1.05 + 0.05  # 5% off everywhere
+                else:
+                    flat[i] = flat[i] + 1
+                oc = G.check_op(case, inp, got)
+                n += 1
+                if oc.ok:
+                    fail("%s: %s of result %s not detected" % (case.name, how, r.name))
+    print("corruption detection: %d corruptions" % n)
+
+
+def test_route_near_tie():
+    case = G.CASES_BY_NAME["route_softmax_norm_f32"]
+    inp = {"logits": np.array([[1.0, 2.0, 2.0, 0.5] + [-5.0] * 28])}
+    got = as_result(case, G.expected(case, inp, {}, G.Outcome()))
+    if list(got["indices"][0]) != [1, 2, 0, 3]:
+        fail("route tie order: %s" % got["indices"][0])
+    bad = {k: v.copy() for k, v in got.items()}
+    bad["indices"][0, :2] = [2, 1]  # an exact tie broken the wrong way
+    if G.check_op(case, inp, bad).ok:
+        fail("exact tie broken the wrong way not detected")
+    # a near tie (1e-7 apart in f32 scores) may go either way
+    x = np.array([[1.0, 1.0 + 2 ** -22, 0.0, -1.0] + [-5.0] * 28])
+    inp = {"logits": x}
+    got = as_result(case, G.expected(case, inp, {}, G.Outcome()))
+    alt = {k: v.copy() for k, v in got.items()}
+    alt["indices"][0, :2] = got["indices"][0, [1, 0]]
+    oc = G.check_op(case, inp, alt)
+    if not oc.ok or "near-tie" not in oc.detail:
+        fail("near tie not accepted: %s" % oc.detail)
+
+
+def test_signatures():
+    sig = G.signatures()
+    for stem in sorted({s for s, _ in sig}):
+        text = open(os.path.join(HERE, "cases", stem + ".mlir")).read()
+        got = RC.parse_signatures(text)
+        for (s, fn), (ins, outs) in sig.items():
+            if s != stem:
+                continue
+            want = ([a.mlir_type for a in ins], [a.mlir_type for a in outs])
+            if got.get(fn) != want:
+                fail("signature parse %s @%s: %s vs %s" % (stem, fn, got.get(fn), want))
+
+
+def test_dry_run():
+    with tempfile.TemporaryDirectory() as d:
+        art = os.path.join(d, "art")
+        os.makedirs(os.path.join(art, "cases"))
+        for f in os.listdir(os.path.join(HERE, "cases")):
+            with open(os.path.join(HERE, "cases", f)) as src, \
+                    open(os.path.join(art, "cases", f), "w") as dst:
+                dst.write(src.read())
+        with open(os.path.join(art, "COMMIT"), "w") as f:
+            f.write("0123abc-test\n")
+        out = os.path.join(d, "out")
+        cmd = [sys.executable, os.path.join(HERE, "run_gpu_checks.py"), "--dry-run",
+               "--artifacts", art] + (["--small", "--builds", "fused", "--only", "sig/|op/"] if QUICK else []) + \
+              ["--out", out]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            fail("dry run exit %d:\n%s" % (p.returncode, p.stdout[-3000:]))
+        else:
+            data = json.load(open(os.path.join(out, "results.json")))
+            c = data["counts"]
+            print("dry run: %s" % c)
+            if c["FAIL"] or c["PASS"] < len(G.OP_CASES) * (4 if QUICK else 14):
+                fail("dry run counts %s" % c)
+            md = open(os.path.join(out, "results.md")).read()
+            if "0123abc-test" not in md:
+                fail("results.md lacks the commit")
+        out2 = os.path.join(d, "out2")
+        p = subprocess.run(cmd[:3] + ["--artifacts", art, "--out", out2, "--dry-run-bug",
+                                      "skip-last", "--only", "op/", "--small", "--builds", "unfused"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        data = json.load(open(os.path.join(out2, "results.json")))
+        # every op case with a non-empty result at T > 0 must fail
+        if p.returncode != 1 or data["counts"]["FAIL"] < 3 * len(G.OP_CASES):
+            fail("injected bug not caught: exit %d counts %s" % (p.returncode, data["counts"]))
+        else:
+            print("dry run with injected bug: %s (exit 1, as it should)" % data["counts"])
+
+
+def test_compile():
+    for f in sorted(os.listdir(HERE)):
+        if f.endswith(".py"):
+            try:
+                py_compile.compile(os.path.join(HERE, f), doraise=True,
+                                   cfile=os.path.join(tempfile.gettempdir(), f + "c"))
+            except py_compile.PyCompileError as ex:
+                fail("py_compile %s: %s" % (f, ex))
+
+
+def main():
+    for t in (test_compile, test_gen_mlir, test_signatures, test_route_near_tie,
+              test_cases_roundtrip, test_detection, test_dry_run):
+        print("--- %s" % t.__name__, flush=True)
+        t()
+    print("selftest_local: %s" % ("%d FAILURES" % len(FAILS) if FAILS else "all passed"))
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -62,8 +62,10 @@ struct MoeLowerToNvvmOptions
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "
-                     "memref arguments (what the AOT libraries use)"),
-      llvm::cl::init(false)};
+                     "memref arguments (device buffers the caller owns, "
+                     "e.g. torch tensors); false returns fresh device "
+                     "buffers the caller must free with mgpuMemFree"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> cInterface{
       *this, "c-interface",
       llvm::cl::desc("Emit _mlir_ciface_ wrappers for public functions"),

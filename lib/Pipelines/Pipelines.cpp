@@ -6,6 +6,7 @@
 
 #include "moe-mlir/Pipelines/Pipelines.h"
 
+#include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
 #include "moe-mlir/Conversion/Passes.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Passes.h"
 
@@ -71,6 +72,22 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+std::optional<std::string>
+mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
+  StringRef format = options.format;
+  if (format != "cubin" && format != "ptx" && format != "fatbin" &&
+      format != "llvm")
+    return "format must be one of cubin, ptx, fatbin, llvm (got '" +
+           options.format + "')";
+  if (!StringRef(options.chip).starts_with("sm_"))
+    return "chip must name an SM architecture such as sm_90a (got '" +
+           options.chip + "')";
+  if (options.optLevel < 0 || options.optLevel > 3)
+    return std::string("opt-level must be in [0, 3]");
+  return validateGemmTiles(
+      MoeGemmTiles{options.tileM, options.tileN, options.tileK});
 }
 
 void mlir::moe::buildMoeLowerToNvvmPipeline(
@@ -168,10 +185,25 @@ void mlir::moe::registerMoePipelines() {
       "Lower a module of moe ops (mixed with func, arith, math, tensor, "
       "linalg, bufferization) to the LLVM dialect for mlir-runner",
       buildMoeLowerToCpuPipeline);
-  PassPipelineRegistration<MoeLowerToNvvmOptions>(
+  // Registered by hand (not PassPipelineRegistration) so that bad option
+  // values are reported when the pipeline is parsed.
+  registerPassPipeline(
       "moe-lower-to-nvvm",
       "Lower a module of moe ops (mixed with func, arith, math, tensor, "
       "linalg, bufferization) to GPU kernels compiled for an NVIDIA chip "
       "(default sm_90a cubin) and host code in the LLVM dialect",
-      buildMoeLowerToNvvmPipeline);
+      [](OpPassManager &pm, StringRef optionsStr,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        MoeLowerToNvvmOptions options;
+        if (failed(options.parseFromString(optionsStr)))
+          return failure();
+        if (std::optional<std::string> error =
+                validateMoeLowerToNvvmOptions(options))
+          return errorHandler("moe-lower-to-nvvm: " + *error);
+        buildMoeLowerToNvvmPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(MoeLowerToNvvmOptions());
+      });
 }

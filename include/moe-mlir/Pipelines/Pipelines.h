@@ -15,6 +15,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
+#include <string>
+
 namespace mlir {
 namespace moe {
 
@@ -76,6 +79,11 @@ struct MoeLowerToNvvmOptions
                      "bufferization"),
       llvm::cl::init(true)};
 };
+
+/// Why `options` cannot build a pipeline (bad format, chip, opt level or
+/// tiles), or nullopt.
+std::optional<std::string>
+validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options);
 
 /// moe (+ func/arith/math/tensor/linalg/bufferization) -> gpu.launch
 /// kernels -> NVVM -> a gpu.binary for `chip`, host code in the LLVM

@@ -41,6 +41,28 @@ config.substitutions.append(
     ("%moe-aot", config.python_executable + " "
      + os.path.join(config.moe_tools_dir, "moe-aot")))
 
+# Embedding tests (test/Embedding): `%cmake_exe --install`, then
+# `%cmake_exe %consumer_cmake_flags -S <example> -B <dir>` builds an
+# out-of-tree consumer with this build's generator, compilers and launcher.
+consumer_flags = [
+    "-G", '"%s"' % config.cmake_generator,
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DCMAKE_C_COMPILER=" + config.cmake_c_compiler,
+    "-DCMAKE_CXX_COMPILER=" + config.cmake_cxx_compiler,
+    "-DMLIR_DIR=" + config.mlir_cmake_dir,
+]
+if config.cmake_make_program:
+    consumer_flags.append("-DCMAKE_MAKE_PROGRAM=" + config.cmake_make_program)
+if config.cmake_c_compiler_launcher:
+    consumer_flags.append(
+        "-DCMAKE_C_COMPILER_LAUNCHER=" + config.cmake_c_compiler_launcher)
+if config.cmake_cxx_compiler_launcher:
+    consumer_flags.append(
+        "-DCMAKE_CXX_COMPILER_LAUNCHER=" + config.cmake_cxx_compiler_launcher)
+config.substitutions.append(("%cmake_exe", config.cmake_command))
+config.substitutions.append(("%consumer_cmake_flags", " ".join(consumer_flags)))
+llvm_config.with_system_environment(["CCACHE_DIR", "CCACHE_CONFIGPATH"])
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 

@@ -52,6 +52,9 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
+  // bufferization.clone (returning a buffer the function does not own)
+  // -> memref.alloc + memref.copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Loops and scalar code.
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -126,6 +129,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   pm.addPass(createGpuKernelOutliningPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
+  // bufferization.clone (returning a buffer the function does not own)
+  // -> memref.alloc + memref.copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createMoeGpuDeviceMemoryPass());
 

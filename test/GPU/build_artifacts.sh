@@ -17,6 +17,10 @@
 #   UNFUSED_PIPELINE, FUSED_PIPELINE   override the two pipelines
 #   JOBS                    parallel builds (default: nproc, at most 8)
 #   ONLY                    build only case files whose name matches this regex
+#                           (and leaves the Python flow out)
+#   SKIP_PYFLOW=1           leave out OUT/pyflow (test/GPU/build_python_flow.py,
+#                           built when the moe_mlir package is importable)
+#   PYFLOW_ARGS             extra build_python_flow.py arguments (e.g. --all)
 #
 # Exits non-zero if a case file is stale, fails to verify, or a build fails
 # (every build is still attempted; their logs are in OUT_DIR/logs/).
@@ -128,8 +132,36 @@ for f in "$HERE"/*.py; do
   cp "$f" "$OUT/"
 done
 [ -f "$OUT/memref_abi.py" ] || { echo "FAIL: test/GPU/memref_abi.py is missing"; status=1; }
+# memref_abi.py is a shim over the Python package's runtime.py
+cp "$REPO/python/moe_mlir/runtime.py" "$OUT/" \
+  || { echo "FAIL: python/moe_mlir/runtime.py is missing"; status=1; }
 cp "$HERE"/cases/*.mlir "$OUT/cases/"
 cp "$HERE/run_on_h200.sh" "$OUT/" 2>/dev/null || true
+
+# The Python flow (python_flow_check.py): model presets built with the
+# moe_mlir package into OUT/pyflow, when the package is importable.
+# SKIP_PYFLOW=1 leaves it out; PYFLOW_ARGS adds build_python_flow.py options.
+pyflow_status=skipped
+if [ "${SKIP_PYFLOW:-0}" != 1 ] && [ -z "$ONLY" ]; then
+  if probe="$("$PY" "$HERE/build_python_flow.py" --probe 2>&1)"; then
+    echo "--- building the Python-flow artifacts into $OUT/pyflow ($probe)"
+    read -r -a PYFLOW_EXTRA <<< "${PYFLOW_ARGS:-}"
+    if "$PY" "$HERE/build_python_flow.py" "$OUT/pyflow" "${PYFLOW_EXTRA[@]}" \
+        > "$OUT/logs/pyflow.log" 2>&1; then
+      pyflow_status=0
+      sed 's/^/     /' "$OUT/logs/pyflow.log"
+    else
+      pyflow_status=1; status=1
+      echo "FAIL build_python_flow.py -- logs/pyflow.log:"
+      tail -n 30 "$OUT/logs/pyflow.log" | sed 's/^/     /'
+    fi
+  else
+    rm -rf "$OUT/pyflow"
+    echo "--- Python flow skipped: $probe"
+  fi
+elif [ -z "$ONLY" ]; then
+  rm -rf "$OUT/pyflow"   # never carry stale Python-flow artifacts
+fi
 
 commit="$(git -C "$REPO" rev-parse HEAD)"
 # Dirty: tracked changes or untracked files, not counting the output folder.
@@ -152,6 +184,7 @@ echo "$commit" > "$OUT/COMMIT"
   echo "unfused:  $UNFUSED_PIPELINE"
   echo "fused:    $FUSED_PIPELINE"
   echo "cases:    ${cases[*]}"
+  echo "pyflow:   $pyflow_status"
   echo "status:   $status"
 } > "$OUT/BUILD.txt"
 

@@ -12,17 +12,24 @@
 #        allocator off, so that an out-of-bounds access inside a torch
 #        allocation cannot hide in a larger cached block)
 #
+# 3. python3 pyflow/python_flow_check.py          (when gpu-artifacts/pyflow
+#        exists: model presets built with the moe_mlir package, called
+#        through its runtime.py, incl. CUDA-graph capture + replay)
+#
 # Everything lands in $OUT (default ./gpu-results): full/ and small/
 # (results.json, results.md, summary.txt of each run), full.log, small.log,
-# sanitizer-errors.txt, nvidia-smi.txt, SUMMARY.md with both exit codes.
+# sanitizer-errors.txt, nvidia-smi.txt, pyflow/ and pyflow.log, SUMMARY.md
+# with every exit code.
 #
 # Both runs are bounded so that the whole script fits in one 10-minute
 # device command: FULL_BUDGET / SMALL_BUDGET (seconds after which remaining
 # checks are SKIPped, default 300 / 150) and hard timeouts 60 s above them.
 # FULL_ARGS / SMALL_ARGS add arguments (e.g. FULL_ARGS="--only ffn/"),
-# SKIP_FULL=1 / SKIP_SANITIZER=1 leave a run out.
+# SKIP_FULL=1 / SKIP_SANITIZER=1 / SKIP_PYFLOW=1 leave a run out;
+# PYFLOW_BUDGET (default 180) bounds the Python-flow run, PYFLOW_ARGS adds
+# arguments (e.g. PYFLOW_ARGS="--presets mixtral-8x7b --T 1,64").
 #
-# Exit status: 0 when both runs passed (and the sanitizer found nothing),
+# Exit status: 0 when every run passed (and the sanitizer found nothing),
 # 2 when nothing failed but the time budget left checks out, 1 otherwise.
 #
 #===----------------------------------------------------------------------===#
@@ -73,6 +80,26 @@ if [ "${SKIP_FULL:-0}" != 1 ]; then
   [ "$full_rc" = 124 ] && echo "=== full run TIMED OUT (results so far are in $RES/full)"
 fi
 
+pyflow_rc=skipped
+if [ "${SKIP_PYFLOW:-0}" != 1 ]; then
+  echo
+  if [ -f pyflow/python_flow_check.py ]; then   # (cwd is $ART)
+    PYFLOW_BUDGET="${PYFLOW_BUDGET:-180}"
+    read -r -a PYFLOW_EXTRA <<< "${PYFLOW_ARGS:-}"
+    echo "=== Python flow (budget ${PYFLOW_BUDGET}s): $(cat pyflow/BUILD.txt 2>/dev/null | grep -E '^(presets|compiled_with):' | tr -s ' ' | paste -sd ';' -)"
+    t0=$SECONDS
+    timeout -k 15 $(( PYFLOW_BUDGET + 60 )) \
+      "$PY" -u pyflow/python_flow_check.py --dir pyflow --out "$RES/pyflow" \
+      --budget "$PYFLOW_BUDGET" "${PYFLOW_EXTRA[@]}" > "$RES/pyflow.log" 2>&1
+    pyflow_rc=$?
+    echo "=== Python flow: exit $pyflow_rc after $(( SECONDS - t0 ))s; $(grep -c '^FAIL' "$RES/pyflow.log") FAIL lines (log: pyflow.log)"
+    [ "$pyflow_rc" = 124 ] && echo "=== Python flow TIMED OUT (results so far are in $RES/pyflow)"
+  else
+    echo "=== Python flow: no $ART/pyflow (built by build_artifacts.sh when the moe_mlir package is importable)"
+    pyflow_rc=missing
+  fi
+fi
+
 san_rc=skipped
 san_errors=unknown
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
@@ -105,9 +132,9 @@ fi
 
 # run_gpu_checks: 0 pass, 1 failures, 2 no failure but checks skipped for time
 verdict=PASS
-for rc in "$full_rc" "$san_rc"; do
+for rc in "$full_rc" "$san_rc" "$pyflow_rc"; do
   case "$rc" in
-    0|skipped) ;;
+    0|skipped|missing) ;;
     2) [ "$verdict" = PASS ] && verdict=INCOMPLETE ;;
     *) verdict=FAIL ;;
   esac
@@ -121,11 +148,22 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   echo "- env: $(cat "$RES/env.txt" 2>/dev/null | tail -n 1)"
   echo "- full run exit code: $full_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo "- sanitizer run exit code: $san_rc (memcheck errors: $san_errors)"
+  echo "- Python flow exit code: $pyflow_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo
   echo "## full run"
   echo
   echo '```'
   cat "$RES/full/summary.txt" 2>/dev/null || echo "(no summary: see full.log)"
+  echo '```'
+  echo
+  echo "## Python flow (moe_mlir presets through runtime.py, CUDA graphs)"
+  echo
+  echo '```'
+  if [ "$pyflow_rc" = skipped ] || [ "$pyflow_rc" = missing ]; then
+    echo "($pyflow_rc)"
+  else
+    cat "$RES/pyflow/summary.txt" 2>/dev/null || echo "(no summary: see pyflow.log)"
+  fi
   echo '```'
   echo
   echo "## compute-sanitizer memcheck, --small"

@@ -1,0 +1,89 @@
+"""The model presets: full-size IR for each, and scaled-down layers of the
+same routing / GLU configuration run on the CPU against the reference."""
+
+import numpy as np
+import pytest
+
+from moe_mlir import PRESETS, MoeConfig, Module, TensorType, ffn_from_config
+from helpers import R, assert_close, rand, round_trip, to_f64
+
+NAMES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"]
+
+
+def test_preset_table():
+    assert sorted(PRESETS) == sorted(NAMES)
+    ds = PRESETS["deepseek-v3"]
+    assert (ds.experts, ds.top_k, ds.n_group, ds.topk_group) == (256, 8, 8, 4)
+    assert ds.scoring == "sigmoid" and ds.routing_bias and ds.scaling == 2.5
+    oss = PRESETS["gpt-oss-120b"]
+    assert (oss.layout, oss.alpha, oss.limit, oss.up_bias) == (
+        "interleaved", 1.702, 7.0, 1.0)
+    assert PRESETS["mixtral-8x7b"].replace(hidden=64).hidden == 64
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("T", [None, 16])
+def test_full_size_ir(name, T):
+    cfg = PRESETS[name]
+    m = ffn_from_config(name, T=T)
+    m.verify()
+    again = round_trip(m)
+    (fname, ft), = m.functions.items()
+    assert fname == "ffn" and ft.visibility == "public"
+    assert list(ft.inputs) == cfg.input_types(T, "bf16")
+    assert ft.results == (TensorType([T, cfg.hidden], "bf16"),)
+    H, I, E = cfg.hidden, cfg.intermediate, cfg.experts
+    up = [E, 2 * I, H] if cfg.transpose_weights else [E, H, 2 * I]
+    assert ft.inputs[2] == TensorType(up, "bf16")
+    text = str(again)
+    assert "moe.ffn" in text and "k = %d" % cfg.top_k in text
+    # Decomposes and fuses at full size.
+    m.run_pipeline("moe-decompose,moe-fuse")
+    m.verify()
+
+
+def small(cfg: MoeConfig) -> MoeConfig:
+    """The same routing and GLU on a layer small enough to run here."""
+    return cfg.replace(hidden=32, intermediate=16,
+                       experts=16 if cfg.n_group > 1 else 8,
+                       top_k=min(cfg.top_k, 4))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_scaled_down_layer_runs(rng, name, dtype):
+    cfg = small(PRESETS[name])
+    m = ffn_from_config(cfg, T=None, dtype=dtype)
+    cpu = m.compile_cpu()
+    T, H, I, E = 9, cfg.hidden, cfg.intermediate, cfg.experts
+    x = rand(rng, (T, H), dtype)
+    logits = rand(rng, (T, E), dtype, 2.0)
+    up_shape = (E, 2 * I, H) if cfg.transpose_weights else (E, H, 2 * I)
+    down_shape = (E, H, I) if cfg.transpose_weights else (E, I, H)
+    args = [x, logits, rand(rng, up_shape, dtype, H ** -0.5),
+            rand(rng, down_shape, dtype, I ** -0.5)]
+    bias = None
+    if cfg.routing_bias:
+        bias = rand(rng, (E,), "f32", 0.05)
+        args.append(bias)
+    y = cpu.call("ffn", *args)
+    assert y.shape == (T, H) and y.dtype == args[0].dtype
+    want, scale, defined = R.ffn(
+        *[to_f64(a) for a in args[:4]], dtype, cfg.top_k, cfg.scoring,
+        normalize=cfg.normalize, n_group=cfg.n_group,
+        topk_group=cfg.topk_group, group_score=cfg.group_score,
+        scaling=cfg.scaling, bias=bias, activation=cfg.activation,
+        layout=cfg.layout, alpha=cfg.alpha, limit=cfg.limit,
+        up_bias=cfg.up_bias, transpose_weights=cfg.transpose_weights)
+    assert_close(y, want, dtype, scale, defined[:, None])
+
+
+def test_custom_config_and_names():
+    cfg = MoeConfig(hidden=8, intermediate=4, experts=4, top_k=1,
+                    scoring="sigmoid", normalize=False)
+    m = ffn_from_config(cfg, T=3, dtype="f16", name="my_layer")
+    assert list(m.functions) == ["my_layer"]
+    assert m.functions["my_layer"].inputs[0] == TensorType([3, 8], "f16")
+    with pytest.raises(KeyError, match="unknown preset"):
+        ffn_from_config("llama")
+    assert isinstance(m, Module)

@@ -27,6 +27,20 @@
 using namespace mlir;
 using namespace mlir::moe;
 
+/// Elementwise arith/math on tensors (allowed in input modules) -> linalg,
+/// cleanups, then one-shot bufferization across function boundaries with
+/// identity layouts (what C callers and the runners expect).
+static void addTensorCleanupAndBufferize(OpPassManager &pm) {
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  bufferization::OneShotBufferizePassOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+}
+
 void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
   pm.addPass(createMoeFuseDispatchPass());
   pm.addPass(createMoeFuseGatherMatmulPass());
@@ -37,19 +51,9 @@ void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
 
 void mlir::moe::buildMoeLowerToCpuPipeline(
     OpPassManager &pm, const MoeLowerToCpuOptions &options) {
-  // moe -> linalg/scf/tensor/arith/math on tensors.
+  // moe -> linalg/scf/tensor/arith/math on tensors, then buffers.
   pm.addPass(createConvertMoeToLinalgPass());
-  // Elementwise arith/math on tensors (allowed in input modules) -> linalg.
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-
-  // Tensors -> buffers.
-  bufferization::OneShotBufferizePassOptions bufferization;
-  bufferization.bufferizeFunctionBoundaries = true;
-  bufferization.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  addTensorCleanupAndBufferize(pm);
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   // bufferization.clone (returning a buffer the function does not own)
@@ -101,18 +105,10 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.tileN = options.tileN;
   kernels.tileK = options.tileK;
   pm.addPass(createConvertMoeToGPUPass(kernels));
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
-
-  // Tensors -> buffers; results optionally as caller-provided buffers.
-  bufferization::OneShotBufferizePassOptions bufferization;
-  bufferization.bufferizeFunctionBoundaries = true;
-  bufferization.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // Results optionally as caller-provided buffers.
+  addTensorCleanupAndBufferize(pm);
   if (options.outParams) {
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;

@@ -27,6 +27,21 @@ using namespace mlir::moe::gpu_lowering;
 
 using CmpI = arith::CmpIPredicate;
 
+/// out[row, col] = valid ? input[src, col] : 0 (src an i32 row index).
+static void copyOrZero(LoweringBuilder &b, Value valid, Value input, Value src,
+                       Value out, Value row, Value col) {
+  Type f = cast<MemRefType>(out.getType()).getElementType();
+  Value v = b.ifElse(
+      valid, {f},
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        return {b.load(input, {b.toIndex(src), col})};
+      },
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        return {b.scalar(f, 0.0)};
+      })[0];
+  b.store(v, out, {row, col});
+}
+
 namespace {
 
 struct GatherToGPU : OpRewritePattern<GatherOp> {
@@ -36,7 +51,6 @@ struct GatherToGPU : OpRewritePattern<GatherOp> {
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
     auto resultType = op.getResult().getType();
-    Type f = resultType.getElementType();
     Value input = toBuffer(b, op.getInput());
     Value indices = toBuffer(b, op.getIndices());
     Value m = b.memDim(indices, 0);
@@ -45,15 +59,8 @@ struct GatherToGPU : OpRewritePattern<GatherOp> {
     launchRowsCols(b, m, b.idx(resultType.getDimSize(1)),
                    [&](LoweringBuilder &b, Value row, Value col) {
                      Value src = b.load(indices, {row});
-                     Value v = b.ifElse(
-                         b.inRange(src, b.i32(0), tI32), {f},
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {b.load(input, {b.toIndex(src), col})};
-                         },
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {b.scalar(f, 0.0)};
-                         })[0];
-                     b.store(v, out, {row, col});
+                     copyOrZero(b, b.inRange(src, b.i32(0), tI32), input, src,
+                                out, row, col);
                    });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
@@ -67,7 +74,6 @@ struct ScatterToGPU : OpRewritePattern<ScatterOp> {
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
     auto resultType = op.getResult().getType();
-    Type f = resultType.getElementType();
     Value input = toBuffer(b, op.getInput());
     Value indices = toBuffer(b, op.getIndices());
     Value m = b.memDim(input, 0);
@@ -85,15 +91,8 @@ struct ScatterToGPU : OpRewritePattern<ScatterOp> {
     launchRowsCols(b, m, b.idx(resultType.getDimSize(1)),
                    [&](LoweringBuilder &b, Value row, Value col) {
                      Value src = b.load(owner, {row});
-                     Value v = b.ifElse(
-                         b.cmpi(CmpI::sge, src, b.i32(0)), {f},
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {b.load(input, {b.toIndex(src), col})};
-                         },
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {b.scalar(f, 0.0)};
-                         })[0];
-                     b.store(v, out, {row, col});
+                     copyOrZero(b, b.cmpi(CmpI::sge, src, b.i32(0)), input,
+                                src, out, row, col);
                    });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();

@@ -174,46 +174,67 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
                                  src, b.i32(-1));
                };
 
+               // Staging plan: iteration `it` of thread `tid` moves element
+               // q = tid + it * threads of a tile. The A rows a thread stages
+               // (and their gathered source rows) are fixed for the whole
+               // tile, so they are loaded once, before the K loop.
+               const int64_t aElems = bm * bk, bElems = bk * bn;
+               const int64_t aIters = (aElems + threads - 1) / threads;
+               const int64_t bIters = (bElems + threads - 1) / threads;
+               SmallVector<Value> aR, aKK, aSrc;
+               for (int64_t it = 0; it < aIters; ++it) {
+                 Value q = b.add(tid, b.idx(it * threads));
+                 Value r = arith::DivUIOp::create(b, q, b.idx(bk));
+                 Value ok = b.cmpi(CmpI::ult, r, tileRows);
+                 if (aElems % threads)
+                   ok = b.andi(ok, b.cmpi(CmpI::ult, q, b.idx(aElems)));
+                 aR.push_back(r);
+                 aKK.push_back(arith::RemUIOp::create(b, q, b.idx(bk)));
+                 aSrc.push_back(b.ifElse(
+                     ok, {b.getI32Type()},
+                     [&](LoweringBuilder &b) -> SmallVector<Value> {
+                       return {sourceRow(b, r)};
+                     },
+                     [&](LoweringBuilder &b) -> SmallVector<Value> {
+                       return {b.i32(-1)};
+                     })[0]);
+               }
+
                SmallVector<Value> init(numAcc * kThreadTile * kThreadTile,
                                        b.f32(0.0));
                SmallVector<Value> acc = b.forLoop(
                    zero, b.idx(kDim), b.idx(bk), init,
                    [&](LoweringBuilder &b, Value k0,
                        ValueRange accIn) -> SmallVector<Value> {
-                     // Stage the A tile (transposed: As[kk][r]) and the B
-                     // tiles (Bs[a][kk][c]) in shared memory as f32.
-                     gpu::BarrierOp::create(b);
-                     forEach(b, tid, b.idx(bm * bk), b.idx(threads),
-                             [&](LoweringBuilder &b, Value q) {
-                       Value r = arith::DivUIOp::create(b, q, b.idx(bk));
-                       Value kk = arith::RemUIOp::create(b, q, b.idx(bk));
-                       Value kg = b.add(k0, kk);
-                       Value v = b.f32(0.0);
-                       Value inside = b.andi(b.cmpi(CmpI::ult, r, tileRows),
-                                             b.cmpi(CmpI::ult, kg,
-                                                    b.idx(kDim)));
-                       v = b.ifElse(
-                           inside, {f32},
+                     // Issue every global load of this K step first (they
+                     // are independent), converting to f32; out-of-range
+                     // elements read zero. rhs addresses are clamped into
+                     // the tensor, so its loads need no branch.
+                     SmallVector<Value> aVals;
+                     for (int64_t it = 0; it < aIters; ++it) {
+                       Value kg = b.add(k0, aKK[it]);
+                       Value ok = b.andi(b.cmpi(CmpI::sge, aSrc[it], b.i32(0)),
+                                         b.cmpi(CmpI::ult, kg, b.idx(kDim)));
+                       aVals.push_back(b.ifElse(
+                           ok, {f32},
                            [&](LoweringBuilder &b) -> SmallVector<Value> {
-                             Value src = sourceRow(b, r);
-                             return b.ifElse(
-                                 b.cmpi(CmpI::sge, src, b.i32(0)), {f32},
-                                 [&](LoweringBuilder &b) -> SmallVector<Value> {
-                                   return {b.toF32(b.load(
-                                       lhs, {b.toIndex(src), kg}))};
-                                 },
-                                 [&](LoweringBuilder &b) -> SmallVector<Value> {
-                                   return {b.f32(0.0)};
-                                 });
+                             return {b.toF32(
+                                 b.load(lhs, {b.toIndex(aSrc[it]), kg}))};
                            },
                            [&](LoweringBuilder &b) -> SmallVector<Value> {
-                             return {v};
-                           })[0];
-                       b.store(v, smem[0], {kk, r});
-                     });
+                             return {b.f32(0.0)};
+                           })[0]);
+                     }
+                     // (value, kk, c) of each staged B element.
+                     struct BElem {
+                       Value v, kk, c;
+                       int64_t a;
+                       Value valid;
+                     };
+                     SmallVector<BElem> bVals;
                      for (int64_t a = 0; a < numAcc; ++a) {
-                       forEach(b, tid, b.idx(bk * bn), b.idx(threads),
-                               [&](LoweringBuilder &b, Value q) {
+                       for (int64_t it = 0; it < bIters; ++it) {
+                         Value q = b.add(tid, b.idx(it * threads));
                          // Coalesce along the contiguous dim of rhs.
                          Value kk, c;
                          if (transposed) {
@@ -224,24 +245,47 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
                            c = arith::RemUIOp::create(b, q, b.idx(bn));
                          }
                          Value kg = b.add(k0, kk), cg = b.add(n0, c);
-                         Value inside = b.andi(
+                         Value ok = b.andi(
                              b.cmpi(CmpI::ult, kg, b.idx(kDim)),
                              b.cmpi(CmpI::ult, cg, b.idx(outN)));
-                         Value v = b.ifElse(
-                             inside, {f32},
-                             [&](LoweringBuilder &b) -> SmallVector<Value> {
-                               Value col = gemmColumn(b, a, cg);
-                               SmallVector<Value> at =
-                                   transposed
-                                       ? SmallVector<Value>{expert, col, kg}
-                                       : SmallVector<Value>{expert, kg, col};
-                               return {b.toF32(b.load(rhs, at))};
-                             },
-                             [&](LoweringBuilder &b) -> SmallVector<Value> {
-                               return {b.f32(0.0)};
-                             })[0];
-                         b.store(v, smem[1 + a], {kk, c});
-                       });
+                         Value valid =
+                             bElems % threads
+                                 ? b.cmpi(CmpI::ult, q, b.idx(bElems))
+                                 : Value();
+                         Value kgSafe = b.minIdx(kg, b.idx(kDim - 1));
+                         Value col =
+                             gemmColumn(b, a, b.minIdx(cg, b.idx(outN - 1)));
+                         SmallVector<Value> at =
+                             transposed ? SmallVector<Value>{expert, col, kgSafe}
+                                        : SmallVector<Value>{expert, kgSafe, col};
+                         Value v = b.toF32(b.load(rhs, at));
+                         bVals.push_back(
+                             {b.select(ok, v, b.f32(0.0)), kk, c, a, valid});
+                       }
+                     }
+                     // Everyone is done reading the previous step's tiles.
+                     gpu::BarrierOp::create(b);
+                     for (int64_t it = 0; it < aIters; ++it) {
+                       auto put = [&, it](LoweringBuilder &b) {
+                         b.store(aVals[it], smem[0], {aKK[it], aR[it]});
+                       };
+                       if (aElems % threads)
+                         when(b,
+                              b.cmpi(CmpI::ult,
+                                     b.add(tid, b.idx(it * threads)),
+                                     b.idx(aElems)),
+                              put);
+                       else
+                         put(b);
+                     }
+                     for (BElem &e : bVals) {
+                       auto put = [&](LoweringBuilder &b) {
+                         b.store(e.v, smem[1 + e.a], {e.kk, e.c});
+                       };
+                       if (e.valid)
+                         when(b, e.valid, put);
+                       else
+                         put(b);
                      }
                      gpu::BarrierOp::create(b);
                      // Register-tiled products over this K step.

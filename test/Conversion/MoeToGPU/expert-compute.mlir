@@ -10,7 +10,8 @@
 //   each holding 4 x 4 f32 accumulators per GEMM operand;
 // - workgroup buffers: the A tile (tile-k x tile-m f32) and one B tile
 //   (tile-k x tile-n f32) per accumulator set (two with a GLU epilogue);
-// - gpu.barrier before staging and before the math.fma products.
+// - per K step: every global load, gpu.barrier, the shared-memory stores,
+//   gpu.barrier, the math.fma products.
 // moe.glu is one elementwise rows x columns kernel.
 
 // NOMOE-NOT: moe.
@@ -47,23 +48,17 @@
 // CHECK: arith.cmpi uge, %[[TIDX]], %{{[a-z0-9_]+}} : index
 // K loop with 16 f32 accumulators (4 x 4 outputs per thread).
 // CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K0:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c64{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK-NEXT: gpu.barrier
-// A tile: 64 x 16 values by 256 threads, stored transposed As[kk][r].
-// CHECK: scf.for %[[QA:[a-z0-9_]+]] = %[[TID]] to %c1024 step %c256{{(_[0-9]+)?}} {
-// CHECK: %[[AR:[a-z0-9_]+]] = arith.divui %[[QA]], %c16{{(_[0-9]+)?}} : index
-// CHECK: %[[AK:[a-z0-9_]+]] = arith.remui %[[QA]], %c16{{(_[0-9]+)?}} : index
-// CHECK: %[[AKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[AK]] : index
-// CHECK: memref.load %[[LHS]][%{{[a-z0-9_]+}}, %[[AKG]]]
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]][%[[AK]], %[[AR]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
-// B tile: rhs[e][k0 + kk][n0 + c] (coalesced along N), Bs[kk][c].
-// CHECK: scf.for %[[QB:[a-z0-9_]+]] = %[[TID]] to %c1024{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
-// CHECK: %[[BK:[a-z0-9_]+]] = arith.divui %[[QB]], %c64{{(_[0-9]+)?}} : index
-// CHECK: %[[BC:[a-z0-9_]+]] = arith.remui %[[QB]], %c64{{(_[0-9]+)?}} : index
-// CHECK: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
-// CHECK: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
-// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %[[BKG]], %[[BCG]]] : memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[BS]][%[[BK]], %[[BC]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// All global loads of the step first (independent, so they overlap): the A
+// tile (64 x 16 by 256 threads: 4 per thread, source rows fixed per tile) and
+// the B tile rhs[e][min(k0 + kk, K-1)][min(n0 + c, N-1)] (coalesced along N,
+// zero outside), then the barrier guarding shared memory, the stores
+// (As[kk][r] transposed, Bs[kk][c]) and the barrier before the products.
+// CHECK-COUNT-4: memref.load %[[LHS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
+// CHECK-COUNT-4: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
 // CHECK: gpu.barrier
+// CHECK-COUNT-4: memref.store %{{[a-z0-9_]+}}, %[[AS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4: memref.store %{{[a-z0-9_]+}}, %[[BS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
 // 16 steps of 4 x 4 fused multiply-adds from shared memory.
 // CHECK-NEXT: %c16{{(_[0-9]+)?}} = arith.constant 16 : index
 // CHECK: scf.for %[[KK:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c16{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
@@ -94,13 +89,14 @@
 // TILE: arith.remui %[[TID]], %c16{{(_[0-9]+)?}} : index
 // TILE: arith.divui %[[TID]], %c16{{(_[0-9]+)?}} : index
 // TILE: arith.ceildivui %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// A: 128 x 32 = 4096 values, B: 32 x 64 = 2048 values, 512 threads: 8 A
+// and 4 B elements per thread and step, loaded, then stored after a barrier.
+// TILE-COUNT-8: memref.load %{{[a-z0-9_]+}}[%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<?x64xf32
+// TILE-COUNT-4: memref.load %{{[a-z0-9_]+}}[%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<8x64x256xf32
 // TILE: gpu.barrier
-// A: 128 x 32 = 4096 values, B: 32 x 64 = 2048 values, 512 threads.
-// TILE: scf.for %{{[a-z0-9_]+}} = %[[TID]] to %c4096 step %c512{{(_[0-9]+)?}} {
-// TILE: memref.store %{{[a-z0-9_]+}}, %[[AS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x128xf32, #gpu.address_space<workgroup>>
-// TILE: scf.for %{{[a-z0-9_]+}} = %[[TID]] to %c2048 step %c512{{(_[0-9]+)?}} {
-// TILE: memref.store %{{[a-z0-9_]+}}, %[[BS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x64xf32, #gpu.address_space<workgroup>>
-// TILE: gpu.barrier
+// TILE-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[AS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x128xf32, #gpu.address_space<workgroup>>
+// TILE-COUNT-4: memref.store %{{[a-z0-9_]+}}, %[[BS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<32x64xf32, #gpu.address_space<workgroup>>
+// TILE-NEXT: gpu.barrier
 // TILE: scf.for %[[KK:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c32{{(_[0-9]+)?}} step
 // Rows ty, ty + 32, ty + 64, ty + 96 of the 128-row tile.
 // TILE: memref.load %[[AS]][%[[KK]], %{{[a-z0-9_]+}}] : memref<32x128xf32, #gpu.address_space<workgroup>>
@@ -128,16 +124,19 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CHECK: %[[N0:[a-z0-9_]+]] = arith.muli %[[BY]], %c64{{(_[0-9]+)?}} : index
 // CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
 // CHECK: scf.for %[[K0:[a-z0-9_]+]] = {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK: gpu.barrier
-// CHECK: scf.for %[[QB:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c1024{{(_[0-9]+)?}} step %c256{{(_[0-9]+)?}} {
+// B element q = tid + it*256: c = q / 16, kk = q % 16, read (clamped into
+// the tensor, zero outside) before the barrier, stored Bs[kk][c] after it.
+// CHECK: %[[BC:[a-z0-9_]+]] = arith.divui %{{[a-z0-9_]+}}, %c16{{(_[0-9]+)?}} : index
 // CHECK-NEXT: %c16{{(_[0-9]+)?}} = arith.constant 16 : index
-// CHECK-NEXT: %[[BC:[a-z0-9_]+]] = arith.divui %[[QB]], %c16{{(_[0-9]+)?}} : index
-// CHECK: %[[BK:[a-z0-9_]+]] = arith.remui %[[QB]], %c16{{(_[0-9]+)?}} : index
-// CHECK: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
-// CHECK: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
+// CHECK-NEXT: %[[BK:[a-z0-9_]+]] = arith.remui %{{[a-z0-9_]+}}, %c16{{(_[0-9]+)?}} : index
+// CHECK-NEXT: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
+// CHECK-NEXT: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
 // CHECK: arith.cmpi ult, %[[BCG]], %c32{{(_[0-9]+)?}} : index
-// CHECK: %[[BV:[a-z0-9_]+]] = memref.load %[[RHS]][%[[FOUND]]#1, %[[BCG]], %[[BKG]]] : memref<8x32x64xbf16, strided<[?, ?, ?], offset: ?>>
+// CHECK: %[[KS:[a-z0-9_]+]] = arith.minui %[[BKG]], %c63 : index
+// CHECK: %[[CS:[a-z0-9_]+]] = arith.minui %[[BCG]], %c31 : index
+// CHECK: %[[BV:[a-z0-9_]+]] = memref.load %[[RHS]][%[[FOUND]]#1, %[[CS]], %[[KS]]] : memref<8x32x64xbf16, strided<[?, ?, ?], offset: ?>>
 // CHECK: arith.extf %[[BV]] : bf16 to f32
+// CHECK: gpu.barrier
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[BS]][%[[BK]], %[[BC]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK-COUNT-16: math.fma
@@ -180,24 +179,26 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %c2, {{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[GS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[US:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
-// CHECK: %[[ACC:[a-z0-9_]+]]:32 = scf.for
-// CHECK-NEXT: gpu.barrier
-// Gather prologue: source row gather[row] if in [0, rows(lhs)), else a zero row.
+// Gather prologue, once per tile: source row gather[row] if in
+// [0, rows(lhs)), else -1 (a zero row).
 // CHECK: %[[SRC:[a-z0-9_]+]] = memref.load %[[GATHER]][%{{[a-z0-9_]+}}] : memref<?xi32, strided<[?], offset: ?>>
 // CHECK: %[[ROWS32:[a-z0-9_]+]] = arith.index_cast %[[ROWS]] : index to i32
 // CHECK: arith.cmpi slt, %[[SRC]], %[[ROWS32]] : i32
-// CHECK: %[[SEL:[a-z0-9_]+]] = arith.select %{{[a-z0-9_]+}}, %[[SRC]], %c-1_i32 : i32
-// CHECK: arith.cmpi sge, %[[SEL]], %c0_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[SI:[a-z0-9_]+]] = arith.index_cast %[[SEL]] : i32 to index
+// CHECK: arith.select %{{[a-z0-9_]+}}, %[[SRC]], %c-1_i32 : i32
+// CHECK: %[[ACC:[a-z0-9_]+]]:32 = scf.for
+// CHECK: arith.cmpi sge, %{{[a-z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[SI:[a-z0-9_]+]] = arith.index_cast %{{[a-z0-9_]+}} : i32 to index
 // CHECK: memref.load %[[LHS]][%[[SI]], %{{[a-z0-9_]+}}]
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
-// Gate tile: column 2c; up tile: column 2c + 1.
+// Gate tile: column 2c; up tile: column 2c + 1 (columns clamped first).
 // CHECK: %[[GC:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
 // CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[GC]]]
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[GS]]
+// CHECK-COUNT-3: memref.load %[[RHS]]
 // CHECK: %[[UC0:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
 // CHECK: %[[UC:[a-z0-9_]+]] = arith.addi %[[UC0]], %c1{{(_[0-9]+)?}} : index
 // CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[UC]]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[GS]]
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[US]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[GS]]
@@ -242,15 +243,15 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // CHECK-LABEL: func.func @expert_gemm_glu_concat(
 // CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<4x64x64xf16>
 // CHECK: workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>)
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
-// CHECK: scf.if
-// CHECK-NEXT: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
-// CHECK: %[[KG2:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
-// CHECK-NEXT: %[[CG2:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
-// CHECK: scf.if
+// CHECK: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
+// The up tile (second accumulator) reads column min(c, 31) + 32.
+// CHECK-COUNT-3: memref.load %[[RHS]]
+// CHECK: %[[CS2:[a-z0-9_]+]] = arith.minui %{{[a-z0-9_]+}}, %c31{{(_[0-9]+)?}} : index
 // CHECK-NEXT: %c32{{(_[0-9]+)?}} = arith.constant 32 : index
-// CHECK-NEXT: %[[UC:[a-z0-9_]+]] = arith.addi %[[CG2]], %c32{{(_[0-9]+)?}} : index
+// CHECK-NEXT: %[[UC:[a-z0-9_]+]] = arith.addi %[[CS2]], %c32{{(_[0-9]+)?}} : index
 // CHECK-NEXT: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %[[UC]]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
 // gelu (erf).
 // CHECK: math.erf
 // CHECK: bufferization.to_tensor

@@ -8,12 +8,12 @@
 // CHECK-LABEL: func.func @grouped_matmul_k64(
 // CHECK: workgroup(
 // CHECK: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c64{{(_[0-9]+)?}} step %c16{{(_[0-9]+)?}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK-NEXT: gpu.barrier
+// CHECK: gpu.barrier
 
 // K32-LABEL: func.func @grouped_matmul_k64(
 // K32: workgroup(
 // K32: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c64{{(_[0-9]+)?}} step %c32{{(_[0-9]+)?}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// K32-NEXT: gpu.barrier
+// K32: gpu.barrier
 func.func @grouped_matmul_k64(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: tensor<9xi32>) -> tensor<?x256xf32> {
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<9xi32>) : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
   return %r : tensor<?x256xf32>

@@ -40,7 +40,6 @@ struct CumsumToGPU : OpRewritePattern<CumsumOp> {
     LoweringBuilder b(op.getLoc(), rewriter);
     auto resultType = op.getResult().getType();
     int64_t e = static_cast<int64_t>(op.getNumExperts());
-    int64_t k = op.getIndices().getType().getDimSize(1);
     Value ids = toBuffer(b, op.getIndices());
     Value t = b.memDim(ids, 0);
     Value len = b.mul(b.idx(e), t);
@@ -48,8 +47,7 @@ struct CumsumToGPU : OpRewritePattern<CumsumOp> {
     fillBuffer(b, counts, b.i32(0));
     Value tI32 = b.toI32(t);
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
-        Value expert = b.load(ids, {row, j});
+      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
         when(b, b.inRange(expert, b.i32(0), b.i32(e)), [&](LoweringBuilder &b) {
           // e * T + row in index arithmetic (E*T < 2^31 is verified for
           // static T only).
@@ -99,8 +97,7 @@ struct GetIndicesToGPU : OpRewritePattern<GetIndicesOp> {
     // Dispatched slots: position cumsum[e*T + b] - 1 minus the later
     // duplicates of e in the row.
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
-        Value expert = b.load(ids, {row, j});
+      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
         when(b, b.inRange(expert, b.i32(0), numExperts),
              [&](LoweringBuilder &b) {
                Value later = b.forLoop(
@@ -130,16 +127,14 @@ struct GetIndicesToGPU : OpRewritePattern<GetIndicesOp> {
     orderedBuckets(
         b, m, /*numBuckets=*/1,
         [&](LoweringBuilder &b, Value slot) -> Value {
-          Value row = arith::DivUIOp::create(b, slot, b.idx(k));
-          Value j = arith::RemUIOp::create(b, slot, b.idx(k));
+          auto [row, j] = rowAndSlot(b, slot, k);
           Value expert = b.load(ids, {row, j});
           return b.select(b.inRange(expert, b.i32(0), numExperts), b.i32(-1),
                           b.i32(0));
         },
         [&](LoweringBuilder &, Value) {},
         [&](LoweringBuilder &b, Value slot, Value, Value rank) {
-          Value row = arith::DivUIOp::create(b, slot, b.idx(k));
-          Value j = arith::RemUIOp::create(b, slot, b.idx(k));
+          auto [row, j] = rowAndSlot(b, slot, k);
           Value total = b.ifElse(
               b.cmpi(CmpI::sgt, lenI32, b.i32(0)), {b.getI32Type()},
               [&](LoweringBuilder &b) -> SmallVector<Value> {
@@ -209,14 +204,10 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    auto rowAndSlot = [&](LoweringBuilder &b, Value slot) {
-      return std::make_pair(arith::DivUIOp::create(b, slot, b.idx(k)).getResult(),
-                            arith::RemUIOp::create(b, slot, b.idx(k)).getResult());
-    };
     orderedBuckets(
         b, m, /*numBuckets=*/e + 1,
         [&](LoweringBuilder &b, Value slot) -> Value {
-          auto [row, j] = rowAndSlot(b, slot);
+          auto [row, j] = rowAndSlot(b, slot, k);
           Value expert = b.load(ids, {row, j});
           return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
                           b.i32(e));
@@ -234,7 +225,7 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
                     });
         },
         [&](LoweringBuilder &b, Value slot, Value bucket, Value rank) {
-          auto [row, j] = rowAndSlot(b, slot);
+          auto [row, j] = rowAndSlot(b, slot, k);
           (void)j;
           Value pos = b.add(b.load(offsets, {b.toIndex(bucket)}), rank);
           when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {

@@ -102,6 +102,21 @@ void gpu_lowering::when(LoweringBuilder &b, Value cond,
   });
 }
 
+void gpu_lowering::forEachSlotOfRow(
+    LoweringBuilder &b, Value ids, Value row,
+    function_ref<void(LoweringBuilder &, Value, Value)> body) {
+  int64_t k = cast<MemRefType>(ids.getType()).getDimSize(1);
+  forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
+    body(b, j, b.load(ids, {row, j}));
+  });
+}
+
+std::pair<Value, Value> gpu_lowering::rowAndSlot(LoweringBuilder &b,
+                                                 Value slot, int64_t k) {
+  return {arith::DivUIOp::create(b, slot, b.idx(k)),
+          arith::RemUIOp::create(b, slot, b.idx(k))};
+}
+
 void gpu_lowering::launchForEach(
     LoweringBuilder &b, Value n,
     function_ref<void(LoweringBuilder &, Value)> body) {
@@ -216,7 +231,7 @@ void gpu_lowering::inclusiveScan(LoweringBuilder &b, Value buffer, Value n) {
              ArrayRef<Value> shared) {
            Value partial = shared[0];
            Value t = ids.threadX;
-           Value zero = kb.idx(0), one = kb.idx(1);
+           Value zero = kb.idx(0);
            Value first = kb.minIdx(kb.mul(t, chunk), n);
            Value last = kb.minIdx(kb.add(first, chunk), n);
            Value sum = kb.forLoop(first, last, {kb.i32(0)},

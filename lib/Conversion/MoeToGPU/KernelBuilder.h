@@ -85,6 +85,15 @@ void forEach(LoweringBuilder &b, Value lb, Value ub, Value step,
 void when(LoweringBuilder &b, Value cond,
           function_ref<void(LoweringBuilder &)> body);
 
+/// Visits the k slots of row `row` of a T x k i32 id buffer in order:
+/// body(j, ids[row][j]).
+void forEachSlotOfRow(LoweringBuilder &b, Value ids, Value row,
+                      function_ref<void(LoweringBuilder &, Value j,
+                                        Value expert)>
+                          body);
+/// (row, j) of the flat slot index `slot` = row * k + j.
+std::pair<Value, Value> rowAndSlot(LoweringBuilder &b, Value slot, int64_t k);
+
 /// A workgroup-memory memref type.
 MemRefType workgroupType(ArrayRef<int64_t> shape, Type element);
 

@@ -138,7 +138,6 @@ struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
     int64_t e = static_cast<int64_t>(op.getNumExperts());
-    int64_t k = op.getIndices().getType().getDimSize(1);
     auto hotType = op.getMultihot().getType();
     auto denseType = op.getProbsMultihot().getType();
     auto posType = op.getPositionMap().getType();
@@ -155,8 +154,7 @@ struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
         b.store(b.scalar(f, 0.0), dense, {row, c});
         b.store(b.i32(-1), pos, {row, c});
       });
-      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
-        Value expert = b.load(ids, {row, j});
+      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
         when(b, b.inRange(expert, b.i32(0), b.i32(e)), [&](LoweringBuilder &b) {
           Value c = b.toIndex(expert);
           b.store(b.i1(true), hot, {row, c});

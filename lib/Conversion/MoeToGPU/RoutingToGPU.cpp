@@ -20,8 +20,6 @@
 #include "../Utils/Selection.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
-#include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -88,49 +86,21 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
     Value t = b.memDim(logits, 0);
     Value weights = allocBuffer(b, weightsType, dynRows(weightsType, t));
     Value indices = allocBuffer(b, indicesType, dynRows(indicesType, t));
-    Value groupScores, groupKept;
+    Value groupScores, groupMask;
     if (nGroup > 1) {
       groupScores = allocScratch(b, {ShapedType::kDynamic, nGroup},
                                  b.getF32Type(), {t});
-      groupKept = allocScratch(b, {ShapedType::kDynamic, nGroup},
+      groupMask = allocScratch(b, {ShapedType::kDynamic, nGroup},
                                b.getI32Type(), {t});
     }
 
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      Value zero = b.idx(0), one = b.idx(1), numExperts = b.idx(e);
-      Value negInf = b.f32(-std::numeric_limits<float>::infinity());
-      Value maxFinite = b.f32(std::numeric_limits<float>::max());
-      // Logit with NaN -> -inf and +inf -> largest finite.
-      auto logitAt = [&](LoweringBuilder &b, Value col) {
-        Value x = b.toF32(b.load(logits, {row, col}));
-        x = b.select(b.cmpf(CmpF::UNO, x, x), negInf, x);
-        return b.select(b.cmpf(CmpF::OEQ, x, b.f32(INFINITY)), maxFinite, x);
-      };
-      Value rowMax, rowSum;
-      if (softmax) {
-        rowMax = b.forLoop(zero, numExperts, {negInf},
-                           [&](LoweringBuilder &b, Value col,
-                               ValueRange acc) -> SmallVector<Value> {
-                             return {arith::MaximumFOp::create(
-                                 b, acc[0], logitAt(b, col))};
-                           })[0];
-        rowSum = b.forLoop(zero, numExperts, {b.f32(0.0)},
-                           [&](LoweringBuilder &b, Value col,
-                               ValueRange acc) -> SmallVector<Value> {
-                             Value x = b.sub(logitAt(b, col), rowMax);
-                             return {b.add(acc[0], math::ExpOp::create(b, x))};
-                           })[0];
-      }
-      // Unbiased score of expert `col`.
-      auto scoreAt = [&](LoweringBuilder &b, Value col) -> Value {
-        Value x = logitAt(b, col);
-        if (softmax) {
-          Value p = b.div(math::ExpOp::create(b, b.sub(x, rowMax)), rowSum);
-          // All logits -inf: no distribution; every score is 0.
-          return b.select(b.cmpf(CmpF::OEQ, rowMax, negInf), b.f32(0.0), p);
-        }
-        Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, x));
-        return b.div(b.f32(1.0), b.add(b.f32(1.0), ex));
+      Value zero = b.idx(0), one = b.idx(1);
+      RoutingScores routing(b, e, softmax, [&](LoweringBuilder &b, Value col) {
+        return b.load(logits, {row, col});
+      });
+      auto scoreAt = [&](LoweringBuilder &b, Value col) {
+        return routing.score(b, col);
       };
       // Selection key: the score plus the routing bias.
       auto keyAt = [&](LoweringBuilder &b, Value col) -> Value {
@@ -139,37 +109,19 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
       };
 
       if (nGroup > 1) {
-        // Group scores (top-2 sum or max of the keys), then group g is kept
-        // when fewer than topk_group groups rank before it.
+        // Group scores, then the kept-group mask (scratch buffers).
         forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
-          Value first = b.mul(g, b.idx(perGroup));
-          SmallVector<Value> top = b.forLoop(
-              first, b.add(first, b.idx(perGroup)), {negInf, negInf},
-              [&](LoweringBuilder &b, Value col,
-                  ValueRange m) -> SmallVector<Value> {
-                Value c = keyAt(b, col);
-                Value gt1 = b.cmpf(CmpF::OGT, c, m[0]);
-                Value gt2 = b.cmpf(CmpF::OGT, c, m[1]);
-                return {b.select(gt1, c, m[0]),
-                        b.select(gt1, m[0], b.select(gt2, c, m[1]))};
-              });
-          b.store(top2 ? b.add(top[0], top[1]) : top[0], groupScores,
-                  {row, g});
+          b.store(groupScore(b, b.mul(g, b.idx(perGroup)), perGroup, top2,
+                             keyAt),
+                  groupScores, {row, g});
         });
         forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
-          Value gi = b.toI32(g), sg = b.load(groupScores, {row, g});
-          Value before = b.forLoop(
-              zero, b.idx(nGroup), {b.i32(0)},
-              [&](LoweringBuilder &b, Value h,
-                  ValueRange n) -> SmallVector<Value> {
-                Value ahead = precedes(b, b.load(groupScores, {row, h}),
-                                       b.toI32(h), sg, gi);
-                return {b.add(n[0], arith::ExtUIOp::create(
-                                        b, b.getI32Type(), ahead))};
-              })[0];
-          Value kept = arith::ExtUIOp::create(
-              b, b.getI32Type(), b.cmpi(CmpI::slt, before, b.i32(topkGroup)));
-          b.store(kept, groupKept, {row, g});
+          Value kept = groupKept(b, nGroup, topkGroup, g,
+                                 [&](LoweringBuilder &b, Value h) {
+                                   return b.load(groupScores, {row, h});
+                                 });
+          b.store(arith::ExtUIOp::create(b, b.getI32Type(), kept), groupMask,
+                  {row, g});
         });
       }
 
@@ -177,7 +129,7 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
           b, k, e, {}, keyAt,
           nGroup > 1 ? AllowedFn([&](LoweringBuilder &b, Value col) {
             Value g = arith::DivUIOp::create(b, col, b.idx(perGroup));
-            return b.cmpi(CmpI::ne, b.load(groupKept, {row, g}), b.i32(0));
+            return b.cmpi(CmpI::ne, b.load(groupMask, {row, g}), b.i32(0));
           })
                      : AllowedFn(nullptr),
           [&](LoweringBuilder &b, Value j, Value pick,

@@ -20,8 +20,6 @@
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
-#include <cmath>
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -100,93 +98,49 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
         b.idx(0), t, {weights, indices},
         [&](LoweringBuilder &b, Value row, ValueRange outs) {
           Value zero = b.idx(0), numExperts = b.idx(e);
-          Value negInf = b.f32(-std::numeric_limits<float>::infinity());
-          Value maxFinite = b.f32(std::numeric_limits<float>::max());
-          // Logit with NaN -> -inf and +inf -> largest finite.
-          auto logitAt = [&](LoweringBuilder &b, Value col) {
-            Value x = b.toF32(b.extract(logits, {row, col}));
-            x = b.select(b.cmpf(CmpF::UNO, x, x), negInf, x);
-            return b.select(b.cmpf(CmpF::OEQ, x, b.f32(INFINITY)), maxFinite,
-                            x);
-          };
-          Value rowMax, rowSum;
-          if (softmax) {
-            rowMax = b.forLoop(zero, numExperts, {negInf},
-                               [&](LoweringBuilder &b, Value col,
-                                   ValueRange acc) -> SmallVector<Value> {
-                                 return {arith::MaximumFOp::create(
-                                     b, acc[0], logitAt(b, col))};
-                               })[0];
-            rowSum = b.forLoop(zero, numExperts, {b.f32(0.0)},
-                               [&](LoweringBuilder &b, Value col,
-                                   ValueRange acc) -> SmallVector<Value> {
-                                 Value x = b.sub(logitAt(b, col), rowMax);
-                                 return {b.add(acc[0],
-                                               math::ExpOp::create(b, x))};
-                               })[0];
-          }
+          RoutingScores routing(b, e, softmax,
+                                [&](LoweringBuilder &b, Value col) {
+                                  return b.extract(logits, {row, col});
+                                });
           // s (unbiased scores) and c (selection keys) for this row.
           Value rowInit = b.empty(rowType, {});
           SmallVector<Value> sc = b.forLoop(
               zero, numExperts, {rowInit, rowInit},
               [&](LoweringBuilder &b, Value col,
                   ValueRange rows) -> SmallVector<Value> {
-                Value x = logitAt(b, col), s;
-                if (softmax) {
-                  Value p = b.div(math::ExpOp::create(b, b.sub(x, rowMax)),
-                                  rowSum);
-                  // All logits -inf: no distribution; every score is 0.
-                  s = b.select(b.cmpf(CmpF::OEQ, rowMax, negInf), b.f32(0.0),
-                               p);
-                } else {
-                  Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, x));
-                  s = b.div(b.f32(1.0), b.add(b.f32(1.0), ex));
-                }
+                Value s = routing.score(b, col);
                 Value c = bias ? b.add(s, b.extract(bias, {col})) : s;
                 return {b.insert(s, rows[0], {col}),
                         b.insert(c, rows[1], {col})};
               });
           Value scores = sc[0], keys = sc[1];
+          auto keyAt = [&](LoweringBuilder &b, Value col) {
+            return b.extract(keys, {col});
+          };
 
           // Group mask: group g is kept when fewer than topk_group groups
           // rank before it by (group score, group index).
-          Value groupKept;
+          Value groupMask;
           if (nGroup > 1) {
             auto groupType = RankedTensorType::get({nGroup}, b.getF32Type());
             Value groupScores = b.forLoop(
                 zero, b.idx(nGroup), {b.empty(groupType, {})},
                 [&](LoweringBuilder &b, Value g,
                     ValueRange acc) -> SmallVector<Value> {
-                  Value first = b.mul(g, b.idx(perGroup));
-                  SmallVector<Value> top = b.forLoop(
-                      first, b.add(first, b.idx(perGroup)), {negInf, negInf},
-                      [&](LoweringBuilder &b, Value col,
-                          ValueRange m) -> SmallVector<Value> {
-                        Value c = b.extract(keys, {col});
-                        Value gt1 = b.cmpf(CmpF::OGT, c, m[0]);
-                        Value gt2 = b.cmpf(CmpF::OGT, c, m[1]);
-                        return {b.select(gt1, c, m[0]),
-                                b.select(gt1, m[0], b.select(gt2, c, m[1]))};
-                      });
-                  Value score = top2 ? b.add(top[0], top[1]) : top[0];
+                  Value score = groupScore(b, b.mul(g, b.idx(perGroup)),
+                                           perGroup, top2, keyAt);
                   return {b.insert(score, acc[0], {g})};
                 })[0];
             auto maskType = RankedTensorType::get({nGroup}, b.getI1Type());
-            groupKept = b.forLoop(
+            groupMask = b.forLoop(
                 zero, b.idx(nGroup), {b.empty(maskType, {})},
                 [&](LoweringBuilder &b, Value g,
                     ValueRange acc) -> SmallVector<Value> {
-                  Value gi = b.toI32(g), sg = b.extract(groupScores, {g});
-                  Value before = b.forLoop(
-                      zero, b.idx(nGroup), {b.i32(0)},
-                      [&](LoweringBuilder &b, Value h,
-                          ValueRange n) -> SmallVector<Value> {
-                        Value ahead = precedes(b, b.extract(groupScores, {h}),
-                                               b.toI32(h), sg, gi);
-                        return {b.add(n[0], arith::ExtUIOp::create(
-                                                b, b.getI32Type(), ahead))};
-                      })[0];
-                  Value kept = b.cmpi(CmpI::slt, before, b.i32(topkGroup));
+                  Value kept = groupKept(
+                      b, nGroup, topkGroup, g,
+                      [&](LoweringBuilder &b, Value h) {
+                        return b.extract(groupScores, {h});
+                      });
                   return {b.insert(kept, acc[0], {g})};
                 })[0];
           }
@@ -194,11 +148,9 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
           // Select k experts, then write unbiased weights.
           auto picked = selectTopK(
               b, k, e, outs,
-              [&](LoweringBuilder &b, Value col) {
-                return b.extract(keys, {col});
-              },
-              groupKept ? AllowedFn([&](LoweringBuilder &b, Value col) {
-                return b.extract(groupKept,
+              keyAt,
+              groupMask ? AllowedFn([&](LoweringBuilder &b, Value col) {
+                return b.extract(groupMask,
                                  {arith::DivUIOp::create(b, col,
                                                          b.idx(perGroup))});
               })

@@ -6,6 +6,9 @@
 
 #include "Selection.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::moe;
 
@@ -72,3 +75,71 @@ SmallVector<Value> mlir::moe::selectTopK(LoweringBuilder &b, int64_t k,
   return result;
 }
 
+
+RoutingScores::RoutingScores(LoweringBuilder &b, int64_t numExperts,
+                             bool softmax, RawLogitFn rawLogitAt)
+    : rawLogitAt(std::move(rawLogitAt)), softmax(softmax) {
+  negInf = b.f32(-std::numeric_limits<float>::infinity());
+  maxFinite = b.f32(std::numeric_limits<float>::max());
+  if (!softmax)
+    return;
+  Value zero = b.idx(0), end = b.idx(numExperts);
+  rowMax = b.forLoop(zero, end, {negInf},
+                     [&](LoweringBuilder &b, Value col,
+                         ValueRange acc) -> SmallVector<Value> {
+                       return {arith::MaximumFOp::create(b, acc[0],
+                                                         logit(b, col))};
+                     })[0];
+  rowSum = b.forLoop(zero, end, {b.f32(0.0)},
+                     [&](LoweringBuilder &b, Value col,
+                         ValueRange acc) -> SmallVector<Value> {
+                       Value x = b.sub(logit(b, col), rowMax);
+                       return {b.add(acc[0], math::ExpOp::create(b, x))};
+                     })[0];
+}
+
+Value RoutingScores::logit(LoweringBuilder &b, Value col) const {
+  Value x = b.toF32(rawLogitAt(b, col));
+  x = b.select(b.cmpf(CmpF::UNO, x, x), negInf, x);
+  return b.select(b.cmpf(CmpF::OEQ, x, b.f32(INFINITY)), maxFinite, x);
+}
+
+Value RoutingScores::score(LoweringBuilder &b, Value col) const {
+  Value x = logit(b, col);
+  if (softmax) {
+    Value p = b.div(math::ExpOp::create(b, b.sub(x, rowMax)), rowSum);
+    // All logits -inf: no distribution; every score is 0.
+    return b.select(b.cmpf(CmpF::OEQ, rowMax, negInf), b.f32(0.0), p);
+  }
+  Value ex = math::ExpOp::create(b, arith::NegFOp::create(b, x));
+  return b.div(b.f32(1.0), b.add(b.f32(1.0), ex));
+}
+
+Value mlir::moe::groupScore(LoweringBuilder &b, Value first, int64_t perGroup,
+                            bool top2, ValueAtFn keyAt) {
+  Value negInf = b.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> top = b.forLoop(
+      first, b.add(first, b.idx(perGroup)), {negInf, negInf},
+      [&](LoweringBuilder &b, Value col, ValueRange m) -> SmallVector<Value> {
+        Value c = keyAt(b, col);
+        Value gt1 = b.cmpf(CmpF::OGT, c, m[0]);
+        Value gt2 = b.cmpf(CmpF::OGT, c, m[1]);
+        return {b.select(gt1, c, m[0]),
+                b.select(gt1, m[0], b.select(gt2, c, m[1]))};
+      });
+  return top2 ? b.add(top[0], top[1]) : top[0];
+}
+
+Value mlir::moe::groupKept(LoweringBuilder &b, int64_t nGroup,
+                           int64_t topkGroup, Value g, ValueAtFn scoreOf) {
+  Value gi = b.toI32(g), sg = scoreOf(b, g);
+  Value before =
+      b.forLoop(b.idx(0), b.idx(nGroup), {b.i32(0)},
+                [&](LoweringBuilder &b, Value h,
+                    ValueRange n) -> SmallVector<Value> {
+                  Value ahead = precedes(b, scoreOf(b, h), b.toI32(h), sg, gi);
+                  return {b.add(n[0], arith::ExtUIOp::create(
+                                          b, b.getI32Type(), ahead))};
+                })[0];
+  return b.cmpi(CmpI::slt, before, b.i32(topkGroup));
+}

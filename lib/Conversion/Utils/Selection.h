@@ -18,6 +18,8 @@
 
 #include "LoweringBuilder.h"
 
+#include <functional>
+
 namespace mlir {
 namespace moe {
 
@@ -39,6 +41,38 @@ SmallVector<Value> selectTopK(LoweringBuilder &b, int64_t k,
                               int64_t numEntries, ValueRange state,
                               ValueAtFn valueAt, AllowedFn allowed,
                               EmitSlotFn emit);
+
+/// SPEC.md's routing scores of one row of `numExperts` logits. Built once
+/// per row (for softmax: the row max and the sum of exponentials, two
+/// passes over `rawLogitAt`), then `score(col)` is the unbiased score of
+/// expert `col`: softmax or sigmoid of the sanitised logit (NaN -> -inf,
+/// +inf -> largest finite), and 0 for every expert of an all -inf softmax
+/// row. The object keeps a copy of `rawLogitAt`.
+class RoutingScores {
+public:
+  using RawLogitFn = std::function<Value(LoweringBuilder &, Value)>;
+  RoutingScores(LoweringBuilder &b, int64_t numExperts, bool softmax,
+                RawLogitFn rawLogitAt);
+  /// The sanitised f32 logit of expert `col`.
+  Value logit(LoweringBuilder &b, Value col) const;
+  /// The unbiased f32 score of expert `col`.
+  Value score(LoweringBuilder &b, Value col) const;
+
+private:
+  RawLogitFn rawLogitAt;
+  bool softmax;
+  Value negInf, maxFinite, rowMax, rowSum;
+};
+
+/// Score of the `perGroup` experts starting at `first` for group-limited
+/// routing: the largest key, or the sum of the two largest (`top2`).
+Value groupScore(LoweringBuilder &b, Value first, int64_t perGroup, bool top2,
+                 ValueAtFn keyAt);
+
+/// Whether group `g` (of `nGroup`, score `scoreOf(g)`) is kept: fewer than
+/// `topkGroup` groups rank before it by (group score, group index). i1.
+Value groupKept(LoweringBuilder &b, int64_t nGroup, int64_t topkGroup, Value g,
+                ValueAtFn scoreOf);
 
 } // namespace moe
 } // namespace mlir

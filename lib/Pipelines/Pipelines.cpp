@@ -81,6 +81,17 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   pm.addPass(createCanonicalizerPass());
 }
 
+static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
+  MoeGemmOptions gemm;
+  gemm.engine = options.gemm;
+  gemm.chip = options.chip;
+  gemm.simt = MoeGemmTiles{options.tileM, options.tileN, options.tileK};
+  gemm.wgmmaTileM = options.wgmmaTileM;
+  gemm.wgmmaTileN = options.wgmmaTileN;
+  gemm.wgmmaStages = options.wgmmaStages;
+  return gemm;
+}
+
 std::optional<std::string>
 mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
   StringRef format = options.format;
@@ -93,8 +104,7 @@ mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
            options.chip + "')";
   if (options.optLevel < 0 || options.optLevel > 3)
     return std::string("opt-level must be in [0, 3]");
-  return validateGemmTiles(
-      MoeGemmTiles{options.tileM, options.tileN, options.tileK});
+  return validateGemmOptions(gemmOptionsOf(options));
 }
 
 void mlir::moe::buildMoeLowerToNvvmPipeline(
@@ -104,6 +114,11 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.tileM = options.tileM;
   kernels.tileN = options.tileN;
   kernels.tileK = options.tileK;
+  kernels.gemm = options.gemm;
+  kernels.chip = options.chip;
+  kernels.wgmmaTileM = options.wgmmaTileM;
+  kernels.wgmmaTileN = options.wgmmaTileN;
+  kernels.wgmmaStages = options.wgmmaStages;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

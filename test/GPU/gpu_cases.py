@@ -381,6 +381,29 @@ _EG = [
      (False, True, False, None)),
     ("expert_gemm_all_stages_f32out", "bf16", "f32", 8, 64, 256,
      dict(transpose_rhs=True, activation="silu", layout="concat"), (True, True, True, "bf16")),
+    # Hopper (wgmma) engine configurations: bf16, rhs [E, N, K]; K tails
+    # (K % 64 != 0), N tails (N % 128 != 0), GLU concat / interleaved,
+    # bias, gather, scatter + scale; K % 8 != 0 takes the SIMT engine.
+    ("expert_gemm_wg_plain_bf16", "bf16", "bf16", 8, 192, 200, {"transpose_rhs": True},
+     (False, False, False, None)),
+    ("expert_gemm_wg_one_expert_bf16", "bf16", "bf16", 1, 128, 136, {"transpose_rhs": True},
+     (False, False, False, None)),
+    ("expert_gemm_wg_many_experts_bf16", "bf16", "bf16", 64, 64, 64, {"transpose_rhs": True},
+     (True, False, False, None)),
+    ("expert_gemm_wg_gather_concat_bf16", "bf16", "bf16", 8, 136, 144,
+     dict(transpose_rhs=True, activation="silu", layout="concat"), (True, False, False, None)),
+    ("expert_gemm_wg_gather_swiglu_bf16", "bf16", "bf16", 8, 64, 200,
+     dict(_SWIGLU, transpose_rhs=True), (True, True, False, None)),
+    ("expert_gemm_wg_scatter_scale_bias_bf16", "bf16", "bf16", 8, 256, 96,
+     {"transpose_rhs": True}, (False, True, True, "f32")),
+    ("expert_gemm_wg_all_stages_f32out", "bf16", "f32", 4, 320, 512,
+     dict(transpose_rhs=True, activation="silu", layout="concat"), (True, True, True, "bf16")),
+    ("expert_gemm_wg_interleaved_scatter_bf16", "bf16", "bf16", 16, 72, 264,
+     dict(transpose_rhs=True, activation="silu", layout="interleaved"), (True, False, True, "f32")),
+    ("expert_gemm_wg_k_not_8_bf16", "bf16", "bf16", 8, 100, 64, {"transpose_rhs": True},
+     (True, False, False, None)),
+    ("expert_gemm_wg_f16", "f16", "f16", 8, 128, 128, {"transpose_rhs": True},
+     (True, False, True, "f32")),
 ]
 for _n, _F, _O, _E, _K, _N, _a, (_g, _b, _s, _sc) in _EG:
     _tr = _a.get("transpose_rhs", False)

@@ -94,13 +94,27 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Columns of the expert GEMM's block tile (multiple of 4)">,
     Option<"tileK", "tile-k", "int64_t", /*default=*/"16",
            "K step of the expert GEMM through shared memory">,
+    Option<"gemm", "gemm", "std::string", /*default=*/"\"auto\"",
+           "Expert GEMM engine: auto (cost model: wgmma on sm_90a where the "
+           "op allows it, else simt), simt (portable f32 FMA), wgmma "
+           "(Hopper tensor cores; an op it cannot run is an error)">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "Target chip (selects the GEMM engines available)">,
+    Option<"wgmmaTileM", "wgmma-tile-m", "int64_t", /*default=*/"0",
+           "Hopper GEMM rows per block: 64 or 128 (0: cost model)">,
+    Option<"wgmmaTileN", "wgmma-tile-n", "int64_t", /*default=*/"0",
+           "Hopper GEMM rhs columns per block: 64, 128 or 256 (0: cost model)">,
+    Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
+           "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
   ];
 }

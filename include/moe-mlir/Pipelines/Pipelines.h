@@ -62,6 +62,24 @@ struct MoeLowerToNvvmOptions
   PassOptions::Option<int64_t> tileK{
       *this, "tile-k", llvm::cl::desc("Expert GEMM K step"),
       llvm::cl::init(16)};
+  PassOptions::Option<std::string> gemm{
+      *this, "gemm",
+      llvm::cl::desc("Expert GEMM engine: auto (wgmma on sm_90a where the "
+                     "op allows it, else simt), simt, wgmma"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> wgmmaTileM{
+      *this, "wgmma-tile-m",
+      llvm::cl::desc("Hopper GEMM rows per block: 64 or 128 (0: cost model)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> wgmmaTileN{
+      *this, "wgmma-tile-n",
+      llvm::cl::desc("Hopper GEMM rhs columns per block: 64, 128 or 256 (0: "
+                     "cost model)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> wgmmaStages{
+      *this, "wgmma-stages",
+      llvm::cl::desc("Hopper GEMM pipeline stages, 2..8 (0: as many as fit)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

@@ -31,13 +31,13 @@ using namespace mlir;
 using namespace mlir::moe;
 
 void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
-                                                   const MoeGemmTiles &tiles) {
+                                                   const MoeGemmOptions &gemm) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns);
   populateDispatchToGPUPatterns(patterns);
   populateMovementToGPUPatterns(patterns);
-  populateExpertComputeToGPUPatterns(patterns, tiles);
+  populateExpertComputeToGPUPatterns(patterns, gemm);
 }
 
 namespace {
@@ -83,8 +83,14 @@ struct ConvertMoeToGPUPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    MoeGemmTiles tiles{tileM, tileN, tileK};
-    if (auto error = validateGemmTiles(tiles)) {
+    MoeGemmOptions gemmOptions;
+    gemmOptions.engine = gemm;
+    gemmOptions.chip = chip;
+    gemmOptions.simt = MoeGemmTiles{tileM, tileN, tileK};
+    gemmOptions.wgmmaTileM = wgmmaTileM;
+    gemmOptions.wgmmaTileN = wgmmaTileN;
+    gemmOptions.wgmmaStages = wgmmaStages;
+    if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();
     }
@@ -92,7 +98,7 @@ struct ConvertMoeToGPUPass
     target.addIllegalDialect<MoeDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(ctx);
-    populateMoeToGPUConversionPatterns(patterns, tiles);
+    populateMoeToGPUConversionPatterns(patterns, gemmOptions);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

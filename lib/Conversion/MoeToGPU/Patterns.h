@@ -20,7 +20,7 @@ void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 /// grouped_matmul, expert_gemm, glu.
 void populateExpertComputeToGPUPatterns(RewritePatternSet &patterns,
-                                        const MoeGemmTiles &tiles);
+                                        const MoeGemmOptions &gemm);
 
 } // namespace moe
 } // namespace mlir

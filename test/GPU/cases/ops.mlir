@@ -294,6 +294,56 @@ func.func @expert_gemm_all_stages_f32out(%lhs: tensor<?x64xbf16>, %gather: tenso
   return %result : tensor<?x128xf32>
 }
 
+func.func @expert_gemm_wg_plain_bf16(%lhs: tensor<?x192xbf16>, %rhs: tensor<8x200x192xbf16>, %offsets: tensor<9xi32>) -> tensor<?x200xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs, %rhs offsets(%offsets : tensor<9xi32>) {transpose_rhs = true} : tensor<?x192xbf16>, tensor<8x200x192xbf16> -> tensor<?x200xbf16>
+  return %result : tensor<?x200xbf16>
+}
+
+func.func @expert_gemm_wg_one_expert_bf16(%lhs: tensor<?x128xbf16>, %rhs: tensor<1x136x128xbf16>, %offsets: tensor<2xi32>) -> tensor<?x136xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs, %rhs offsets(%offsets : tensor<2xi32>) {transpose_rhs = true} : tensor<?x128xbf16>, tensor<1x136x128xbf16> -> tensor<?x136xbf16>
+  return %result : tensor<?x136xbf16>
+}
+
+func.func @expert_gemm_wg_many_experts_bf16(%lhs: tensor<?x64xbf16>, %gather: tensor<?xi32>, %rhs: tensor<64x64x64xbf16>, %offsets: tensor<65xi32>) -> tensor<?x64xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<65xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<64x64x64xbf16> -> tensor<?x64xbf16>
+  return %result : tensor<?x64xbf16>
+}
+
+func.func @expert_gemm_wg_gather_concat_bf16(%lhs: tensor<?x136xbf16>, %gather: tensor<?xi32>, %rhs: tensor<8x144x136xbf16>, %offsets: tensor<9xi32>) -> tensor<?x72xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<9xi32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>} : tensor<?x136xbf16>, tensor<8x144x136xbf16> -> tensor<?x72xbf16>
+  return %result : tensor<?x72xbf16>
+}
+
+func.func @expert_gemm_wg_gather_swiglu_bf16(%lhs: tensor<?x64xbf16>, %gather: tensor<?xi32>, %rhs: tensor<8x200x64xbf16>, %offsets: tensor<9xi32>, %bias: tensor<8x200xbf16>) -> tensor<?x100xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<9xi32>) bias(%bias : tensor<8x200xbf16>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x64xbf16>, tensor<8x200x64xbf16> -> tensor<?x100xbf16>
+  return %result : tensor<?x100xbf16>
+}
+
+func.func @expert_gemm_wg_scatter_scale_bias_bf16(%lhs: tensor<?x256xbf16>, %rhs: tensor<8x96x256xbf16>, %offsets: tensor<9xi32>, %bias: tensor<8x96xbf16>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x96xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs, %rhs offsets(%offsets : tensor<9xi32>) bias(%bias : tensor<8x96xbf16>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true} : tensor<?x256xbf16>, tensor<8x96x256xbf16> -> tensor<?x96xbf16>
+  return %result : tensor<?x96xbf16>
+}
+
+func.func @expert_gemm_wg_all_stages_f32out(%lhs: tensor<?x320xbf16>, %gather: tensor<?xi32>, %rhs: tensor<4x512x320xbf16>, %offsets: tensor<5xi32>, %bias: tensor<4x512xbf16>, %scatter: tensor<?xi32>, %scale: tensor<?xbf16>) -> tensor<?x256xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<5xi32>) bias(%bias : tensor<4x512xbf16>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xbf16>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>} : tensor<?x320xbf16>, tensor<4x512x320xbf16> -> tensor<?x256xf32>
+  return %result : tensor<?x256xf32>
+}
+
+func.func @expert_gemm_wg_interleaved_scatter_bf16(%lhs: tensor<?x72xbf16>, %gather: tensor<?xi32>, %rhs: tensor<16x264x72xbf16>, %offsets: tensor<17xi32>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x132xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<17xi32>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>} : tensor<?x72xbf16>, tensor<16x264x72xbf16> -> tensor<?x132xbf16>
+  return %result : tensor<?x132xbf16>
+}
+
+func.func @expert_gemm_wg_k_not_8_bf16(%lhs: tensor<?x100xbf16>, %gather: tensor<?xi32>, %rhs: tensor<8x64x100xbf16>, %offsets: tensor<9xi32>) -> tensor<?x64xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<9xi32>) {transpose_rhs = true} : tensor<?x100xbf16>, tensor<8x64x100xbf16> -> tensor<?x64xbf16>
+  return %result : tensor<?x64xbf16>
+}
+
+func.func @expert_gemm_wg_f16(%lhs: tensor<?x128xf16>, %gather: tensor<?xi32>, %rhs: tensor<8x128x128xf16>, %offsets: tensor<9xi32>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x128xf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<9xi32>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true} : tensor<?x128xf16>, tensor<8x128x128xf16> -> tensor<?x128xf16>
+  return %result : tensor<?x128xf16>
+}
+
 func.func @route_dispatch_softmax_f32(%logits: tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>) attributes {llvm.emit_c_interface} {
   %weights, %indices, %offsets, %reverse_indices, %token_indices = moe.route_dispatch %logits k = 4 scoring = softmax {normalize = true} : tensor<?x32xf32> -> tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>
   return %weights, %indices, %offsets, %reverse_indices, %token_indices : tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>

@@ -22,6 +22,22 @@ struct MoeGemmTiles {
   int64_t tileK = 16;
 };
 
+/// How the expert GEMM kernels are built (pass options of
+/// convert-moe-to-gpu / moe-lower-to-nvvm).
+struct MoeGemmOptions {
+  /// `auto` (the cost model: wgmma on sm_90a where the op allows it, else
+  /// simt), `simt` (portable f32 FMA kernel) or `wgmma` (Hopper tensor
+  /// cores; an op it cannot run is a located error).
+  std::string engine = "auto";
+  /// The target chip (selects the engines that exist on it).
+  std::string chip = "sm_90a";
+  /// SIMT engine tiles.
+  MoeGemmTiles simt;
+  /// Hopper engine overrides (0: the cost model picks): rows per block (64
+  /// or 128), rhs columns per block (64, 128 or 256), pipeline stages.
+  int64_t wgmmaTileM = 0, wgmmaTileN = 0, wgmmaStages = 0;
+};
+
 /// Declares that gpu.launch_func reads and writes its memref operands
 /// (upstream leaves its effects unknown), so ownership-based buffer
 /// deallocation can run on host code that launches outlined kernels.
@@ -29,12 +45,15 @@ void registerGpuLaunchFuncMemoryEffects(DialectRegistry &registry);
 
 /// Checks a tile configuration; returns an explanation when invalid.
 std::optional<std::string> validateGemmTiles(const MoeGemmTiles &tiles);
+/// Checks the GEMM options (engine name, tiles); returns an explanation
+/// when invalid.
+std::optional<std::string> validateGemmOptions(const MoeGemmOptions &options);
 
 /// Lowers every moe op (moe.ffn through the decompose patterns) to
 /// gpu.launch kernels over buffers, bridged to the surrounding tensor IR by
 /// bufferization.to_buffer / to_tensor.
 void populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
-                                        const MoeGemmTiles &tiles);
+                                        const MoeGemmOptions &gemm);
 
 } // namespace moe
 } // namespace mlir

@@ -1,0 +1,729 @@
+#!/usr/bin/env python3
+"""The issue-10 benchmark: compiled moe.ffn layers against torch baselines.
+
+Runs on the GPU machine with the folder that bench/build_bench.sh made
+(torch and that folder's runtime.py, torch_reference.py and gen_layers.py;
+no LLVM):
+
+  python3 bench_moe.py --dir bench-artifacts --out "$OUT" [--configs a,b]
+      [--T 1,64] [--variants] [--max-seconds-per-cell S] [--skip-ours]
+      [--skip-baselines] [--profile [LAYER:T,...]] [--budget S]
+
+Cells: every layer of gen_layers.py (the four configurations; --variants
+adds the qwen3-30b-a3b .nt / .concat variants) at every T. Per cell, fresh
+inputs: x ~ randn; logits a random permutation of E distinct multiples of a
+power of two per row (exact in bf16, so top-k has no ties); per layer
+weights ~ randn * 0.02 (the variants get the same logical weights).
+
+  ours        the compiled layer through runtime.py (output preallocated),
+              captured once in a CUDA graph and replayed
+  grouped_mm  torch routing (f32 softmax, topk, renormalise), a stable
+              argsort of the expert ids, gathered rows, torch._grouped_mm
+              for gate/up and for down (offs: int32 cumulative counts),
+              SwiGLU, routing weight and the k-way sum in torch; one CUDA
+              graph
+  eager       the classic Hugging Face loop over the experts that got
+              tokens (index rows, two matmuls, index_add_). It syncs with
+              the host (nonzero / where), so it cannot be captured: timed
+              as eager calls, host gaps included
+
+Timing: every run flushes L2 (zero_ of a 256 MiB buffer), then CUDA events
+around one graph replay (one call for eager); median over N runs, N
+adaptive: at least --min-runs, then more while under --max-seconds-per-cell
+(cap on each implementation's timed runs in a cell) and --max-runs. A
+capture that fails is recorded and that implementation is timed as plain
+calls (mode "direct").
+
+Correctness: every timed output against torch_reference.ffn (the SPEC
+chain in float32, intermediates rounded to bf16 where the unfused chain
+rounds them) on at most --ref-rows rows (a random subset above that):
+||y - ref|| / ||ref|| <= 1e-2, NaN fails. Ours is poisoned (NaN) before
+the checked replay and checked again after the timed replays; grouped_mm
+likewise. Eager's error is recorded for information only (its bf16
+index_add_ accumulation is the Hugging Face code's own precision).
+
+Floor per cell: max(bytes / 4.3 TB/s, 6 T k H I / 790 TFLOP/s), bytes =
+3 H I * 2 * (distinct experts the routing hits) + x + out + logits.
+
+Writes <out>/<commit>.json and <out>/<commit>.md (rewritten after every
+cell; --profile appends per-kernel times of one call of ours to the .md)
+and prints a compact table at the end. Every exception of a cell is caught
+and recorded; --budget stops starting cells (they are recorded as skipped).
+Exit status 0 when every check that ran passed, 1 otherwise.
+"""
+
+import argparse
+import gc
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+import zlib
+
+TOL = 1e-2
+COPY_TBPS = 4.3      # H200 device copy, bytes read + written (KINDS.md)
+BF16_TFLOPS = 790    # H200 bf16 dense matmul (KINDS.md)
+FLUSH_BYTES = 256 << 20
+DEV = "cuda:0"       # the runtime's device
+WEIGHT_SCALE = 0.02
+DEFAULT_T = (1, 8, 64, 512, 4096, 16384)
+
+# The issue's targets (us) per configuration at T = 1, 8, 64, 512, 4096, 16384.
+TARGET_T = (1, 8, 64, 512, 4096, 16384)
+TARGET_US = {
+    "qwen3-30b-a3b": (111, 169, 325, 345, 684, 2085),
+    "gpt-oss-120b": (167, 405, 1246, 1537, 2232, 5736),
+    "mixtral-8x7b": (376, 696, 708, 941, 4593, 17339),
+    "deepseek-v3": (353, 1281, 4466, 5324, 7293, 20817),
+}
+
+IMPLS = ("ours", "grouped_mm", "eager")
+CHECKED = ("ours", "grouped_mm")  # must pass; eager's error is recorded for information
+
+torch = F = rt = TR = GL = None  # imported in main() from --dir
+
+
+def short(ex):
+    text = " ".join(str(ex).split())
+    return "%s: %s" % (type(ex).__name__, text[:400])
+
+
+def generator(key):
+    g = torch.Generator(device=DEV)
+    g.manual_seed(zlib.crc32(key.encode()))
+    return g
+
+
+# ----------------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------------
+
+def make_weights(layer):
+    """w_up, w_down of `layer` in its layout; one set of logical weights per
+    configuration (generated in the nn.Linear layout, transposed for .nt)."""
+    g = generator("weights/" + layer.config)
+    E, H, I = layer.E, layer.H, layer.I
+    w_up = torch.randn((E, 2 * I, H), dtype=torch.bfloat16, device=DEV, generator=g)
+    w_down = torch.randn((E, H, I), dtype=torch.bfloat16, device=DEV, generator=g)
+    w_up.mul_(WEIGHT_SCALE)
+    w_down.mul_(WEIGHT_SCALE)
+    if not layer.transpose_weights:
+        w_up = w_up.transpose(1, 2).contiguous()
+        w_down = w_down.transpose(1, 2).contiguous()
+    return w_up, w_down
+
+
+def make_inputs(layer, T):
+    """x [T, H] and tie-free logits [T, E] (bf16). Each row of the logits is
+    a random permutation of (-E/2 .. E/2-1) * 2^m: integers of at most 8
+    bits times a power of two are exact in bf16, and adjacent values stay
+    2^m apart (a spread of about 8 over the row)."""
+    g = generator("inputs/%s/%d" % (layer.config, T))
+    x = torch.randn((T, layer.H), dtype=torch.bfloat16, device=DEV, generator=g)
+    perm = torch.argsort(torch.rand((T, layer.E), device=DEV, generator=g), dim=1)
+    scale = 2.0 ** round(math.log2(8.0 / layer.E))
+    logits = ((perm - layer.E // 2).float() * scale).to(torch.bfloat16)
+    return x, logits
+
+
+def floor_of(layer, T, experts_hit):
+    """(floor us, bytes, flops) of one call."""
+    H, I, E, k = layer.H, layer.I, layer.E, layer.k
+    nbytes = 3 * H * I * 2 * experts_hit + 2 * T * H * 2 + T * E * 2
+    flops = 6 * T * k * H * I
+    floor_s = max(nbytes / (COPY_TBPS * 1e12), flops / (BF16_TFLOPS * 1e12))
+    return floor_s * 1e6, nbytes, flops
+
+
+# ----------------------------------------------------------------------------
+# Baselines
+# ----------------------------------------------------------------------------
+
+def swiglu(gu, layout):
+    """silu(gate) * up of the first GEMM's [M, 2I] output."""
+    if layout == "interleaved":
+        gate, up = gu[:, 0::2], gu[:, 1::2]
+    else:
+        n = gu.shape[1] // 2
+        gate, up = gu[:, :n], gu[:, n:]
+    return F.silu(gate) * up
+
+
+def routing(logits, k):
+    """f32 softmax over the E logits, top-k, renormalised: (weights, ids)."""
+    probs = torch.softmax(logits.float(), dim=1)
+    w, ids = torch.topk(probs, k, dim=1)
+    return w / w.sum(dim=1, keepdim=True), ids
+
+
+def grouped_mm_layer(layer, x, logits, w_up_b, w_down_b):
+    """The layer with torch._grouped_mm; w_up_b [E, H, 2I] and w_down_b
+    [E, I, H] are the weights as grouped_mm's 3-D right operand (views of
+    the nn.Linear layout). No host synchronisation: graph-capturable."""
+    T, k = x.shape[0], layer.k
+    w, ids = routing(logits, k)
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)            # slots grouped by expert
+    counts = torch.zeros(layer.E, dtype=torch.int32, device=x.device)
+    counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int32))
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)   # group ends
+    gu = torch._grouped_mm(x.index_select(0, order // k), w_up_b, offs=offs)
+    d = torch._grouped_mm(swiglu(gu, layer.layout), w_down_b, offs=offs)
+    d.mul_(w.reshape(-1)[order].to(d.dtype).unsqueeze(1))
+    slots = torch.empty_like(d).index_copy_(0, order, d)  # back to (token, slot)
+    return slots.view(T, k, -1).sum(dim=1, dtype=torch.float32).to(x.dtype)
+
+
+def eager_layer(layer, x, logits, w_up, w_down):
+    """The Hugging Face Mixtral-style loop over the experts that got tokens
+    (host syncs in nonzero / where)."""
+    w, ids = routing(logits, layer.k)
+    w = w.to(x.dtype)
+    y = torch.zeros_like(x)
+    mask = F.one_hot(ids, num_classes=layer.E).permute(2, 1, 0)   # [E, k, T]
+    hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero().flatten().tolist()
+
+    def linear(a, weight):
+        return a @ weight.t() if layer.transpose_weights else a @ weight
+
+    for e in hit:
+        slot, tok = torch.where(mask[e])
+        h = swiglu(linear(x[tok], w_up[e]), layer.layout)
+        d = linear(h, w_down[e]) * w[tok, slot, None]
+        y.index_add_(0, tok, d.to(x.dtype))
+    return y
+
+
+# ----------------------------------------------------------------------------
+# Timing and checking
+# ----------------------------------------------------------------------------
+
+class Timer:
+    def __init__(self, args):
+        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+        self.min_runs = args.min_runs
+        self.max_runs = max(args.max_runs, args.min_runs)
+        self.max_seconds = args.max_seconds_per_cell
+
+    def measure(self, run):
+        """{us: median, min_us, runs} of `run()` between events, L2 flushed first."""
+        times = []
+        t0 = time.time()
+        while len(times) < self.max_runs and (len(times) < self.min_runs
+                                               or time.time() - t0 < self.max_seconds):
+            self.flush.zero_()
+            self.start.record()
+            run()
+            self.end.record()
+            self.end.synchronize()
+            times.append(self.start.elapsed_time(self.end) * 1e3)
+        return dict(us=statistics.median(times), min_us=min(times), runs=len(times))
+
+
+def capture(call, warmup=2):
+    """Warm-up calls on a side stream, then `call` captured into a CUDA graph:
+    (graph, the call's output). The capture stream is left however the
+    capture ends (torch.cuda.graph would stay on it if capture_end raised)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            call()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        g.capture_begin()
+        try:
+            out = call()
+        except BaseException:
+            try:
+                g.capture_end()
+            except Exception:  # noqa: BLE001 - the call's error is the one to report
+                pass
+            raise
+        g.capture_end()
+    torch.cuda.synchronize()
+    return g, out
+
+
+class Check:
+    """The float32 reference of a cell on its checked rows."""
+
+    def __init__(self, layer, x, logits, w_up, w_down, ref_rows):
+        T = x.shape[0]
+        self.rows = None
+        if T > ref_rows:
+            g = generator("rows/%s/%d" % (layer.config, T))
+            self.rows = torch.randperm(T, device=DEV, generator=g)[:ref_rows].sort().values
+        self.ref, _ = TR.ffn(x, logits, w_up, w_down, rows=self.rows, **layer.reference_kwargs())
+        self.n_rows = T if self.rows is None else ref_rows
+
+    def error(self, y):
+        """||y - ref|| / ||ref|| on the checked rows (inf when not finite)."""
+        got = (y if self.rows is None else y.index_select(0, self.rows)).double()
+        if not bool(torch.isfinite(got).all()):
+            return float("inf")
+        ref = self.ref.double()
+        num = float(torch.linalg.vector_norm(got - ref))
+        den = float(torch.linalg.vector_norm(ref))
+        return num / den if den else (0.0 if num == 0.0 else float("inf"))
+
+
+# ----------------------------------------------------------------------------
+# The run
+# ----------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, args, meta):
+        self.args = args
+        self.meta = meta
+        self.cells = []
+        self.profiles = []
+        self.start = time.time()
+        self.fatal = None
+        self.timer = Timer(args)
+        self.art = self.fn = None    # the current layer's compiled artifact / @ffn
+        self.ours_missing = None     # why there is none
+        commit = meta["commit"]
+        os.makedirs(args.out, exist_ok=True)
+        self.json_path = os.path.join(args.out, commit + ".json")
+        self.md_path = os.path.join(args.out, commit + ".md")
+
+    def elapsed(self):
+        return time.time() - self.start
+
+    def log(self, text):
+        print("[%6.1fs] %s" % (self.elapsed(), text), flush=True)
+
+    def recover(self, where):
+        """After an exception: a device that no longer synchronises (sticky
+        CUDA error) ends the run; otherwise free what the failure left."""
+        try:
+            torch.cuda.synchronize()
+        except Exception as ex:  # noqa: BLE001
+            self.fatal = "device unusable after %s: %s" % (where, short(ex))
+            self.log("FATAL " + self.fatal)
+            return
+        gc.collect()
+        torch.cuda.empty_cache()
+
+    def fail(self, cell, key, ex):
+        cell["errors"][key] = short(ex)
+        self.log("ERROR %s T=%d %s: %s" % (cell["layer"], cell["T"], key, short(ex)))
+        print("".join(traceback.format_exc().splitlines(True)[-6:]), end="", flush=True)
+        self.recover("%s T=%d %s" % (cell["layer"], cell["T"], key))
+
+    # -- one implementation of one cell ---------------------------------------
+
+    def run_impl(self, cell, key, call, check, graph, out=None, sync=None):
+        """Times `call()` (returns the layer output) and checks its output.
+        graph: capture and replay (`out`, when given, is the preallocated
+        output the call writes: poisoned before the checked run). sync:
+        waits for the device and raises the implementation's errors."""
+        sync = sync or torch.cuda.synchronize
+        g = None
+        mode = "eager"
+        if graph:
+            try:
+                g, out = capture(call)
+                mode = "graph"
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, key + "_capture", ex)
+                if self.fatal:
+                    raise RuntimeError(self.fatal) from ex
+                try:
+                    sync()  # clears what the failed capture left recorded
+                except Exception:  # noqa: BLE001 - already reported above
+                    pass
+                mode = "direct"
+        result = [out]
+
+        def run():
+            if g is not None:
+                g.replay()
+            else:
+                result[0] = call()
+
+        if result[0] is not None:
+            result[0].fill_(float("nan"))
+        run()
+        sync()
+        errs = [check.error(result[0]) if check is not None else None]
+        stats = self.timer.measure(run)
+        sync()
+        errs.append(check.error(result[0]) if check is not None else None)
+        cell[key + "_us"] = stats["us"]
+        cell[key + "_min_us"] = stats["min_us"]
+        cell[key + "_runs"] = stats["runs"]
+        cell[key + "_mode"] = mode
+        if check is not None:
+            err = max(errs)
+            cell[key + "_err"] = err
+            cell[key + "_pass"] = err <= TOL
+
+    # -- cells ------------------------------------------------------------------
+
+    def new_cell(self, layer, T):
+        target = TARGET_US.get(layer.config)
+        target_us = target[TARGET_T.index(T)] if target and T in TARGET_T else None
+        cell = dict(config=layer.config, variant=layer.variant or "base", layer=layer.name,
+                    H=layer.H, I=layer.I, E=layer.E, k=layer.k, T=T,
+                    layout=layer.layout, transpose_weights=layer.transpose_weights,
+                    target_us=target_us, errors={})
+        self.cells.append(cell)
+        return cell
+
+    def skip(self, layer, T, why):
+        cell = self.new_cell(layer, T)
+        cell["skipped"] = why
+
+    def run_cell(self, layer, T, w_up, w_down):
+        args = self.args
+        cell = self.new_cell(layer, T)
+        t0 = time.time()
+        self.log("%s T=%d ..." % (layer.name, T))
+        try:
+            x, logits = make_inputs(layer, T)
+            ids = torch.topk(logits.float(), layer.k, dim=1).indices
+            hit = int(torch.unique(ids).numel())
+            floor_us, nbytes, flops = floor_of(layer, T, hit)
+            cell.update(experts_hit=hit, bytes=nbytes, flops=flops, floor_us=floor_us)
+        except Exception as ex:  # noqa: BLE001
+            self.fail(cell, "inputs", ex)
+            return
+        check = None
+        try:
+            check = Check(layer, x, logits, w_up, w_down, args.ref_rows)
+            cell["ref_rows"] = check.n_rows
+        except Exception as ex:  # noqa: BLE001
+            self.fail(cell, "reference", ex)
+        if self.fatal:
+            return
+
+        if not args.skip_ours and self.fn is not None:
+            try:
+                y = torch.empty((T, layer.H), dtype=torch.bfloat16, device=DEV)
+                ins = (x, logits, w_up, w_down)
+                self.run_impl(cell, "ours", lambda: self.fn(*ins, y), check, True, y,
+                              self.art.synchronize)
+                cell["pct_of_floor"] = floor_us / cell["ours_us"] * 100
+                if cell["target_us"]:
+                    cell["ours_over_target"] = cell["ours_us"] / cell["target_us"]
+                if self.wants_profile(layer, T):
+                    try:
+                        self.profile(layer, T, lambda: self.fn(*ins, y))
+                    except Exception as ex:  # noqa: BLE001
+                        self.fail(cell, "profile", ex)
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "ours", ex)
+        elif not args.skip_ours:
+            cell["errors"]["ours"] = self.ours_missing
+        if self.fatal:
+            return
+
+        if not args.skip_baselines:
+            try:
+                w_up_b = w_up.transpose(1, 2) if layer.transpose_weights else w_up
+                w_down_b = w_down.transpose(1, 2) if layer.transpose_weights else w_down
+                self.run_impl(cell, "grouped_mm",
+                              lambda: grouped_mm_layer(layer, x, logits, w_up_b, w_down_b),
+                              check, True)
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "grouped_mm", ex)
+            if self.fatal:
+                return
+            try:
+                self.run_impl(cell, "eager", lambda: eager_layer(layer, x, logits, w_up, w_down),
+                              check, False)
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "eager", ex)
+        cell["secs"] = round(time.time() - t0, 2)
+        self.log("%s T=%d: %s (%.1fs)" % (layer.name, T, self.cell_summary(cell), cell["secs"]))
+
+    @staticmethod
+    def cell_summary(c):
+        parts = ["floor %s" % fmt_us(c.get("floor_us"))]
+        for key in IMPLS:
+            if key + "_us" in c:
+                err = c.get(key + "_err")
+                parts.append("%s %s%s%s" % (
+                    key, fmt_us(c[key + "_us"]),
+                    "" if err is None else " err %s" % fmt_err(err),
+                    " FAIL" if key in CHECKED and c.get(key + "_pass") is False else ""))
+            elif key in c["errors"]:
+                parts.append("%s ERROR" % key)
+        return ", ".join(parts)
+
+    # -- profile ---------------------------------------------------------------
+
+    def wants_profile(self, layer, T):
+        spec = self.args.profile
+        return spec == "all" or (spec is not None and
+                                 "%s:%d" % (layer.name, T) in spec.split(","))
+
+    def profile(self, layer, T, call):
+        """Kernels of one (non-graph) call of ours, in launch order."""
+        from torch.profiler import ProfilerActivity, profile
+        call()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            call()
+            torch.cuda.synchronize()
+        kernels = [(e.name, e.device_time) for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA]
+        self.profiles.append(dict(layer=layer.name, T=T, kernels=kernels))
+
+    # -- layers ----------------------------------------------------------------
+
+    def load_ours(self, layer):
+        self.art = self.fn = None
+        self.ours_missing = None
+        if self.args.skip_ours:
+            return
+        so = os.path.join(self.args.dir, layer.name + ".so")
+        try:
+            self.art = rt.load(so)
+            self.fn = self.art.fn("ffn")
+        except Exception as ex:  # noqa: BLE001
+            self.ours_missing = "loading %s: %s" % (os.path.basename(so), short(ex))
+            self.log("ERROR " + self.ours_missing)
+
+    def run_layer(self, layer, Ts):
+        if self.fatal or self.elapsed() > self.args.budget:
+            for T in Ts:
+                self.skip(layer, T, self.fatal or "time budget")
+            return
+        self.log("--- %s: H=%d I=%d E=%d k=%d layout=%s transpose_weights=%s" % (
+            layer.name, layer.H, layer.I, layer.E, layer.k, layer.layout,
+            layer.transpose_weights))
+        try:
+            w_up, w_down = make_weights(layer)
+        except Exception as ex:  # noqa: BLE001
+            for T in Ts:
+                self.skip(layer, T, "weights: " + short(ex))
+            self.recover("weights of " + layer.name)
+            return
+        self.load_ours(layer)
+        for T in Ts:
+            if self.fatal or self.elapsed() > self.args.budget:
+                self.skip(layer, T, self.fatal or "time budget")
+                continue
+            try:
+                self.run_cell(layer, T, w_up, w_down)
+            except Exception as ex:  # noqa: BLE001 - a bug of this script: keep going
+                self.fail(self.cells[-1], "cell", ex)
+            gc.collect()  # the cell's inputs, graphs and their pools
+            torch.cuda.empty_cache()
+            self.write()
+        del w_up, w_down
+        self.fn = self.art = None
+        gc.collect()
+        torch.cuda.empty_cache()
+
+    # -- output ----------------------------------------------------------------
+
+    def write(self):
+        data = dict(meta=dict(self.meta, elapsed_s=round(self.elapsed(), 1), fatal=self.fatal),
+                    cells=self.cells, profiles=self.profiles)
+        with open(self.json_path + ".tmp", "w") as f:
+            json.dump(json_safe(data), f, indent=1)
+        os.replace(self.json_path + ".tmp", self.json_path)
+        with open(self.md_path, "w") as f:
+            f.write("\n".join(self.markdown()) + "\n")
+
+    def markdown(self):
+        m = self.meta
+        lines = ["# moe.ffn benchmark (issue 10) at %s" % m["commit"], "",
+                 "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+                 "- layer: softmax top-k renormalised, SwiGLU, bf16; base = interleaved gate/up, "
+                 "nn.Linear weights (.nt: plain layout, .concat: concat gate/up)",
+                 "- ours: the compiled layer, one CUDA graph replay; grouped_mm: torch routing + "
+                 "torch._grouped_mm, one CUDA graph; eager: Hugging Face per-expert loop, eager "
+                 "calls (host syncs, not capturable)",
+                 "- times: median us over N runs, L2 flushed before each; floor = max(bytes / "
+                 "%.1f TB/s, 6 T k H I / %d TFLOP/s), bytes = touched experts' weights + x + out "
+                 "+ logits" % (COPY_TBPS, BF16_TFLOPS),
+                 "- err: ||y - ref|| / ||ref|| against the float32 reference (torch_reference.ffn), "
+                 "tolerance %.0e" % TOL,
+                 "- compile (moe-aot, s): %s" % ", ".join(
+                     "%s %s" % (n, "?" if s is None else "%.2f" % s)
+                     for n, s in m["compile_s"].items()),
+                 ""]
+        lines += table(self.cells, markdown=True)
+        notes = notes_of(self.cells)
+        if notes or self.fatal:
+            lines += ["", "## Errors", ""] + ["- " + n for n in notes]
+            if self.fatal:
+                lines.append("- FATAL: " + self.fatal)
+        for p in self.profiles:
+            total = sum(t for _, t in p["kernels"])
+            lines += ["", "## Profile: %s T=%d, %d kernels, %.1f us of GPU time (one call)" % (
+                p["layer"], p["T"], len(p["kernels"]), total), "", "```"]
+            lines += ["%3d  %-60s %10.1f us" % (i, name[:60], t)
+                      for i, (name, t) in enumerate(p["kernels"])]
+            lines.append("```")
+        return lines
+
+
+def fmt_us(v):
+    if v is None:
+        return "-"
+    return "%.1f" % v if v < 1000 else "%.0f" % v
+
+
+def fmt_err(v):
+    return "-" if v is None else ("%.1e" % v if math.isfinite(v) else "inf")
+
+
+COLUMNS = ("layer", "T", "hit", "ours us", "floor us", "%floor", "target us", "ours/tgt",
+           "gmm us", "eager us", "err ours", "err gmm", "ok")
+
+
+def row_of(c):
+    if c.get("skipped"):
+        return [c["layer"], str(c["T"])] + ["-"] * 10 + ["skip"]
+    bad = [k for k in CHECKED if c.get(k + "_pass") is False]
+    bad += ["%s error" % k for k in c["errors"]]
+    return [c["layer"], str(c["T"]), str(c.get("experts_hit", "-")),
+            fmt_us(c.get("ours_us")), fmt_us(c.get("floor_us")),
+            "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
+            "-" if c.get("target_us") is None else str(c["target_us"]),
+            "-" if "ours_over_target" not in c else "%.1fx" % c["ours_over_target"],
+            fmt_us(c.get("grouped_mm_us")), fmt_us(c.get("eager_us")),
+            fmt_err(c.get("ours_err")), fmt_err(c.get("grouped_mm_err")),
+            "; ".join(bad) or "ok"]
+
+
+def table(cells, markdown):
+    rows = [row_of(c) for c in cells]
+    if markdown:
+        out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
+    return ["  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+            for r in [list(COLUMNS)] + rows]
+
+
+def notes_of(cells):
+    notes = []
+    for c in cells:
+        for key, msg in c["errors"].items():
+            notes.append("%s T=%d %s: %s" % (c["layer"], c["T"], key, msg))
+        if c.get("skipped"):
+            notes.append("%s T=%d skipped: %s" % (c["layer"], c["T"], c["skipped"]))
+    return notes
+
+
+def json_safe(v):
+    """Non-finite floats as strings (JSON has no inf / nan)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
+
+
+def import_from(d):
+    """torch, runtime.py, torch_reference.py, gen_layers.py (the copies in
+    the artifacts folder `d`)."""
+    global torch, F, rt, TR, GL
+    for name in ("runtime.py", "torch_reference.py", "gen_layers.py"):
+        if not os.path.isfile(os.path.join(d, name)):
+            sys.exit("bench_moe: no %s in %s (build the folder with bench/build_bench.sh)"
+                     % (name, d))
+    sys.path.insert(0, d)
+    import torch as torch_
+    import torch.nn.functional as F_
+    import runtime as rt_
+    import torch_reference as TR_
+    import gen_layers as GL_
+    torch, F, rt, TR, GL = torch_, F_, rt_, TR_, GL_
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=os.path.dirname(os.path.abspath(__file__)),
+                    help="the artifacts folder (default: this script's folder)")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "bench-results")
+    ap.add_argument("--configs", default="", help="comma-separated (default: all four)")
+    ap.add_argument("--T", default=",".join(map(str, DEFAULT_T)))
+    ap.add_argument("--variants", action="store_true",
+                    help="also the .nt / .concat variants of the configs that have them")
+    ap.add_argument("--max-seconds-per-cell", type=float, default=2.0,
+                    help="cap on each implementation's timed runs in a cell (s)")
+    ap.add_argument("--min-runs", type=int, default=5)
+    ap.add_argument("--max-runs", type=int, default=50)
+    ap.add_argument("--ref-rows", type=int, default=4096,
+                    help="rows checked against the f32 reference (a random subset above)")
+    ap.add_argument("--skip-ours", action="store_true")
+    ap.add_argument("--skip-baselines", action="store_true")
+    ap.add_argument("--profile", nargs="?", const="all", default=None,
+                    help="per-kernel times of ours: 'all' (the default of a bare "
+                         "--profile) or LAYER:T,... (e.g. mixtral-8x7b:4096)")
+    ap.add_argument("--budget", type=float, default=540.0,
+                    help="seconds after which no new cell starts")
+    args = ap.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)
+    args.dir = os.path.abspath(args.dir)
+    import_from(args.dir)
+
+    configs = [c for c in args.configs.split(",") if c] or list(GL.CONFIGS)
+    unknown = [c for c in configs if c not in GL.CONFIGS]
+    if unknown:
+        ap.error("unknown config(s) %s (known: %s)" % (", ".join(unknown), ", ".join(GL.CONFIGS)))
+    Ts = [int(t) for t in args.T.split(",") if t]
+    layers = [layer for layer in GL.LAYERS if layer.config in configs
+              and (args.variants or not layer.variant)]
+    if not torch.cuda.is_available():
+        sys.exit("bench_moe: torch sees no CUDA device")
+    TR.configure_precision()
+
+    commit_file = os.path.join(args.dir, "COMMIT")
+    commit = "unknown"
+    if os.path.isfile(commit_file):
+        with open(commit_file) as f:
+            commit = f.read().strip()
+    compile_s = {}
+    for layer in layers:
+        path = os.path.join(args.dir, layer.name + ".manifest.json")
+        compile_s[layer.name] = None
+        if os.path.isfile(path):
+            with open(path) as f:
+                compile_s[layer.name] = json.load(f).get("compile_s")
+    meta = dict(commit=commit, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
+                cuda=torch.version.cuda, python=sys.version.split()[0],
+                date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                args=vars(args), tolerance=TOL, copy_tbps=COPY_TBPS, bf16_tflops=BF16_TFLOPS,
+                compile_s=compile_s)
+    bench = Bench(args, meta)
+    bench.log("bench_moe: %s, torch %s, commit %s; %d layers x T=%s -> %s" % (
+        meta["gpu"], meta["torch"], commit, len(layers), args.T, bench.json_path))
+    for layer in layers:
+        bench.run_layer(layer, Ts)
+    bench.write()
+
+    notes = notes_of(bench.cells)
+    if notes:
+        print("\nerrors / skipped:")
+        for n in notes:
+            print("  " + n[:300])
+    print("\n%s (%s, %.0fs): us, median; err vs f32 reference, tolerance %.0e" % (
+        commit, meta["gpu"], bench.elapsed(), TOL))
+    print("\n".join(table(bench.cells, markdown=False)))
+    failed = [c for c in bench.cells if c["errors"] or c.get("skipped")
+              or any(c.get(k + "_pass") is False for k in CHECKED)]
+    print("%d cells, %d with a failure, error or skip; %s" % (
+        len(bench.cells), len(failed), bench.md_path))
+    return 1 if failed or bench.fatal else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

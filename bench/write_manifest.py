@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Writes the runtime manifest of a library that moe-aot compiled.
+
+    python3 write_manifest.py LAYER.mlir LIB.so --pipeline "..." [--compile-s S]
+
+writes LIB.manifest.json next to LIB.so, exactly as moe_mlir.gpu.compile_gpu
+does (signatures read off the module text by moe_mlir.gpu.function_specs,
+the library's sha256), so that runtime.load(LIB.so) checks calls against
+it. Uses python/moe_mlir/gpu.py and runtime.py as plain files (standard
+library only; the compiled moe_mlir extension is not needed).
+"""
+
+import argparse
+import datetime
+import hashlib
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python", "moe_mlir"))
+
+import gpu  # noqa: E402  (python/moe_mlir/gpu.py, which imports runtime.py)
+
+rt = gpu._rt
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mlir")
+    ap.add_argument("library")
+    ap.add_argument("--pipeline", required=True, help="the moe-aot --pipeline flags")
+    ap.add_argument("--compile-s", type=float, default=None,
+                    help="moe-aot wall time, recorded in the manifest")
+    args = ap.parse_args(argv)
+    with open(args.mlir) as f:
+        text = f.read()
+    specs = gpu.function_specs(text)
+    bad = [s for s in specs if s.unsupported]
+    if not specs or bad:
+        print("write_manifest: %s: %s" % (args.mlir, "; ".join(
+            "@%s: %s" % (s.name, s.unsupported) for s in bad) or "no public function"),
+            file=sys.stderr)
+        return 1
+    meta = dict(pipeline=args.pipeline, compiled_with="moe-aot",
+                module_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                created=datetime.datetime.now(datetime.timezone.utc).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ"))
+    if args.compile_s is not None:
+        meta["compile_s"] = round(args.compile_s, 3)
+    manifest = rt.Manifest.build(specs, library=os.path.basename(args.library),
+                                 sha256=rt.file_sha256(args.library), **meta)
+    manifest.write(rt.manifest_path(args.library))
+    print("%s: %s" % (rt.manifest_path(args.library),
+                      "; ".join(s.signature() for s in specs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+//===- GemmConfig.cpp - expert GEMM kernel configuration ------------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The cost model. The Hopper engine (wgmma) runs wherever the chip has it
+// and the op fits its operand loaders; everything else takes the portable
+// SIMT engine. Tiles: 128 rows (two consumer warpgroups) x 128 rhs columns
+// x 64 K, as many pipeline stages as fit in shared memory (at most 8).
+// Pass options override each choice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+/// Shared memory a block may use on sm_90 (227 KiB).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+/// Barrier area + the slack that aligns the tiles to 1024 bytes.
+constexpr int64_t kSharedOverheadBytes = 2048;
+
+static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN) {
+  return (tileM + tileN) * 128; // 64 bf16 of K per row
+}
+
+std::optional<std::string>
+mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
+  if (auto error = validateGemmTiles(options.simt))
+    return error;
+  StringRef engine = options.engine;
+  if (engine != "auto" && engine != "simt" && engine != "wgmma")
+    return "gemm must be one of auto, simt, wgmma (got '" + options.engine +
+           "')";
+  if (options.wgmmaTileM != 0 && options.wgmmaTileM != 64 &&
+      options.wgmmaTileM != 128)
+    return "wgmma-tile-m must be 64 or 128 (got " +
+           std::to_string(options.wgmmaTileM) + ")";
+  if (options.wgmmaTileN != 0 && options.wgmmaTileN != 64 &&
+      options.wgmmaTileN != 128 && options.wgmmaTileN != 256)
+    return "wgmma-tile-n must be 64, 128 or 256 (got " +
+           std::to_string(options.wgmmaTileN) + ")";
+  if (options.wgmmaStages != 0 &&
+      (options.wgmmaStages < 2 || options.wgmmaStages > 8))
+    return "wgmma-stages must be in [2, 8] (got " +
+           std::to_string(options.wgmmaStages) + ")";
+  int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
+  int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
+  if (options.wgmmaStages &&
+      kSharedOverheadBytes + options.wgmmaStages * wgmmaStageBytes(tm, tn) >
+          kMaxSharedBytes)
+    return "wgmma-stages " + std::to_string(options.wgmmaStages) +
+           " with a " + std::to_string(tm) + " x " + std::to_string(tn) +
+           " tile needs more than 227 KiB of shared memory";
+  return std::nullopt;
+}
+
+std::optional<std::string>
+gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
+  if (chip != "sm_90a")
+    return "the wgmma engine needs chip sm_90a (got '" + chip.str() + "')";
+  Type lhs = op.getLhs().getType().getElementType();
+  Type rhs = op.getRhs().getType().getElementType();
+  if (lhs != rhs || !(lhs.isBF16() || lhs.isF16()))
+    return std::string(
+        "the wgmma engine needs bf16 or f16 lhs and rhs of one type");
+  int64_t k = op.getLhs().getType().getDimSize(1);
+  if (ShapedType::isDynamic(k) || k % 8 != 0)
+    return std::string("the wgmma engine needs K a multiple of 8 (16-byte "
+                       "rows)");
+  if (!op.getTransposeRhs()) {
+    // [E, K, N] rhs is copied in 16-byte chunks along N.
+    int64_t outN = op.getResult().getType().getDimSize(1);
+    if (outN % 8 != 0)
+      return std::string("the wgmma engine needs the output columns a "
+                         "multiple of 8 when transpose_rhs = false");
+  }
+  return std::nullopt;
+}
+
+FailureOr<GemmKernelConfig>
+gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
+                               const MoeGemmOptions &options) {
+  GemmKernelConfig config;
+  config.simt = options.simt;
+  std::optional<std::string> reason =
+      wgmmaUnsupportedReason(op, options.chip);
+  if (options.engine == "simt" || (options.engine == "auto" && reason)) {
+    config.engine = GemmEngine::Simt;
+    return config;
+  }
+  if (reason)
+    return op.emitOpError("cannot use gemm=wgmma: ") << *reason;
+  config.engine = GemmEngine::Wgmma;
+  config.tileM = options.wgmmaTileM ? options.wgmmaTileM : 128;
+  config.tileN = options.wgmmaTileN ? options.wgmmaTileN : 128;
+  int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes) /
+                wgmmaStageBytes(config.tileM, config.tileN);
+  config.stages =
+      options.wgmmaStages ? options.wgmmaStages : std::min<int64_t>(fit, 8);
+  return config;
+}

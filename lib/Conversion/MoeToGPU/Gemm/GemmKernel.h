@@ -1,0 +1,137 @@
+//===- GemmKernel.h - the expert GEMM emitter's parts ------------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// moe.expert_gemm becomes one kernel built from swappable parts:
+//
+//   GemmConfig.cpp    kernel configuration: engine + tiles, chosen by a cost
+//                     model from the op's shapes and types, overridable by
+//                     pass options (`gemm=simt|wgmma`, `wgmma-tile-m`, ...)
+//   RaggedTiles.cpp   tile scheduler: the row tiles of the ragged expert
+//                     groups, found on the device from the offsets
+//   Epilogue.cpp      bias, GLU, routing-weight scale and scatter store of
+//                     one output element (both engines)
+//   SimtEngine.cpp    portable engine: shared-memory tiled f32 FMA
+//   WgmmaEngine.cpp   Hopper engine (sm_90a): warp-specialised producer /
+//                     consumer warpgroups, cp.async operand loaders with the
+//                     128-byte swizzle, mbarrier pipeline, wgmma
+//   NVVMBuilder.h     the thin layer over the NVVM / LLVM ops the Hopper
+//                     engine uses (pointers, mbarriers, cp.async, wgmma)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_GEMMKERNEL_H
+#define MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_GEMMKERNEL_H
+
+#include "../KernelBuilder.h"
+
+#include "../../Utils/Glu.h"
+#include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+namespace mlir {
+namespace moe {
+namespace gpu_lowering {
+
+/// The buffers and static facts of one moe.expert_gemm.
+struct GemmOperands {
+  Value lhs, rhs, offsets;              // always present
+  Value gather, bias, scatter, scale;   // optional (null when absent)
+  Value out;                            // result buffer, zero-filled
+  Value m, lhsRows;                     // rows of the GEMM / of lhs (index)
+  int64_t numExperts = 0, kDim = 0;
+  int64_t outN = 0;                     // output columns
+  int64_t gemmN = 0;                    // rhs columns (2 * outN with GLU)
+  bool transposed = false;              // rhs is [E, N, K]
+  std::optional<GluParams> glu;
+  Type inElem, outElem;
+
+  /// GEMM (rhs) column of accumulator `a` (0 gate/plain, 1 up) of output
+  /// column `c`.
+  Value gemmColumn(LoweringBuilder &b, int64_t a, Value c) const;
+};
+
+GemmOperands gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op);
+
+/// Kernel engines.
+enum class GemmEngine { Simt, Wgmma };
+
+/// One kernel configuration.
+struct GemmKernelConfig {
+  GemmEngine engine = GemmEngine::Simt;
+  MoeGemmTiles simt;        // SIMT engine tiles
+  int64_t tileM = 128;      // wgmma: rows per block (64 per consumer warpgroup)
+  int64_t tileN = 128;      // wgmma: rhs columns per block (the wgmma N)
+  int64_t stages = 4;       // wgmma: pipeline depth
+  int64_t numSMs = 132;     // persistent grid size
+};
+
+/// Why the Hopper engine cannot run `op` (nullopt when it can).
+std::optional<std::string> wgmmaUnsupportedReason(ExpertGemmOp op,
+                                                  StringRef chip);
+/// The configuration for `op` under `options`: the cost model's choice,
+/// with the options' overrides. Fails (diagnostic on `op`) when an
+/// explicitly requested engine cannot run the op.
+FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
+                                             const MoeGemmOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Tile scheduler
+//===----------------------------------------------------------------------===//
+
+/// Row tiles of `tileM` rows over the ragged expert groups
+/// [offsets[e], offsets[e+1]) (clamped into [0, m]).
+struct RaggedTiles {
+  Value offsets, m;
+  int64_t numExperts, tileM;
+
+  Value offsetAt(LoweringBuilder &b, Value expert) const;
+  Value tilesOf(LoweringBuilder &b, Value expert) const;
+  /// Sum of tilesOf over all experts.
+  Value total(LoweringBuilder &b) const;
+  /// Advances (expert, tilesBefore) so that `tile` lies in `expert`'s range
+  /// (tiles must be visited in increasing order); returns the new pair.
+  std::pair<Value, Value> advance(LoweringBuilder &b, Value tile,
+                                  Value expert, Value before) const;
+  /// Upper bound of total() for consistent offsets: ceil(m / tileM) + E.
+  Value upperBound(LoweringBuilder &b) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+/// Where one GEMM row goes: destination row (scatter applied), whether it
+/// is in range, and the routing-weight factor (null without scale).
+struct RowTarget {
+  Value dest, valid, factor;
+};
+RowTarget rowTarget(LoweringBuilder &b, const GemmOperands &g, Value row);
+
+/// Stores output column `c` of a valid row: `acc` holds the f32
+/// accumulators of gemmColumn(0, c) (and gemmColumn(1, c) with GLU); adds
+/// the bias, applies the GLU and the factor, converts and stores. The
+/// caller guarantees c < outN.
+void storeOutput(LoweringBuilder &b, const GemmOperands &g,
+                 const RowTarget &target, Value expert, Value c,
+                 ArrayRef<Value> acc);
+
+//===----------------------------------------------------------------------===//
+// Engines
+//===----------------------------------------------------------------------===//
+
+void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
+                        const MoeGemmTiles &tiles);
+void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
+                         const GemmKernelConfig &config);
+/// Run-time condition (host side) under which the Hopper engine's operand
+/// loaders are valid: unit inner strides, 16-byte aligned rows.
+Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);
+
+} // namespace gpu_lowering
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_GEMMKERNEL_H

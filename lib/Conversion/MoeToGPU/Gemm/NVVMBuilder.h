@@ -1,0 +1,178 @@
+//===- NVVMBuilder.h - thin layer over the NVVM ops of the Hopper engine -*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The Hopper engine mixes memref-level code (the epilogue, the metadata)
+// with raw-pointer NVVM ops (cp.async, mbarrier, wgmma). Every NVVM op it
+// creates goes through these helpers, so that upstream renames (MLIR 22
+// removed the `.shared` mbarrier ops; barrier0 goes after 22) touch one
+// file. Addresses are i64 byte addresses; shared-memory addresses are in
+// the shared window.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_NVVMBUILDER_H
+#define MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_NVVMBUILDER_H
+
+#include "../../Utils/LoweringBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir {
+namespace moe {
+namespace gpu_lowering {
+namespace nvvm {
+
+inline Value i64(LoweringBuilder &b, int64_t v) {
+  return arith::ConstantIntOp::create(b, b.getI64Type(), v);
+}
+inline Value toI64(LoweringBuilder &b, Value index) {
+  return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
+}
+inline Value globalPtr(LoweringBuilder &b, Value address) {
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+}
+inline Value sharedPtr(LoweringBuilder &b, Value address) {
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+/// Byte address (i64) of element 0 of a memref (aligned pointer + offset).
+inline Value bufferAddress(LoweringBuilder &b, Value memref) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, memref);
+  Value aligned = memref::ExtractAlignedPointerAsIndexOp::create(b, memref);
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  Value offset = b.mul(meta.getOffset(), b.idx(bytes));
+  return toI64(b, b.add(aligned, offset));
+}
+/// Stride (elements, index) of dimension `d` of a memref.
+inline Value bufferStride(LoweringBuilder &b, Value memref, unsigned d) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, memref);
+  return meta.getStrides()[d];
+}
+
+/// The dynamic shared memory of the launch, rounded up to `align` bytes
+/// (the launch asks for `align` bytes more): its shared-window address.
+inline Value dynamicSharedBase(LoweringBuilder &b, int64_t align) {
+  auto type = MemRefType::get(
+      {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+  Value smem = gpu::DynamicSharedMemoryOp::create(b, type);
+  Value base =
+      toI64(b, memref::ExtractAlignedPointerAsIndexOp::create(b, smem));
+  Value up = arith::AddIOp::create(b, base, i64(b, align - 1));
+  return arith::AndIOp::create(b, up, i64(b, -align));
+}
+
+inline void mbarrierInit(LoweringBuilder &b, Value address, int64_t count) {
+  NVVM::MBarrierInitOp::create(b, sharedPtr(b, address), b.i32(count),
+                               /*predicate=*/Value());
+}
+inline void mbarrierWait(LoweringBuilder &b, Value address, Value parity) {
+  NVVM::MBarrierTryWaitParityOp::create(b, sharedPtr(b, address), parity,
+                                        b.i32(10000000));
+}
+inline void mbarrierArrive(LoweringBuilder &b, Value address) {
+  NVVM::MBarrierArriveOp::create(
+      b, b.getI64Type(), sharedPtr(b, address), /*count=*/Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+inline void fenceMbarrierInit(LoweringBuilder &b) {
+  NVVM::FenceMbarrierInitOp::create(b);
+}
+
+/// 16-byte cp.async (cache global) of `srcSize` bytes (0 or 16; the rest
+/// is zero-filled).
+inline void cpAsync16(LoweringBuilder &b, Value dst, Value src,
+                      Value srcSize) {
+  NVVM::CpAsyncOp::create(
+      b, sharedPtr(b, dst), globalPtr(b, src), b.getI32IntegerAttr(16),
+      NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
+                                           NVVM::LoadCacheModifierKind::CG),
+      srcSize);
+}
+/// The barrier counts one arrival when this thread's earlier cp.asyncs
+/// have landed (`noinc`: the arrival is part of the expected count).
+inline void cpAsyncArriveNoinc(LoweringBuilder &b, Value barrier) {
+  NVVM::CpAsyncMBarrierArriveOp::create(b, sharedPtr(b, barrier),
+                                        b.getBoolAttr(true));
+}
+/// Orders generic-proxy writes (cp.async) before async-proxy reads (wgmma).
+inline void fenceProxyAsyncShared(LoweringBuilder &b) {
+  NVVM::FenceProxyOp::create(
+      b, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+}
+
+inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {
+  NVVM::SetMaxRegisterOp::create(
+      b, b.getI32IntegerAttr(count),
+      NVVM::SetMaxRegisterActionAttr::get(
+          b.getContext(), increase ? NVVM::SetMaxRegisterAction::increase
+                                   : NVVM::SetMaxRegisterAction::decrease));
+}
+
+/// wgmma shared-memory descriptor of a K-major, 128-byte-swizzled tile at
+/// shared address `address` (1024-aligned tile start): SBO 1024 B (8 rows
+/// of 128 B), LBO 16 B, swizzle mode 128B. Every run-time offset must be in
+/// `address` already: ptxas 12.8/13.0 drop the high word of a descriptor
+/// to which a run-time value is added (hopper notes, trap P1); constants
+/// (+2 per k16 step) may be added to the result.
+///
+/// An MN-major 128-byte-swizzled tile (`mnMajor`) is a column of atoms of
+/// 64 MN elements x 8 K rows (1024 B, K rows of 128 B, the same swizzle):
+/// atoms along K `SBO` = 1024 B apart, atoms along MN `lbo` bytes apart.
+inline Value wgmmaDescriptor(LoweringBuilder &b, Value address,
+                             int64_t lbo = 16) {
+  Value a32 = arith::TruncIOp::create(b, b.getI32Type(), address);
+  Value field = arith::ShRUIOp::create(
+      b, arith::AndIOp::create(b, a32, b.i32(0x3FFFF)), b.i32(4));
+  Value lo = arith::ExtUIOp::create(b, b.getI64Type(), field);
+  int64_t high = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32) |
+                 (int64_t(lbo >> 4) << 16);
+  return arith::OrIOp::create(b, lo, i64(b, high));
+}
+
+/// f32 accumulator fragment of m64nNk16: N/2 f32 per thread.
+inline Type wgmmaAccumulatorType(LoweringBuilder &b, int64_t n) {
+  return LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(n / 2, b.getF32Type()));
+}
+/// acc += A(desc a, K-major) * B(desc b, K-major, or MN-major with
+/// `bMnMajor`), m64nNk16, f32 += 16-bit.
+inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
+                   int64_t n, bool bf16, bool bMnMajor) {
+  MLIRContext *ctx = b.getContext();
+  auto type = NVVM::WGMMATypesAttr::get(
+      ctx, bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16);
+  auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  return NVVM::WgmmaMmaAsyncOp::create(
+      b, acc.getType(), acc, descA, descB,
+      NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
+      NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+      NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, bMnMajor ? NVVM::MMALayout::row
+                                             : NVVM::MMALayout::col),
+      /*satfinite=*/NVVM::MMAIntOverflowAttr());
+}
+inline void wgmmaFence(LoweringBuilder &b) { NVVM::WgmmaFenceAlignedOp::create(b); }
+inline void wgmmaCommit(LoweringBuilder &b) {
+  NVVM::WgmmaGroupSyncAlignedOp::create(b);
+}
+inline void wgmmaWait(LoweringBuilder &b, int64_t pending) {
+  NVVM::WgmmaWaitGroupSyncOp::create(b, b.getI64IntegerAttr(pending));
+}
+
+} // namespace nvvm
+} // namespace gpu_lowering
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_NVVMBUILDER_H

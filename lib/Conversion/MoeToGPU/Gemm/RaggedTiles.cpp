@@ -1,0 +1,71 @@
+//===- RaggedTiles.cpp - row tiles of the ragged expert groups ------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Expert e owns GEMM rows [offsets[e], offsets[e+1]) (clamped into [0, m];
+// a decreasing pair owns nothing), cut into ceil(rows / tileM) row tiles;
+// tiles are numbered expert by expert. Kernels find a tile's expert on the
+// device, so any offsets, even inconsistent ones, are covered without a
+// host-side tile list.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+
+Value RaggedTiles::offsetAt(LoweringBuilder &b, Value expert) const {
+  return b.clamp(b.toIndex(b.load(offsets, {expert})), b.idx(0), m);
+}
+
+Value RaggedTiles::tilesOf(LoweringBuilder &b, Value expert) const {
+  Value lo = offsetAt(b, expert);
+  Value hi = offsetAt(b, b.add(expert, b.idx(1)));
+  return b.ceilDiv(b.sub(b.maxIdx(hi, lo), lo), tileM);
+}
+
+Value RaggedTiles::total(LoweringBuilder &b) const {
+  return b.forLoop(b.idx(0), b.idx(numExperts), {b.idx(0)},
+                   [&](LoweringBuilder &b, Value e,
+                       ValueRange acc) -> SmallVector<Value> {
+                     return {b.add(acc[0], tilesOf(b, e))};
+                   })[0];
+}
+
+Value RaggedTiles::upperBound(LoweringBuilder &b) const {
+  return b.add(b.ceilDiv(m, tileM), b.idx(numExperts));
+}
+
+std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value tile,
+                                             Value expert,
+                                             Value before) const {
+  // while (expert < E - 1 && tile >= before + tilesOf(expert))
+  //   before += tilesOf(expert), ++expert;
+  Type idxType = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, TypeRange{idxType, idxType}, ValueRange{expert, before},
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        LoweringBuilder nb(loc, nested);
+        // Branch-free: the expert index is clamped, so the loads stay in
+        // bounds whatever the condition's first half says.
+        Value last = nb.idx(numExperts - 1);
+        Value notLast = nb.cmpi(CmpI::ult, args[0], last);
+        Value safe = nb.minIdx(args[0], last);
+        Value past = nb.andi(
+            notLast,
+            nb.cmpi(CmpI::uge, tile, nb.add(args[1], tilesOf(nb, safe))));
+        scf::ConditionOp::create(nb, past, args);
+      },
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        LoweringBuilder nb(loc, nested);
+        Value next = nb.add(args[1], tilesOf(nb, args[0]));
+        scf::YieldOp::create(nb, ValueRange{nb.add(args[0], nb.idx(1)), next});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}

@@ -1,0 +1,462 @@
+//===- WgmmaEngine.cpp - the Hopper expert GEMM engine (sm_90a) -----------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// out[dest(row), c] = epilogue(sum_k lhs[src(row), k] * rhs[e, col(c), k])
+// on the Hopper tensor cores, for 16-bit lhs / rhs; rhs K-major ([E, N, K],
+// transpose_rhs) or MN-major ([E, K, N]).
+//
+// - Block: 128 * (1 + tileM / 64) threads. Warpgroup 0 is the producer,
+//   warpgroups 1.. each consume 64 rows x tileN of the tileM x tileN tile
+//   with wgmma m64n<tileN>k16 (f32 accumulators in registers).
+//   setmaxnreg moves registers from the producer to the consumers.
+// - Operand loaders: the producer's 128 threads copy the lhs rows (through
+//   `gather`; rows outside [0, rows(lhs)) and K past the end read zero) and
+//   the rhs tile with 16-byte cp.async, applying the 128-byte swizzle by
+//   hand (chunk c of 128-byte row r lands at chunk c ^ (r % 8)), which is
+//   the layout a TMA SWIZZLE_128B copy writes and the wgmma descriptors
+//   describe. A K-major tile is rows of 64 K elements; an MN-major rhs tile
+//   is tileN / 64 columns of 64 K rows x 64 N elements.
+// - Pipeline: `stages` shared-memory stages of tileM + tileN rows of 128
+//   bytes (64 K elements). full[s] completes when the 128 producer threads'
+//   copies have landed (cp.async.mbarrier.arrive.noinc), empty[s] when
+//   every consumer thread has released the stage; consumers keep one wgmma
+//   group in flight and release the stage before it.
+// - Persistent grid: min(work items, SMs) blocks walk the work items (row
+//   tile of the ragged groups x column tile) with stride gridDim.x; a
+//   running step counter carries the stage / phase across items, so the
+//   producer fills the next item's stages while the consumers run the
+//   epilogue.
+// - Epilogue on the accumulator fragments (row = 16 * warp + lane / 4
+//   (+8), column = 8 * j + 2 * (lane % 4) (+1)): GLU pairs are in one
+//   thread (interleaved: adjacent columns; concat: the tile holds the gate
+//   half and the up half of the same output columns), then Epilogue.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+#include "NVVMBuilder.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+
+/// K elements per stage (one 128-byte swizzle row of 16-bit elements).
+constexpr int64_t kTileK = 64;
+/// Registers per thread after setmaxnreg (producer, consumers) with two
+/// consumer warpgroups. The block starts with 168 per thread (64K / 384,
+/// rounded down to 8); the consumers' increase is granted only from what
+/// the producer released, so (168 - P) * 128 >= (C - 168) * 256 must hold,
+/// else the consumers wait for registers forever.
+constexpr int64_t kEntryRegs = 168, kProducerRegs = 104, kConsumerRegs = 200;
+static_assert((kEntryRegs - kProducerRegs) * 128 >=
+                  (kConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
+
+Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
+                                         const GemmOperands &g) {
+  auto isZeroMod = [&](Value v, int64_t d) {
+    return b.cmpi(CmpI::eq, arith::RemUIOp::create(b, v, b.idx(d)), b.idx(0));
+  };
+  auto addressAligned = [&](Value memref) {
+    Value address = nvvm::bufferAddress(b, memref);
+    Value low = arith::AndIOp::create(b, address, nvvm::i64(b, 15));
+    return b.cmpi(CmpI::eq, low, nvvm::i64(b, 0));
+  };
+  Value ok = b.cmpi(CmpI::eq, nvvm::bufferStride(b, g.lhs, 1), b.idx(1));
+  ok = b.andi(ok, b.cmpi(CmpI::eq, nvvm::bufferStride(b, g.rhs, 2), b.idx(1)));
+  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.lhs, 0), 8));
+  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.rhs, 0), 8));
+  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.rhs, 1), 8));
+  ok = b.andi(ok, addressAligned(g.lhs));
+  return b.andi(ok, addressAligned(g.rhs));
+}
+
+namespace {
+
+/// One work item of the persistent loop.
+struct WorkItem {
+  Value expert, rowStart, tileRows, colTile, step;
+};
+
+class WgmmaKernel {
+public:
+  WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config)
+      : g(g), tileM(config.tileM), tileN(config.tileN),
+        stages(config.stages), numSMs(config.numSMs),
+        consumers(config.tileM / 64),
+        kSteps((g.kDim + kTileK - 1) / kTileK),
+        concat(g.glu && g.glu->layout == GluLayout::concat),
+        outPerTile(g.glu ? config.tileN / 2 : config.tileN),
+        colTiles((g.outN + outPerTile - 1) / outPerTile),
+        ragged{g.offsets, g.m, g.numExperts, config.tileM} {}
+
+  void emit(LoweringBuilder &b);
+
+private:
+  int64_t aBytes() const { return tileM * 128; }
+  int64_t stageBytes() const { return (tileM + tileN) * 128; }
+  /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages.
+  int64_t sharedBytes() const { return 1024 + stages * stageBytes(); }
+
+  Value add64(LoweringBuilder &b, Value a, Value c) {
+    return arith::AddIOp::create(b, a, c);
+  }
+  Value add64(LoweringBuilder &b, Value a, int64_t c) {
+    return c ? add64(b, a, nvvm::i64(b, c)) : a;
+  }
+  Value mul64(LoweringBuilder &b, Value a, int64_t c) {
+    return arith::MulIOp::create(b, a, nvvm::i64(b, c));
+  }
+  Value fullBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value emptyBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, 8 * stages),
+                 mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value stageAddress(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, 1024),
+                 mul64(b, nvvm::toI64(b, s), stageBytes()));
+  }
+  /// (stage, round parity) of pipeline step `step`.
+  std::pair<Value, Value> stageOf(LoweringBuilder &b, Value step) {
+    Value s = arith::RemUIOp::create(b, step, b.idx(stages));
+    Value round = arith::DivUIOp::create(b, step, b.idx(stages));
+    return {s, round};
+  }
+  Value parity(LoweringBuilder &b, Value round) {
+    return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
+  }
+
+  void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
+                   function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+  void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  void consumer(LoweringBuilder &b, Value tid, Value cw, const WorkItem &item);
+  void epilogue(LoweringBuilder &b, Value ct, Value cw, const WorkItem &item,
+                Value acc);
+
+  const GemmOperands &g;
+  const int64_t tileM, tileN, stages, numSMs, consumers, kSteps;
+  const bool concat;
+  const int64_t outPerTile, colTiles;
+  RaggedTiles ragged;
+  // Kernel-wide values.
+  Value base, totalItems, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
+};
+
+void WgmmaKernel::forEachItem(
+    LoweringBuilder &b, Value blockX, Value gridX,
+    function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
+  Value zero = b.idx(0);
+  b.forLoop(blockX, totalItems, gridX, {zero, zero, zero},
+            [&](LoweringBuilder &b, Value item,
+                ValueRange state) -> SmallVector<Value> {
+              Value rowTile = arith::DivUIOp::create(b, item, b.idx(colTiles));
+              Value colTile = arith::RemUIOp::create(b, item, b.idx(colTiles));
+              auto [expert, before] =
+                  ragged.advance(b, rowTile, state[0], state[1]);
+              Value lo = ragged.offsetAt(b, expert);
+              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+              Value rowStart =
+                  b.add(lo, b.mul(b.sub(rowTile, before), b.idx(tileM)));
+              Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
+              body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});
+              return {expert, before, b.add(state[2], b.idx(kSteps))};
+            });
+}
+
+void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
+                           const WorkItem &item) {
+  // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
+  Value c = arith::AndIOp::create(b, tid, b.idx(7));
+  Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
+                                   b.idx(15));
+  Value swizzled = arith::XOrIOp::create(
+      b, c, arith::AndIOp::create(b, rg, b.idx(7)));
+  Value dstOffset = nvvm::toI64(
+      b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
+  Value elemBytes = b.idx(2);
+
+  // Row start addresses and validity, fixed for the item.
+  SmallVector<Value> aRow, aOk, bRow, bOk;
+  for (int64_t j = 0; j < tileM / 16; ++j) {
+    Value r = b.add(rg, b.idx(16 * j));
+    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
+    Value row = b.add(item.rowStart, r);
+    Value src;
+    if (g.gather) {
+      Value safeRow = b.select(inTile, row, b.idx(0));
+      src = b.ifElse(inTile, {b.getI32Type()},
+                     [&](LoweringBuilder &b) -> SmallVector<Value> {
+                       return {b.load(g.gather, {safeRow})};
+                     },
+                     [&](LoweringBuilder &b) -> SmallVector<Value> {
+                       return {b.i32(-1)};
+                     })[0];
+    } else {
+      src = b.toI32(row);
+    }
+    Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
+    Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
+    aRow.push_back(add64(
+        b, lhsAddr, nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
+    aOk.push_back(ok);
+  }
+  // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
+  for (int64_t j = 0; g.transposed && j < tileN / 16; ++j) {
+    Value n = b.add(rg, b.idx(16 * j));
+    Value col, ok;
+    if (concat) {
+      // Gate half then up half of output columns [colTile * tileN / 2, ...).
+      int64_t half = tileN / 2;
+      bool upHalf = 16 * j >= half;
+      Value outCol = b.add(b.mul(item.colTile, b.idx(half)),
+                           upHalf ? b.sub(n, b.idx(half)) : n);
+      ok = b.cmpi(CmpI::ult, outCol, b.idx(g.outN));
+      col = upHalf ? b.add(outCol, b.idx(g.outN)) : outCol;
+    } else {
+      col = b.add(b.mul(item.colTile, b.idx(tileN)), n);
+      ok = b.cmpi(CmpI::ult, col, b.idx(g.gemmN));
+    }
+    col = b.minIdx(col, b.idx(g.gemmN - 1));
+    Value offset = b.add(b.mul(item.expert, rhsStride0), b.mul(col, rhsStride1));
+    bRow.push_back(add64(b, rhsAddr, nvvm::toI64(b, b.mul(offset, elemBytes))));
+    bOk.push_back(ok);
+  }
+
+  // MN-major rhs ([E, K, N]): thread t copies chunk t % (tileN / 8) (8
+  // columns) of K rows t / (tileN / 8) + rowsPerPass * j into the atom
+  // column of its chunk (Epilogue-order columns as above).
+  const int64_t chunksPerRow = tileN / 8, rowsPerPass = 128 / chunksPerRow;
+  Value mnColAddr, mnOk;
+  SmallVector<Value> mnDst, mnRow;
+  if (!g.transposed) {
+    Value chunk = arith::RemUIOp::create(b, tid, b.idx(chunksPerRow));
+    Value kr0 = arith::DivUIOp::create(b, tid, b.idx(chunksPerRow));
+    Value col;
+    if (concat) {
+      int64_t half = tileN / 2;
+      Value upHalf = b.cmpi(CmpI::uge, chunk, b.idx(half / 8));
+      Value within = arith::RemUIOp::create(b, chunk, b.idx(half / 8));
+      Value outCol = b.add(b.mul(item.colTile, b.idx(half)),
+                           b.mul(within, b.idx(8)));
+      mnOk = b.cmpi(CmpI::ult, outCol, b.idx(g.outN));
+      col = b.select(upHalf, b.add(outCol, b.idx(g.outN)), outCol);
+    } else {
+      col = b.add(b.mul(item.colTile, b.idx(tileN)), b.mul(chunk, b.idx(8)));
+      mnOk = b.cmpi(CmpI::ult, col, b.idx(g.gemmN));
+    }
+    col = b.minIdx(col, b.idx(g.gemmN - 8));
+    Value offset = b.add(b.mul(item.expert, rhsStride0), col);
+    mnColAddr = add64(b, rhsAddr, nvvm::toI64(b, b.mul(offset, elemBytes)));
+    Value atom = b.mul(arith::DivUIOp::create(b, chunk, b.idx(8)),
+                       b.idx(64 * 128));
+    Value c8 = arith::AndIOp::create(b, chunk, b.idx(7));
+    for (int64_t j = 0; j < 64 / rowsPerPass; ++j) {
+      Value kr = b.add(kr0, b.idx(rowsPerPass * j));
+      Value sw = arith::XOrIOp::create(b, c8,
+                                       arith::AndIOp::create(b, kr, b.idx(7)));
+      mnDst.push_back(nvvm::toI64(
+          b, b.add(b.add(b.idx(aBytes()), atom),
+                   b.add(b.mul(kr, b.idx(128)), b.mul(sw, b.idx(16))))));
+      mnRow.push_back(kr);
+    }
+  }
+
+  Value zero = b.idx(0);
+  forEach(b, zero, b.idx(kSteps), b.idx(1), [&](LoweringBuilder &b, Value kt) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
+      Value prev = b.sub(round, b.idx(1));
+      nvvm::mbarrierWait(b, emptyBarrier(b, s), parity(b, prev));
+    });
+    Value stageBase = stageAddress(b, s);
+    Value stage = add64(b, stageBase, dstOffset);
+    Value k = b.add(b.mul(kt, b.idx(kTileK)), b.mul(c, b.idx(8)));
+    Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
+    Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
+    auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
+      Value valid = b.andi(ok, kIn);
+      Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
+      nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
+    };
+    for (int64_t j = 0; j < tileM / 16; ++j)
+      copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
+    for (int64_t j = 0; g.transposed && j < tileN / 16; ++j)
+      copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
+    for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
+      Value k = b.add(b.mul(kt, b.idx(kTileK)), kr);
+      Value valid = b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)));
+      Value rowOffset =
+          nvvm::toI64(b, b.mul(b.mul(k, rhsStride1), elemBytes));
+      Value src = b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr);
+      nvvm::cpAsync16(b, add64(b, stageBase, dst), src,
+                      b.select(valid, b.i32(16), b.i32(0)));
+    }
+    nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+  });
+}
+
+void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
+                           const WorkItem &item) {
+  Value zero = b.idx(0);
+  Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
+  Value acc0 = LLVM::ZeroOp::create(b, accType);
+  bool bf16 = g.inElem.isBF16();
+  Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
+  Value acc = b.forLoop(
+      zero, b.idx(kSteps), {acc0},
+      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+        Value step = b.add(item.step, kt);
+        auto [s, round] = stageOf(b, step);
+        nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+        nvvm::fenceProxyAsyncShared(b);
+        Value stage = stageAddress(b, s);
+        Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset));
+        // K-major rhs: one k16 step is +32 B; MN-major: two 1024-B atoms.
+        bool mnMajor = !g.transposed;
+        Value descB = nvvm::wgmmaDescriptor(b, add64(b, stage, aBytes()),
+                                            mnMajor ? 64 * 128 : 16);
+        int64_t stepB = mnMajor ? 2048 >> 4 : 2;
+        nvvm::wgmmaFence(b);
+        Value acc = in[0];
+        for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
+          acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
+                            add64(b, descB, stepB * k16), tileN, bf16,
+                            mnMajor);
+        nvvm::wgmmaCommit(b);
+        nvvm::wgmmaWait(b, 1);
+        // The group before this one has finished reading its stage.
+        when(b, b.cmpi(CmpI::ugt, kt, zero), [&](LoweringBuilder &b) {
+          Value prev = arith::RemUIOp::create(b, b.sub(step, b.idx(1)),
+                                              b.idx(stages));
+          nvvm::mbarrierArrive(b, emptyBarrier(b, prev));
+        });
+        return {acc};
+      })[0];
+  nvvm::wgmmaWait(b, 0);
+  Value last = arith::RemUIOp::create(
+      b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
+  nvvm::mbarrierArrive(b, emptyBarrier(b, last));
+  epilogue(b, arith::AndIOp::create(b, tid, b.idx(127)), cw, item, acc);
+}
+
+void WgmmaKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
+                           const WorkItem &item, Value acc) {
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
+    return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
+  };
+  for (int64_t h = 0; h < 2; ++h) {
+    Value r = b.add(row0, b.idx(8 * h));
+    when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
+      RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
+      when(b, target.valid, [&](LoweringBuilder &b) {
+        auto store = [&](Value c, ArrayRef<Value> v) {
+          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+               [&](LoweringBuilder &b) {
+                 storeOutput(b, g, target, item.expert, c, v);
+               });
+        };
+        if (g.glu && !concat) {
+          // Interleaved: gate column 2c, up column 2c + 1 are adjacent.
+          for (int64_t j = 0; j < tileN / 8; ++j) {
+            Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
+            store(c, {value(b, 4 * j + 2 * h), value(b, 4 * j + 2 * h + 1)});
+          }
+        } else {
+          int64_t frags = concat ? tileN / 16 : tileN / 8;
+          for (int64_t j = 0; j < frags; ++j) {
+            for (int64_t p = 0; p < 2; ++p) {
+              Value c = b.add(colBase, b.add(b.idx(8 * j + p),
+                                             b.mul(quad, b.idx(2))));
+              int64_t i = 4 * j + 2 * h + p;
+              if (concat)
+                store(c, {value(b, i), value(b, i + 4 * frags)});
+              else
+                store(c, {value(b, i)});
+            }
+          }
+        }
+      });
+    });
+  }
+}
+
+void WgmmaKernel::emit(LoweringBuilder &b) {
+  Value one = b.idx(1);
+  Value items = b.mul(ragged.upperBound(b), b.idx(colTiles));
+  Value grid = b.maxIdx(b.minIdx(items, b.idx(numSMs)), one);
+  int64_t threads = 128 * (1 + consumers);
+  auto launchOp = gpu::LaunchOp::create(
+      b, grid, one, one, b.idx(threads), one, one,
+      b.i32(sharedBytes() + 1024), /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/ValueRange{}, /*workgroupAttributions=*/TypeRange{});
+  OpBuilder nested = OpBuilder::atBlockEnd(&launchOp.getBody().front());
+  LoweringBuilder kb(b.getLoc(), nested);
+  Value tid = launchOp.getThreadIds().x;
+  Value blockX = launchOp.getBlockIds().x;
+  Value gridX = launchOp.getGridSize().x;
+
+  base = nvvm::dynamicSharedBase(kb, 1024);
+  when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
+    for (int64_t s = 0; s < stages; ++s) {
+      nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), 128);
+      nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 128 * consumers);
+    }
+    nvvm::fenceMbarrierInit(b);
+  });
+  gpu::BarrierOp::create(kb);
+  totalItems = kb.mul(ragged.total(kb), kb.idx(colTiles));
+  lhsAddr = nvvm::bufferAddress(kb, g.lhs);
+  rhsAddr = nvvm::bufferAddress(kb, g.rhs);
+  lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
+  rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
+  rhsStride1 = nvvm::bufferStride(kb, g.rhs, 1);
+
+  Value wg = arith::ShRUIOp::create(kb, tid, kb.idx(7));
+  Value isProducer = kb.cmpi(CmpI::eq, wg, kb.idx(0));
+  scf::IfOp::create(
+      kb, isProducer,
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        if (consumers > 1)
+          nvvm::setMaxRegisters(b, kProducerRegs, /*increase=*/false);
+        forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
+                                          const WorkItem &item) {
+          producer(b, tid, item);
+        });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        if (consumers > 1)
+          nvvm::setMaxRegisters(b, kConsumerRegs, /*increase=*/true);
+        Value cw = b.sub(wg, b.idx(1));
+        forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
+                                          const WorkItem &item) {
+          consumer(b, tid, cw, item);
+        });
+        scf::YieldOp::create(b);
+      });
+  gpu::TerminatorOp::create(kb);
+}
+
+} // namespace
+
+void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
+                                       const GemmOperands &g,
+                                       const GemmKernelConfig &config) {
+  WgmmaKernel(g, config).emit(b);
+}

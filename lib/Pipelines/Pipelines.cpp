@@ -137,6 +137,10 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   pm.addPass(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Constants (hoisted to the function by the canonicalizer) back into the
+  // kernels: as kernel arguments they cost a constant-bank load each and
+  // hide them from ptxas (run-time divisions by tile sizes, no folding).
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);

@@ -1,17 +1,50 @@
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefixes=CHECK,AUTO
+// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefixes=CHECK,SIMT \
+// RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
 
-// Expert compute: moe.grouped_matmul goes through moe.expert_gemm to one
-// tiled GEMM kernel per op, after a zero fill of the output:
+// Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
+// fill of the output, then the GEMM kernel(s) of the configuration that
+// Gemm/GemmConfig.cpp picks (gemm-config.mlir tests the choice itself).
+//
+// SIMT engine (f32 operands; any op with gemm=simt): one tiled kernel
 // - grid (max(ceil(M / tile-m) + E, 1), ceil(N / tile-n)), blocks loop over
-//   the row tiles of all experts with stride gridDim.x;
+//   the row tiles of all experts with stride gridDim.x and find their expert
+//   with an scf.while over the experts' tile counts;
 // - (tile-m/4) * (tile-n/4) threads (256 for the default 64 x 64 tile),
 //   each holding 4 x 4 f32 accumulators per GEMM operand;
 // - workgroup buffers: the A tile (tile-k x tile-m f32) and one B tile
 //   (tile-k x tile-n f32) per accumulator set (two with a GLU epilogue);
 // - per K step: every global load, gpu.barrier, the shared-memory stores,
 //   gpu.barrier, the math.fma products.
+//
+// Hopper engine (the default, sm_90a, for bf16 / f16 operands with
+// K % 8 == 0): on the host, an scf.if on the operands' layout (unit inner
+// strides, row strides multiples of 8 elements, 16-byte aligned base
+// addresses) runs the wgmma kernel; its else branch is the SIMT kernel
+// above, unchanged. The wgmma kernel (default 128 x 128 x 64 tile):
+// - persistent grid max(min(work items, 132), 1), work items
+//   (ceil(M / 128) + E) * ceil(N / 128); 384 threads (a producer warpgroup
+//   and two consumer warpgroups); no static workgroup buffers but dynamic
+//   shared memory: 1 KiB of barriers + 7 stages of (128 + 128) x 128 B +
+//   1 KiB of alignment slack = 231424 bytes;
+// - thread 0 initialises a full (128 arrivals) and an empty (256 arrivals)
+//   mbarrier per stage, then fence.mbarrier.init and a block barrier;
+// - producer (warpgroup 0): setmaxregister decrease 104; per K step it
+//   waits until the stage is empty, issues 16 16-byte cp.async per thread
+//   (8 lhs rows + 8 rhs rows / K rows) and arrives (noinc) on the stage's
+//   full barrier when they land;
+// - consumers: setmaxregister increase 200; per K step: wait full,
+//   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
+//   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
+//   wait for <= 1 group in flight, release the previous stage; then the
+//   epilogue (bias, GLU, scale, scatter) on the accumulator fragments.
+//
+// CHECK lines hold in both engine runs: the f32 kernels, and the SIMT
+// kernels of the 16-bit ops (alone with gemm=simt, in the else branch by
+// default). AUTO lines describe the guard and the Hopper kernel; with
+// gemm=simt (SIMT) nothing of it is left.
 // moe.glu is one elementwise rows x columns kernel.
 
 // NOMOE-NOT: moe.
@@ -30,6 +63,10 @@
 // CHECK: gpu.launch
 // CHECK: memref.store %cst, %[[OUT]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<?x256xf32>
 // CHECK: gpu.terminator
+// f32 operands: the SIMT kernel alone, in both runs (no guard, no Hopper
+// kernel).
+// CHECK-NOT: scf.if
+// CHECK-NOT: nvvm.
 // CHECK: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c64 : index
 // CHECK: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8 : index
 // CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
@@ -43,9 +80,12 @@
 // CHECK: memref.load %[[OFF]]
 // CHECK: arith.minsi %{{[a-z0-9_]+}}, %[[M]] : index
 // CHECK: scf.for %[[TIDX:[a-z0-9_]+]] = %[[BX]] to %[[TOTAL]] step %[[GDX]] {
-// The block finds its expert by a scan of the offsets.
-// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c8{{(_[0-9]+)?}} step
+// The block finds its expert (FOUND#0) by advancing over the experts' tile
+// counts while the tile lies past them (never beyond expert E - 1 = 7).
+// CHECK: %[[FOUND:[a-z0-9_]+]]:2 = scf.while
+// CHECK: arith.cmpi ult, %{{[a-z0-9_]+}}, %c7{{(_[0-9]+)?}} : index
 // CHECK: arith.cmpi uge, %[[TIDX]], %{{[a-z0-9_]+}} : index
+// CHECK: scf.condition
 // K loop with 16 f32 accumulators (4 x 4 outputs per thread).
 // CHECK: %[[ACC:[a-z0-9_]+]]:16 = scf.for %[[K0:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c64{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // All global loads of the step first (independent, so they overlap): the A
@@ -54,7 +94,7 @@
 // zero outside), then the barrier guarding shared memory, the stores
 // (As[kk][r] transposed, Bs[kk][c]) and the barrier before the products.
 // CHECK-COUNT-4: memref.load %[[LHS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
-// CHECK-COUNT-4: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK-COUNT-4: memref.load %[[RHS]][%[[FOUND]]#0, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<8x64x256xf32, strided<[?, ?, ?], offset: ?>>
 // CHECK: gpu.barrier
 // CHECK-COUNT-4: memref.store %{{[a-z0-9_]+}}, %[[AS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<16x64xf32, #gpu.address_space<workgroup>>
 // CHECK-COUNT-4: memref.store %{{[a-z0-9_]+}}, %[[BS]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<16x64xf32, #gpu.address_space<workgroup>>
@@ -74,6 +114,7 @@
 // CHECK: arith.cmpi ult, %[[COL]], %c256{{(_[0-9]+)?}} : index
 // CHECK: memref.store %[[ACC]]#0, %[[OUT]][%{{[a-z0-9_]+}}, %[[COL]]] : memref<?x256xf32>
 // CHECK-COUNT-15: memref.store %[[ACC]]#{{[0-9]+}}, %[[OUT]]
+// CHECK-NOT: nvvm.
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 // CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32> to tensor<?x256xf32>
@@ -112,17 +153,94 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
   return %r : tensor<?x256xf32>
 }
 
-// transpose_rhs: rhs is E x N x K; the B tile is read along K (c = q / 16,
-// kk = q % 16) from rhs[e][n0 + c][k0 + kk]; bias[e][col] is added in the
-// epilogue before the bf16 store.
+// transpose_rhs, bf16, K = 64: by default the Hopper kernel under the layout
+// guard with the SIMT kernel in its else branch; with gemm=simt the SIMT
+// kernel alone. In the SIMT kernel rhs is E x N x K; the B tile is read
+// along K (c = q / 16, kk = q % 16) from rhs[e][n0 + c][k0 + kk];
+// bias[e][col] is added in the epilogue before the bf16 store.
 // CHECK-LABEL: func.func @grouped_matmul_transpose_rhs_bias(
+// CHECK: %[[LHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x64xbf16>
 // CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x32x64xbf16>
 // CHECK: %[[BIAS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x32xbf16>
-// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%{{[a-z0-9_]+}}) : memref<?x32xbf16>
+// CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x32xbf16>
 // CHECK: gpu.launch
+// CHECK: memref.store %cst, %[[OUT]]
+// CHECK: gpu.terminator
+// SIMT-NOT: scf.if
+// The guard: unit inner strides (lhs dim 1, rhs dim 2), row strides (lhs
+// dim 0, rhs dims 0 and 1) multiples of 8 elements, 16-byte aligned
+// addresses of lhs and rhs.
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:2, %[[LS:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %[[LHS]]
+// AUTO-NEXT: arith.cmpi eq, %[[LS]]#1, %c1{{(_[0-9]+)?}} : index
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
+// AUTO-NEXT: arith.cmpi eq, %[[RS]]#2, %c1{{(_[0-9]+)?}} : index
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:2, %[[LS0:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %[[LHS]]
+// AUTO: arith.remui %[[LS0]]#0, %c8{{(_[0-9]+)?}} : index
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS0:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
+// AUTO: arith.remui %[[RS0]]#0, %c8{{(_[0-9]+)?}} : index
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS1:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
+// AUTO: arith.remui %[[RS1]]#1, %c8{{(_[0-9]+)?}} : index
+// AUTO: memref.extract_aligned_pointer_as_index %[[LHS]]
+// AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64 : i64
+// AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
+// AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64{{(_[0-9]+)?}} : i64
+// AUTO: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// AUTO-NEXT: scf.if %[[OK]] {
+// The wgmma kernel: persistent grid of at most 132 blocks over
+// (ceil(M / 128) + 8) x 1 work items, 384 threads, 231424 bytes of dynamic
+// shared memory and no workgroup buffers.
+// AUTO: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
+// AUTO-NEXT: arith.addi %[[RT]], %c8{{(_[0-9]+)?}} : index
+// AUTO: %[[G0:[a-z0-9_]+]] = arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
+// AUTO-NEXT: %[[G:[a-z0-9_]+]] = arith.maxui %[[G0]], %c1{{(_[0-9]+)?}} : index
+// AUTO: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[G]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c384, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO-NEXT: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// Thread 0: 7 stages x (full, empty) barriers.
+// AUTO: arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}} : index
+// AUTO-NEXT: scf.if
+// AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32 : !llvm.ptr<3>, i32
+// AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c256_i32 : !llvm.ptr<3>, i32
+// AUTO-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// AUTO-NEXT: nvvm.fence.mbarrier.init
+// AUTO-NEXT: }
+// AUTO-NEXT: gpu.barrier
+// Warpgroup tid / 128 == 0 produces, 1 and 2 consume.
+// AUTO: %[[WG:[a-z0-9_]+]] = arith.shrui %[[TID]], %c7{{(_[0-9]+)?}} : index
+// AUTO: %[[ISP:[a-z0-9_]+]] = arith.cmpi eq, %[[WG]], %c0{{(_[0-9]+)?}} : index
+// AUTO-NEXT: scf.if %[[ISP]] {
+// AUTO-NEXT: nvvm.setmaxregister decrease 104
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-COUNT-16: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// AUTO-NOT: nvvm.cp.async.shared.global
+// AUTO: nvvm.cp.async.mbarrier.arrive %{{[a-z0-9_]+}} {noinc = true} : !llvm.ptr<3>
+// AUTO: } else {
+// AUTO-NEXT: nvvm.setmaxregister increase 200
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// AUTO: nvvm.wgmma.fence.aligned
+// AUTO-COUNT-4: nvvm.wgmma.mma_async %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<({{(f32, ){63}f32}})> -> !llvm.struct<({{(f32, ){63}f32}})>
+// AUTO-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// AUTO-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// AUTO: nvvm.mbarrier.arrive
+// AUTO: nvvm.wgmma.wait.group.sync.aligned 0
+// AUTO: nvvm.mbarrier.arrive
+// Epilogue on the 64 accumulator values of a thread: bias, bf16 store.
+// AUTO: llvm.extractvalue %{{[a-z0-9_]+}}[0]
+// AUTO: memref.load %[[BIAS]]
+// AUTO: arith.addf
+// AUTO: arith.truncf %{{[a-z0-9_]+}} : f32 to bf16
+// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-COUNT-63: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-NOT: memref.store
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO-NOT: nvvm.
+// The SIMT kernel (else branch / alone).
 // CHECK: gpu.launch blocks(%{{[a-z0-9_]+}}, %[[BY:[a-z0-9_]+]], %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, {{.*}} workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[BS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // CHECK: %[[N0:[a-z0-9_]+]] = arith.muli %[[BY]], %c64{{(_[0-9]+)?}} : index
-// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
+// CHECK: %[[FOUND:[a-z0-9_]+]]:2 = scf.while
 // CHECK: scf.for %[[K0:[a-z0-9_]+]] = {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // B element q = tid + it*256: c = q / 16, kk = q % 16, read (clamped into
 // the tensor, zero outside) before the barrier, stored Bs[kk][c] after it.
@@ -132,26 +250,40 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CHECK-NEXT: %[[BKG:[a-z0-9_]+]] = arith.addi %[[K0]], %[[BK]] : index
 // CHECK-NEXT: %[[BCG:[a-z0-9_]+]] = arith.addi %[[N0]], %[[BC]] : index
 // CHECK: arith.cmpi ult, %[[BCG]], %c32{{(_[0-9]+)?}} : index
-// CHECK: %[[KS:[a-z0-9_]+]] = arith.minui %[[BKG]], %c63 : index
-// CHECK: %[[CS:[a-z0-9_]+]] = arith.minui %[[BCG]], %c31 : index
-// CHECK: %[[BV:[a-z0-9_]+]] = memref.load %[[RHS]][%[[FOUND]]#1, %[[CS]], %[[KS]]] : memref<8x32x64xbf16, strided<[?, ?, ?], offset: ?>>
+// CHECK: %[[KS:[a-z0-9_]+]] = arith.minui %[[BKG]], %c63{{(_[0-9]+)?}} : index
+// CHECK: %[[CS:[a-z0-9_]+]] = arith.minui %[[BCG]], %c31{{(_[0-9]+)?}} : index
+// CHECK: %[[BV:[a-z0-9_]+]] = memref.load %[[RHS]][%[[FOUND]]#0, %[[CS]], %[[KS]]] : memref<8x32x64xbf16, strided<[?, ?, ?], offset: ?>>
 // CHECK: arith.extf %[[BV]] : bf16 to f32
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[BS]][%[[BK]], %[[BC]]] : memref<16x64xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK-COUNT-16: math.fma
 // Epilogue with bias.
-// CHECK: %[[BB:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[COL:[a-z0-9_]+]]] : memref<8x32xbf16, strided<[?, ?], offset: ?>>
+// CHECK: %[[BB:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#0, %[[COL:[a-z0-9_]+]]] : memref<8x32xbf16, strided<[?, ?], offset: ?>>
 // CHECK: %[[BF:[a-z0-9_]+]] = arith.extf %[[BB]] : bf16 to f32
 // CHECK: %[[Y:[a-z0-9_]+]] = arith.addf %{{[a-z0-9_#]+}}, %[[BF]] : f32
 // CHECK: %[[YT:[a-z0-9_]+]] = arith.truncf %[[Y]] : f32 to bf16
 // CHECK: memref.store %[[YT]], %[[OUT]][%{{[a-z0-9_]+}}, %[[COL]]] : memref<?x32xbf16>
+// AUTO-NOT: nvvm.
 // CHECK: gpu.terminator
-// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-NEXT: }
+// AUTO-NEXT: }
+// CHECK-NEXT: %{{[a-z0-9_]+}} = bufferization.to_tensor %[[OUT]] restrict writable
+
+// The SIMT tile options shape the fallback kernel only: the wgmma kernel
+// keeps its 128 x 128 tile (384 threads, 231424 bytes), the else branch
+// gets 512 threads and the 32 x 128 / 32 x 64 workgroup tiles.
+// TILE-LABEL: func.func @grouped_matmul_transpose_rhs_bias(
+// TILE: threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// TILE: gpu.terminator
+// TILE-NEXT: }
+// TILE-NEXT: } else {
+// TILE: threads({{.*}}) in (%{{[a-z0-9_]+}} = %c512{{(_[0-9]+)?}}, {{.*}}) workgroup(%{{[a-z0-9_]+}} : memref<32x128xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<32x64xf32, #gpu.address_space<workgroup>>) {
 func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8x32x64xbf16>, %off: tensor<9xi32>, %b: tensor<8x32xbf16>) -> tensor<?x32xbf16> {
   %y = moe.grouped_matmul %x, %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x32xbf16>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x32x64xbf16> -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>
 }
+
 
 //===----------------------------------------------------------------------===//
 // moe.expert_gemm: gather + bias + GLU (interleaved) + scatter + scale
@@ -174,11 +306,46 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: gpu.launch
 // CHECK: memref.store %cst, %[[OUT]]
 // CHECK: gpu.terminator
-// CHECK: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c64 : index
-// CHECK: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8 : index
+// SIMT-NOT: scf.if
+// Hopper kernel (default): rhs [E, K, N] is MN-major (wgmma B `row`); the
+// producer reads the gathered source rows once per work item (8 rows of the
+// 128-row tile per thread) and copies 8 lhs rows + 8 rhs K rows per stage;
+// the epilogue pairs gate column 2c and up column 2c + 1 of the fragments
+// (32 outputs per thread), with bias, silu, scale[dest] and the scatter.
+// AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
+// AUTO: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// AUTO-NEXT: scf.if %[[OK]] {
+// AUTO: arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
+// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO-COUNT-14: nvvm.mbarrier.init
+// AUTO: nvvm.setmaxregister decrease 104
+// AUTO-COUNT-8: memref.load %[[GATHER]]
+// AUTO-NOT: memref.load %[[GATHER]]
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// AUTO-NOT: nvvm.cp.async.shared.global
+// AUTO: nvvm.cp.async.mbarrier.arrive
+// AUTO: nvvm.setmaxregister increase 200
+// AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
+// AUTO: nvvm.wgmma.wait.group.sync.aligned 0
+// AUTO: memref.load %[[SCATTER]]
+// AUTO: memref.load %[[SCALE]]
+// AUTO: memref.load %[[BIAS]]
+// AUTO: memref.load %[[BIAS]]
+// AUTO: math.exp
+// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-NOT: memref.store
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO-NOT: nvvm.
+// The SIMT kernel (else branch / alone).
+// CHECK: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c64{{(_[0-9]+)?}} : index
+// CHECK: %[[GX0:[a-z0-9_]+]] = arith.addi %[[RT]], %c8{{(_[0-9]+)?}} : index
 // CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[GX0]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %c2, {{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[GS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[US:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
-// CHECK: %[[FOUND:[a-z0-9_]+]]:3 = scf.for
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GX]], %{{[a-z0-9_]+}} = %c2{{(_[0-9]+)?}}, {{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[GS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %[[US:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[FOUND:[a-z0-9_]+]]:2 = scf.while
 // Gather prologue, once per tile: source row gather[row] if in
 // [0, rows(lhs)), else -1 (a zero row).
 // CHECK: %[[SRC:[a-z0-9_]+]] = memref.load %[[GATHER]][%{{[a-z0-9_]+}}] : memref<?xi32, strided<[?], offset: ?>>
@@ -191,11 +358,11 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: memref.load %[[LHS]][%[[SI]], %{{[a-z0-9_]+}}]
 // Gate tile: column 2c; up tile: column 2c + 1 (columns clamped first).
 // CHECK: %[[GC:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
-// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[GC]]]
+// CHECK: memref.load %[[RHS]][%[[FOUND]]#0, %{{[a-z0-9_]+}}, %[[GC]]]
 // CHECK-COUNT-3: memref.load %[[RHS]]
 // CHECK: %[[UC0:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
 // CHECK: %[[UC:[a-z0-9_]+]] = arith.addi %[[UC0]], %c1{{(_[0-9]+)?}} : index
-// CHECK: memref.load %[[RHS]][%[[FOUND]]#1, %{{[a-z0-9_]+}}, %[[UC]]]
+// CHECK: memref.load %[[RHS]][%[[FOUND]]#0, %{{[a-z0-9_]+}}, %[[UC]]]
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[GS]]
@@ -206,20 +373,25 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: memref.load %[[US]]
 // CHECK-COUNT-4: math.fma
 // CHECK: scf.yield {{.*}} : f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32{{$}}
-// Scatter epilogue: destination scatter[row] in [0, M), factor scale[dest].
-// CHECK: %[[M32:[a-z0-9_]+]] = arith.index_cast %[[M]] : index to i32
+// Scatter epilogue: destination scatter[row], stored only when in [0, M);
+// the factor scale[dest] is loaded at the destination clamped to 0 (in
+// bounds even for a dropped row).
 // CHECK: %[[DEST:[a-z0-9_]+]] = memref.load %[[SCATTER]][%{{[a-z0-9_]+}}] : memref<?xi32, strided<[?], offset: ?>>
-// CHECK: arith.cmpi slt, %[[DEST]], %[[M32]] : i32
-// CHECK: arith.cmpi sge, %[[DEST]], %c0_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[D:[a-z0-9_]+]] = arith.index_cast %[[DEST]] : i32 to index
+// CHECK: %[[M32:[a-z0-9_]+]] = arith.index_cast %[[M]] : index to i32
+// CHECK: %[[LT:[a-z0-9_]+]] = arith.cmpi slt, %[[DEST]], %[[M32]] : i32
+// CHECK: %[[GE:[a-z0-9_]+]] = arith.cmpi sge, %[[DEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[VALID:[a-z0-9_]+]] = arith.andi %[[GE]], %[[LT]] : i1
+// CHECK: %[[DS:[a-z0-9_]+]] = arith.select %[[VALID]], %[[DEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[D:[a-z0-9_]+]] = arith.index_cast %[[DS]] : i32 to index
 // CHECK: %[[FACTOR:[a-z0-9_]+]] = memref.load %[[SCALE]][%[[D]]] : memref<?xf32, strided<[?], offset: ?>>
+// CHECK: scf.if %[[VALID]] {
 // CHECK: arith.cmpi ult, %[[COL:[a-z0-9_]+]], %c128{{(_[0-9]+)?}} : index
 // CHECK: %[[BGC:[a-z0-9_]+]] = arith.muli %[[COL]], %c2{{(_[0-9]+)?}} : index
-// CHECK: %[[BG:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[BGC]]]
+// CHECK: %[[BG:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#0, %[[BGC]]]
 // CHECK: %[[BGF:[a-z0-9_]+]] = arith.extf %[[BG]] : bf16 to f32
 // CHECK: %[[GATE:[a-z0-9_]+]] = arith.addf %[[ACC]]#0, %[[BGF]] : f32
 // CHECK: %[[BUC:[a-z0-9_]+]] = arith.addi %{{[a-z0-9_]+}}, %c1{{(_[0-9]+)?}} : index
-// CHECK: %[[BU:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#1, %[[BUC]]]
+// CHECK: %[[BU:[a-z0-9_]+]] = memref.load %[[BIAS]][%[[FOUND]]#0, %[[BUC]]]
 // CHECK: %[[BUF:[a-z0-9_]+]] = arith.extf %[[BU]] : bf16 to f32
 // CHECK: %[[UP:[a-z0-9_]+]] = arith.addf %[[ACC]]#16, %[[BUF]] : f32
 // silu(gate) = gate / (1 + exp(-gate)), times (up + 0).
@@ -231,17 +403,41 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: %[[S:[a-z0-9_]+]] = arith.mulf %[[G]], %[[FACTOR]] : f32
 // CHECK: %[[ST:[a-z0-9_]+]] = arith.truncf %[[S]] : f32 to bf16
 // CHECK: memref.store %[[ST]], %[[OUT]][%[[D]], %[[COL]]] : memref<?x128xbf16>
+// AUTO-NOT: nvvm.
 // CHECK: gpu.terminator
-// CHECK-NOT: gpu.launch
-// CHECK: bufferization.to_tensor %[[OUT]] restrict writable : memref<?x128xbf16> to tensor<?x128xbf16>
+// CHECK-NEXT: }
+// AUTO-NEXT: }
+// CHECK-NEXT: %{{[a-z0-9_]+}} = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x128xbf16> to tensor<?x128xbf16>
 func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>, %b: tensor<8x256xbf16>, %s: tensor<?xi32>, %sc: tensor<?xf32>) -> tensor<?x128xbf16> {
   %y = moe.expert_gemm %x[%g : tensor<?xi32>], %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x256xbf16>) scatter(%s : tensor<?xi32>) scale(%sc : tensor<?xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>} : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
 }
 
-// Concat GLU epilogue: the up accumulator reads rhs column c + N' (N' = 32).
+// Concat GLU epilogue, f16: by default the Hopper kernel (f16 wgmma, rhs
+// MN-major; a 128-column tile holds the gate half and the up half of 64
+// output columns, so each thread pairs fragments j and j + 8: 32 outputs),
+// the SIMT kernel in the else branch. In the SIMT kernel the up
+// accumulator reads rhs column c + N' (N' = 32).
 // CHECK-LABEL: func.func @expert_gemm_glu_concat(
 // CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<4x64x64xf16>
+// CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%{{[a-z0-9_]+}}) : memref<?x32xf16>
+// CHECK: gpu.terminator
+// SIMT-NOT: scf.if
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.setmaxregister decrease 104
+// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// AUTO-NOT: nvvm.cp.async.shared.global
+// AUTO: nvvm.setmaxregister increase 200
+// AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
+// AUTO: math.erf
+// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-NOT: memref.store
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO-NOT: nvvm.
 // CHECK: workgroup(%[[AS:[a-z0-9_]+]] : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>)
 // CHECK: memref.load %[[RHS]][%{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}]
 // The up tile (second accumulator) reads column min(c, 31) + 32.
@@ -254,7 +450,11 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[AS]]
 // gelu (erf).
 // CHECK: math.erf
-// CHECK: bufferization.to_tensor
+// AUTO-NOT: nvvm.
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// AUTO-NEXT: }
+// CHECK-NEXT: %{{[a-z0-9_]+}} = bufferization.to_tensor %[[OUT]]
 func.func @expert_gemm_glu_concat(%x: tensor<?x64xf16>, %w: tensor<4x64x64xf16>, %off: tensor<5xi32>) -> tensor<?x32xf16> {
   %a = moe.expert_gemm %x, %w offsets(%off : tensor<5xi32>) {activation = #moe.activation<gelu>, layout = #moe.glu_layout<concat>} : tensor<?x64xf16>, tensor<4x64x64xf16> -> tensor<?x32xf16>
   return %a : tensor<?x32xf16>

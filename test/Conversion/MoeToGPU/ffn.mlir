@@ -1,15 +1,19 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=SPLIT
+// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTS \
+// RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s --check-prefix=FUSED
+// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTF \
+// RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s --check-prefix=MEMF \
 // RUN:   --implicit-check-not=moe. --implicit-check-not=memref.atomic_rmw \
 // RUN:   --implicit-check-not='memref<1024xi32' --implicit-check-not='memref<?x96xbf16>'
 
 // A small Mixtral-like moe.ffn (softmax + normalize, k = 2, E = 8, H = 64,
-// I = 48, silu + concat, bf16, dynamic T).
+// I = 48, silu + concat, bf16, dynamic T), and the same layer in f32.
 //
 // Unfused, --convert-moe-to-gpu decomposes the op and lowers the chain
-// completely, in 19 kernels:
+// completely. With gemm=simt, in 19 kernels:
 //   route 1, cumsum 3 (fill, histogram, scan), get_indices 4 (two fills,
 //   dispatched rows, undispatched slots), get_indptr 1, gather 1,
 //   grouped_matmul 2 (fill + GEMM), glu 1, grouped_matmul 2, scatter 3
@@ -17,11 +21,32 @@
 // After --moe-decompose --moe-fuse: 7 kernels:
 //   route 1 + dispatch 1 (route_dispatch), gather-GEMM-GLU 2 (fill + GEMM),
 //   GEMM-scale-scatter 2 (fill + GEMM), combine 1.
+// By default (gemm=auto, sm_90a) both bf16 GEMMs (K = 64 and K = 48, both
+// multiples of 8) get the Hopper wgmma kernel as well, under the host-side
+// layout guard, with the SIMT kernel as its else branch: one more kernel
+// per GEMM, 21 unfused and 9 fused (one of each pair runs). The f32 layer
+// has no Hopper kernel: 19 and 7 kernels by default too.
 
 // SPLIT-LABEL: func.func @ffn_mixtral(
-// SPLIT-COUNT-19: gpu.launch
+// SPLIT-COUNT-21: gpu.launch
 // SPLIT-NOT: gpu.launch
 // SPLIT: return
+// SPLIT-LABEL: func.func @ffn_mixtral_f32(
+// SPLIT-NOT: nvvm.
+// SPLIT-NOT: dynamic_shared_memory
+// SPLIT-COUNT-19: gpu.launch
+// SPLIT-NOT: gpu.launch
+// SPLIT-NOT: nvvm.
+// SPLIT: return
+
+// SIMTS-LABEL: func.func @ffn_mixtral(
+// SIMTS-COUNT-19: gpu.launch
+// SIMTS-NOT: gpu.launch
+// SIMTS: return
+// SIMTS-LABEL: func.func @ffn_mixtral_f32(
+// SIMTS-COUNT-19: gpu.launch
+// SIMTS-NOT: gpu.launch
+// SIMTS: return
 
 // The unfused chain materialises the E*T cumsum, the gathered M x H
 // activation, the M x 2I pre-activation and the scattered copy.
@@ -41,15 +66,32 @@
 // MEMS: memref.alloc() : memref<9xi32>
 // gather: M x H
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
-// first GEMM: M x 2I, two workgroup tiles (no GLU epilogue)
+// first GEMM: M x 2I, no GLU epilogue; under the layout guard the wgmma
+// kernel (rhs [E, H, 2I] MN-major: wgmma B `row`), in the else branch the
+// SIMT kernel with two workgroup tiles
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x96xbf16>
+// MEMS: gpu.launch
+// MEMS: scf.if
+// MEMS: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// MEMS: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
+// MEMS: gpu.terminator
+// MEMS-NEXT: }
+// MEMS-NEXT: } else {
+// MEMS-NOT: nvvm.
 // MEMS: workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // glu
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x48xbf16>
 // MEMS: math.exp
-// second GEMM
+// second GEMM (K = 48): the same pair
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
-// MEMS: workgroup(
+// MEMS: scf.if
+// MEMS: dynamic_shared_memory_size %c231424_i32 {
+// MEMS: nvvm.wgmma.mma_async
+// MEMS: gpu.terminator
+// MEMS-NEXT: }
+// MEMS-NEXT: } else {
+// MEMS-NOT: nvvm.
+// MEMS: workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // scatter
 // MEMS: memref.atomic_rmw maxs
 // MEMS: tensor.expand_shape
@@ -59,14 +101,30 @@
 // MEMS: return
 
 // FUSED-LABEL: func.func @ffn_mixtral(
-// FUSED-COUNT-7: gpu.launch
+// FUSED-COUNT-9: gpu.launch
 // FUSED-NOT: gpu.launch
 // FUSED: return
+// FUSED-LABEL: func.func @ffn_mixtral_f32(
+// FUSED-NOT: nvvm.
+// FUSED-NOT: dynamic_shared_memory
+// FUSED-COUNT-7: gpu.launch
+// FUSED-NOT: gpu.launch
+// FUSED-NOT: nvvm.
+// FUSED: return
+
+// SIMTF-LABEL: func.func @ffn_mixtral(
+// SIMTF-COUNT-7: gpu.launch
+// SIMTF-NOT: gpu.launch
+// SIMTF: return
+// SIMTF-LABEL: func.func @ffn_mixtral_f32(
+// SIMTF-COUNT-7: gpu.launch
+// SIMTF-NOT: gpu.launch
+// SIMTF: return
 
 // Fused: no E*T cumsum (no 1024-entry workgroup scan), no M x H gather
 // buffer, no M x 2I pre-activation, no atomic owner map; the first GEMM
-// carries the GLU (three workgroup tiles) and writes M x I, the second
-// scales by the flattened routing weights and scatters into T*k x H.
+// carries the GLU and writes M x I, the second scales by the flattened
+// routing weights and scatters into T*k x H.
 // MEMF-LABEL: func.func @ffn_mixtral(
 // route
 // MEMF: %[[W:[a-z0-9_]+]] = memref.alloc(%{{[a-z0-9_]+}}) : memref<?x2xf32>
@@ -75,10 +133,20 @@
 // dispatch
 // MEMF: memref.alloc() : memref<1024x9xi32>
 // MEMF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c1024{{(_[0-9]+)?}},
-// gather + GEMM + GLU
+// gather + GEMM + GLU: the wgmma kernel (gathered lhs rows, GLU on the
+// fragments) under the layout guard, the SIMT kernel with three workgroup
+// tiles in the else branch
 // MEMF-NOT: memref<?x96xbf16>
 // MEMF: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x48xbf16>
 // MEMF: gpu.launch
+// MEMF: scf.if
+// MEMF: dynamic_shared_memory_size %c231424_i32 {
+// MEMF: nvvm.wgmma.mma_async
+// MEMF: math.exp
+// MEMF: gpu.terminator
+// MEMF-NEXT: }
+// MEMF-NEXT: } else {
+// MEMF-NOT: nvvm.
 // MEMF: workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // MEMF: math.exp
 // GEMM + scale + scatter
@@ -86,6 +154,13 @@
 // MEMF: bufferization.to_buffer %[[FLAT]] read_only
 // MEMF: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
 // MEMF: gpu.launch
+// MEMF: scf.if
+// MEMF: dynamic_shared_memory_size %c231424_i32 {
+// MEMF: nvvm.wgmma.mma_async
+// MEMF: gpu.terminator
+// MEMF-NEXT: }
+// MEMF-NEXT: } else {
+// MEMF-NOT: nvvm.
 // MEMF: workgroup(%{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>, %{{[a-z0-9_]+}} : memref<16x64xf32, #gpu.address_space<workgroup>>) {
 // MEMF: tensor.expand_shape
 // combine, unweighted (the weights were applied by the GEMM)
@@ -96,4 +171,10 @@ func.func @ffn_mixtral(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
       : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16> -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
+}
+
+func.func @ffn_mixtral_f32(%x: tensor<?x64xf32>, %l: tensor<?x8xf32>, %wu: tensor<8x64x96xf32>, %wd: tensor<8x48x64xf32>) -> tensor<?x64xf32> {
+  %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xf32>, tensor<?x8xf32>, tensor<8x64x96xf32>, tensor<8x48x64xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
 }

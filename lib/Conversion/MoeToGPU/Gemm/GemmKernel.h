@@ -91,10 +91,13 @@ struct RaggedTiles {
   Value tilesOf(LoweringBuilder &b, Value expert) const;
   /// Sum of tilesOf over all experts.
   Value total(LoweringBuilder &b) const;
-  /// Advances (expert, tilesBefore) so that `tile` lies in `expert`'s range
-  /// (tiles must be visited in increasing order); returns the new pair.
-  std::pair<Value, Value> advance(LoweringBuilder &b, Value tile,
-                                  Value expert, Value before) const;
+  /// Advances (expert, tilesBefore) so that `unit` lies in `expert`'s range
+  /// [tilesBefore * scale, (tilesBefore + tilesOf(expert)) * scale) (units
+  /// must be visited in increasing order; scale > 1 numbers `scale` work
+  /// items per row tile); returns the new pair.
+  std::pair<Value, Value> advance(LoweringBuilder &b, Value unit,
+                                  Value expert, Value before,
+                                  int64_t scale = 1) const;
   /// Upper bound of total() for consistent offsets: ceil(m / tileM) + E.
   Value upperBound(LoweringBuilder &b) const;
 };

@@ -42,10 +42,10 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
   return b.add(b.ceilDiv(m, tileM), b.idx(numExperts));
 }
 
-std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value tile,
-                                             Value expert,
-                                             Value before) const {
-  // while (expert < E - 1 && tile >= before + tilesOf(expert))
+std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
+                                             Value expert, Value before,
+                                             int64_t scale) const {
+  // while (expert < E - 1 && unit >= (before + tilesOf(expert)) * scale)
   //   before += tilesOf(expert), ++expert;
   Type idxType = b.getIndexType();
   auto loop = scf::WhileOp::create(
@@ -59,7 +59,9 @@ std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value tile,
         Value safe = nb.minIdx(args[0], last);
         Value past = nb.andi(
             notLast,
-            nb.cmpi(CmpI::uge, tile, nb.add(args[1], tilesOf(nb, safe))));
+            nb.cmpi(CmpI::uge, unit,
+                    nb.mul(nb.add(args[1], tilesOf(nb, safe)),
+                           nb.idx(scale))));
         scf::ConditionOp::create(nb, past, args);
       },
       [&](OpBuilder &nested, Location loc, ValueRange args) {

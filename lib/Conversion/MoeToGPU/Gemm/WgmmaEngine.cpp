@@ -25,7 +25,8 @@
 //   every consumer thread has released the stage; consumers keep one wgmma
 //   group in flight and release the stage before it.
 // - Persistent grid: min(work items, SMs) blocks walk the work items (row
-//   tile of the ragged groups x column tile) with stride gridDim.x; a
+//   tile of the ragged groups x column tile; within an expert the row tile
+//   runs fastest, for weight reuse in L2) with stride gridDim.x; a
 //   running step counter carries the stage / phase across items, so the
 //   producer fills the next item's stages while the consumers run the
 //   epilogue.
@@ -156,14 +157,20 @@ void WgmmaKernel::forEachItem(
   b.forLoop(blockX, totalItems, gridX, {zero, zero, zero},
             [&](LoweringBuilder &b, Value item,
                 ValueRange state) -> SmallVector<Value> {
-              Value rowTile = arith::DivUIOp::create(b, item, b.idx(colTiles));
-              Value colTile = arith::RemUIOp::create(b, item, b.idx(colTiles));
+              // Expert e owns items [before * C, (before + tiles) * C);
+              // within them the row tile runs fastest, so the blocks of one
+              // wave share each rhs tile (read from DRAM once) and the
+              // expert's lhs rows stay in L2 across column tiles.
               auto [expert, before] =
-                  ragged.advance(b, rowTile, state[0], state[1]);
+                  ragged.advance(b, item, state[0], state[1], colTiles);
+              Value tiles = b.maxIdx(ragged.tilesOf(b, expert), b.idx(1));
+              Value local =
+                  b.sub(item, b.mul(before, b.idx(colTiles)));
+              Value colTile = arith::DivUIOp::create(b, local, tiles);
+              Value rowInExpert = arith::RemUIOp::create(b, local, tiles);
               Value lo = ragged.offsetAt(b, expert);
               Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-              Value rowStart =
-                  b.add(lo, b.mul(b.sub(rowTile, before), b.idx(tileM)));
+              Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
               Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
               body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});
               return {expert, before, b.add(state[2], b.idx(kSteps))};
@@ -281,7 +288,15 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     Value k = b.add(b.mul(kt, b.idx(kTileK)), b.mul(c, b.idx(8)));
     Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
     Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
+    // Without a K tail every chunk of a valid row is in bounds: no
+    // per-step select (rows that read zeros point at row 0).
+    bool kTail = g.kDim % kTileK != 0;
     auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
+      if (!kTail) {
+        nvvm::cpAsync16(b, dst, add64(b, rowAddr, kBytes),
+                        b.select(ok, b.i32(16), b.i32(0)));
+        return;
+      }
       Value valid = b.andi(ok, kIn);
       Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
       nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
@@ -292,10 +307,12 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
     for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
       Value k = b.add(b.mul(kt, b.idx(kTileK)), kr);
-      Value valid = b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)));
+      Value valid = kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)))
+                          : mnOk;
       Value rowOffset =
           nvvm::toI64(b, b.mul(b.mul(k, rhsStride1), elemBytes));
-      Value src = b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr);
+      Value src = kTail ? b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr)
+                        : add64(b, mnColAddr, rowOffset);
       nvvm::cpAsync16(b, add64(b, stageBase, dst), src,
                       b.select(valid, b.i32(16), b.i32(0)));
     }

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Calls one compiled benchmark layer a few times (no graph), for ncu:
+
+  ncu --clock-control none -k regex:ffn_kernel_2 -c 1 ... \\
+      python3 ncu_driver.py --dir bench-artifacts --layer mixtral-8x7b --T 4096
+
+Inputs as bench_moe.py makes them (same generators)."""
+import argparse
+import os
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=".")
+    ap.add_argument("--layer", required=True)
+    ap.add_argument("--T", type=int, required=True)
+    ap.add_argument("--calls", type=int, default=2)
+    args = ap.parse_args()
+    sys.path.insert(0, args.dir)
+    import torch
+    import bench_moe as B
+    import gen_layers as GL
+    import runtime as rt
+    B.torch = torch
+    layer = GL.LAYERS_BY_NAME[args.layer]
+    fn = rt.load(os.path.join(args.dir, layer.name + ".so")).fn("ffn")
+    w_up, w_down = B.make_weights(layer)
+    x, logits = B.make_inputs(layer, args.T)
+    y = torch.empty((args.T, layer.H), dtype=torch.bfloat16, device="cuda")
+    for _ in range(args.calls):
+        fn(x, logits, w_up, w_down, y)
+    torch.cuda.synchronize()
+    print("ok", args.layer, args.T, float(y.float().norm()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+// The expert GEMM's kernel configuration (Gemm/GemmConfig.cpp): engine,
+// tiles and pipeline depth, from the cost model and the pass options.
+//
+// Engine choice. The default (gemm=auto, chip=sm_90a) takes the Hopper
+// wgmma kernel (under the host-side layout guard, with the SIMT kernel as
+// the else branch) for bf16 / f16 lhs and rhs with K % 8 == 0, and with
+// N % 8 == 0 when rhs is [E, K, N] (transpose_rhs = false); every other op
+// gets the SIMT kernel alone, as does every op with chip=sm_80 or
+// gemm=simt. gemm=wgmma on an op the Hopper kernel cannot run is an error
+// on that op, with the reason.
+//
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s --check-prefix=AUTO
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=chip=sm_80 \
+// RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=gemm=simt \
+// RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=gemm=wgmma -verify-diagnostics \
+// RUN:   | FileCheck %s --check-prefix=FORCE
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=CHIP
+//
+// Hopper kernel configuration (on @bf16_kmajor: K = 64, N = 256). Block:
+// 128 threads per warpgroup, one producer + tile-m / 64 consumers
+// (setmaxregister only with two consumers); a stage holds
+// (tile-m + tile-n) rows of 128 bytes; the cost model takes as many stages
+// as fit in 227 KiB (at most 8); dynamic shared memory is 1 KiB of
+// barriers + stages + 1 KiB of alignment slack; two mbarriers per stage;
+// 16-byte cp.async per producer thread and stage: tile-m / 16 lhs rows +
+// tile-n / 16 rhs rows.
+//   default 128 x 128:  384 threads, 7 stages, 231424 B, 16 copies, n = 128
+//   wgmma-tile-n=256:   384 threads, 4 stages, 198656 B, 24 copies, n = 256
+//   wgmma-tile-n=64:    384 threads, 8 stages, 198656 B, 12 copies, n = 64
+//   wgmma-tile-m=64:    256 threads, 8 stages, 198656 B, 12 copies, n = 128
+//   wgmma-stages=3:     384 threads, 3 stages, 100352 B, 16 copies, n = 128
+//
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=256 | FileCheck %s --check-prefix=TN256
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-m=64 | FileCheck %s --check-prefix=TM64
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-stages=3 | FileCheck %s --check-prefix=ST3
+//
+// Invalid option values are rejected (validateGemmOptions), by the pass
+// before it converts anything and by --moe-lower-to-nvvm when the pipeline
+// is parsed. The largest stage counts that fit are accepted.
+//
+// RUN: not moe-opt %s --convert-moe-to-gpu=gemm=foo 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PASS-TM
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PASS-TN
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PASS-ST9
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=1 2>&1 | FileCheck %s --check-prefix=PASS-ST1
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=7" | FileCheck %s --check-prefix=FIT7
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4" | FileCheck %s --check-prefix=FIT4
+//
+// RUN: not moe-opt %s --moe-lower-to-nvvm=gemm=foo 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PIPE-TM
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PIPE-TN
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
+
+// PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
+// PASS-TM: error: convert-moe-to-gpu: wgmma-tile-m must be 64 or 128 (got 96)
+// PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be 64, 128 or 256 (got 100)
+// PASS-ST9: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 9)
+// PASS-ST1: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 1)
+// PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PASS-SMEM256: error: convert-moe-to-gpu: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
+// PASS-SMEM64: error: convert-moe-to-gpu: wgmma-stages 6 with a 64 x 256 tile needs more than 227 KiB of shared memory
+
+// PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
+// PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
+// PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)
+// PIPE-ST9: error: moe-lower-to-nvvm: wgmma-stages must be in [2, 8] (got 9)
+// PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PIPE-SMEM256: error: moe-lower-to-nvvm: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
+
+// AUTO-LABEL: func.func @bf16_kmajor(
+// AUTO: gpu.launch
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO-COUNT-14: nvvm.mbarrier.init
+// AUTO-NOT: nvvm.mbarrier.init
+// AUTO: nvvm.setmaxregister decrease 104
+// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// AUTO-NOT: nvvm.cp.async.shared.global
+// AUTO: nvvm.setmaxregister increase 200
+// AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO-NOT: nvvm.
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @bf16_kmajor(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+
+// FORCE-LABEL: func.func @bf16_kmajor(
+// FORCE: dynamic_shared_memory_size %c231424_i32
+// FORCE: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
+// FORCE: } else {
+
+// TN256-LABEL: func.func @bf16_kmajor(
+// TN256: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TN256-COUNT-8: nvvm.mbarrier.init
+// TN256-NOT: nvvm.mbarrier.init
+// TN256: nvvm.setmaxregister decrease 104
+// TN256-COUNT-24: nvvm.cp.async.shared.global
+// TN256-NOT: nvvm.cp.async.shared.global
+// TN256: nvvm.setmaxregister increase 200
+// TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
+
+// TN64-LABEL: func.func @bf16_kmajor(
+// TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TN64-COUNT-16: nvvm.mbarrier.init
+// TN64-NOT: nvvm.mbarrier.init
+// TN64-COUNT-12: nvvm.cp.async.shared.global
+// TN64-NOT: nvvm.cp.async.shared.global
+// TN64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){31}f32}})> ->
+
+// One consumer warpgroup: 64-row tiles (grid from ceil(M / 64)), 256
+// threads, one consumer arrival count (128) on every barrier, no register
+// moves.
+// TM64-LABEL: func.func @bf16_kmajor(
+// TM64: gpu.terminator
+// TM64: scf.if %{{[a-z0-9_]+}} {
+// TM64: arith.ceildivui %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
+// TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TM64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32{{(_[0-9]+)?}} :
+// TM64-NOT: nvvm.mbarrier.init
+// TM64-NOT: nvvm.setmaxregister
+// TM64-COUNT-12: nvvm.cp.async.shared.global
+// TM64-NOT: nvvm.cp.async.shared.global
+// TM64-NOT: nvvm.setmaxregister
+// TM64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
+// TM64-NOT: nvvm.setmaxregister
+// TM64: } else {
+
+// ST3-LABEL: func.func @bf16_kmajor(
+// ST3: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c100352_i32 {
+// ST3-COUNT-6: nvvm.mbarrier.init
+// ST3-NOT: nvvm.mbarrier.init
+// ST3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
+
+// FIT7-LABEL: func.func @bf16_kmajor(
+// FIT7: dynamic_shared_memory_size %c231424_i32 {
+// FIT4-LABEL: func.func @bf16_kmajor(
+// FIT4: dynamic_shared_memory_size %c198656_i32 {
+func.func @bf16_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x256x64xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  // CHIP: gemm-config.mlir:[[@LINE+1]]:8: error: 'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs chip sm_90a (got 'sm_80')
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x256x64xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// bf16, rhs [E, K, N] (MN-major: wgmma B `row`).
+// AUTO-LABEL: func.func @bf16_mnmajor(
+// AUTO: gpu.launch
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @bf16_mnmajor(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+
+// FORCE-LABEL: func.func @bf16_mnmajor(
+// FORCE: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
+func.func @bf16_mnmajor(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// f16, both rhs layouts (through moe.grouped_matmul).
+// AUTO-LABEL: func.func @f16_kmajor(
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>] :
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @f16_kmajor(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+
+// FORCE-LABEL: func.func @f16_kmajor(
+// FORCE: nvvm.wgmma.mma_async {{.*}} A[<f16>, <one>, <row>], B[<f16>, <one>, <col>] :
+func.func @f16_kmajor(%x: tensor<?x32xf16>, %w: tensor<4x48x32xf16>, %off: tensor<5xi32>) -> tensor<?x48xf16> {
+  %y = moe.grouped_matmul %x, %w offsets(%off : tensor<5xi32>) {transpose_rhs = true} : tensor<?x32xf16>, tensor<4x48x32xf16> -> tensor<?x48xf16>
+  return %y : tensor<?x48xf16>
+}
+
+// -----
+
+// AUTO-LABEL: func.func @f16_mnmajor(
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
+// AUTO: gpu.terminator
+// AUTO-NEXT: }
+// AUTO-NEXT: } else {
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @f16_mnmajor(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+
+// FORCE-LABEL: func.func @f16_mnmajor(
+// FORCE: nvvm.wgmma.mma_async {{.*}} A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
+func.func @f16_mnmajor(%x: tensor<?x32xf16>, %w: tensor<4x32x48xf16>, %off: tensor<5xi32>) -> tensor<?x48xf16> {
+  %y = moe.grouped_matmul %x, %w offsets(%off : tensor<5xi32>) : tensor<?x32xf16>, tensor<4x32x48xf16> -> tensor<?x48xf16>
+  return %y : tensor<?x48xf16>
+}
+
+// -----
+
+// bf16 operands with an f32 result: the Hopper kernel (only the operand
+// types matter).
+// AUTO-LABEL: func.func @bf16_f32_result(
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
+// AUTO: } else {
+// AUTO: return
+func.func @bf16_f32_result(%x: tensor<?x64xbf16>, %w: tensor<8x32x64xbf16>, %off: tensor<9xi32>) -> tensor<?x32xf32> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x32x64xbf16> -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// K-major rhs: N % 8 != 0 is fine (rows of the rhs tile are rhs columns).
+// AUTO-LABEL: func.func @bf16_kmajor_n36(
+// AUTO: gpu.terminator
+// AUTO: scf.if %{{[a-z0-9_]+}} {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
+// AUTO: } else {
+// AUTO: return
+
+// FORCE-LABEL: func.func @bf16_kmajor_n36(
+// FORCE: nvvm.wgmma.mma_async
+func.func @bf16_kmajor_n36(%x: tensor<?x64xbf16>, %w: tensor<8x36x64xbf16>, %off: tensor<9xi32>) -> tensor<?x36xbf16> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x36x64xbf16> -> tensor<?x36xbf16>
+  return %y : tensor<?x36xbf16>
+}
+
+// -----
+
+// f32 operands: the SIMT kernel alone; gemm=wgmma is an error. (With
+// chip=sm_80 gemm=wgmma the chip is the reason, checked first.)
+// AUTO-LABEL: func.func @f32(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @f32(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+func.func @f32(%x: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: tensor<9xi32>) -> tensor<?x256xf32> {
+  // CHIP: gemm-config.mlir:[[@LINE+3]]:8: error: 'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs chip sm_90a (got 'sm_80')
+  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs bf16 or f16 lhs and rhs of one type}}
+  // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+// -----
+
+// f32 through moe.grouped_matmul: the error is on the expert_gemm it
+// becomes, at the grouped_matmul's location.
+// AUTO-LABEL: func.func @f32_grouped_matmul(
+// AUTO-NOT: nvvm.
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: nvvm.
+// AUTO: return
+func.func @f32_grouped_matmul(%x: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: tensor<9xi32>) -> tensor<?x256xf32> {
+  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs bf16 or f16 lhs and rhs of one type}}
+  // expected-error @+1 {{failed to legalize operation 'moe.grouped_matmul'}}
+  %y = moe.grouped_matmul %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
+}
+
+// -----
+
+// K = 60 (rows of 120 bytes, not 16-byte multiples): the SIMT kernel alone;
+// gemm=wgmma is an error.
+// AUTO-LABEL: func.func @bf16_k60(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO-NOT: gpu.launch
+// AUTO: return
+
+// SIMT-LABEL: func.func @bf16_k60(
+// SIMT: gpu.launch
+// SIMT: gpu.launch {{.*}} workgroup(
+// SIMT-NOT: gpu.launch
+// SIMT: return
+func.func @bf16_k60(%x: tensor<?x60xbf16>, %w: tensor<8x64x60xbf16>, %off: tensor<9xi32>) -> tensor<?x64xbf16> {
+  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs K a multiple of 8 (16-byte rows)}}
+  // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x60xbf16>, tensor<8x64x60xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// MN-major rhs with N = 36 (rhs rows copied in 8-column chunks): the SIMT
+// kernel alone; gemm=wgmma is an error.
+// AUTO-LABEL: func.func @bf16_mnmajor_n36(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO: gpu.launch {{.*}} workgroup(
+// AUTO-NOT: nvvm.
+// AUTO-NOT: dynamic_shared_memory
+// AUTO-NOT: gpu.launch
+// AUTO: return
+func.func @bf16_mnmajor_n36(%x: tensor<?x64xbf16>, %w: tensor<8x64x36xbf16>, %off: tensor<9xi32>) -> tensor<?x36xbf16> {
+  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs the output columns a multiple of 8 when transpose_rhs = false}}
+  // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x36xbf16> -> tensor<?x36xbf16>
+  return %y : tensor<?x36xbf16>
+}

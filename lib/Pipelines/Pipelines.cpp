@@ -89,6 +89,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaTileM = options.wgmmaTileM;
   gemm.wgmmaTileN = options.wgmmaTileN;
   gemm.wgmmaStages = options.wgmmaStages;
+  gemm.wgmmaTma = options.wgmmaTma;
   return gemm;
 }
 
@@ -119,6 +120,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTileM = options.wgmmaTileM;
   kernels.wgmmaTileN = options.wgmmaTileN;
   kernels.wgmmaStages = options.wgmmaStages;
+  kernels.wgmmaTma = options.wgmmaTma;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

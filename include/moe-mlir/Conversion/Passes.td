@@ -106,6 +106,9 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Hopper GEMM rhs columns per block: 64, 128 or 256 (0: cost model)">,
     Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
            "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,
+    Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
+           "Hopper GEMM: weight tiles by TMA (tensor maps from the runtime's "
+           "moeRuntimeTensorMap3D); false: by cp.async">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

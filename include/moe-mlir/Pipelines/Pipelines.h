@@ -38,8 +38,10 @@ struct MoeLowerToNvvmOptions
       *this, "chip", llvm::cl::desc("Target chip (SM architecture)"),
       llvm::cl::init("sm_90a")};
   PassOptions::Option<std::string> features{
-      *this, "features", llvm::cl::desc("PTX features (PTX ISA version)"),
-      llvm::cl::init("+ptx80")};
+      *this, "features",
+      llvm::cl::desc("PTX features (PTX ISA version; TMA into CTA shared "
+                     "memory needs +ptx86)"),
+      llvm::cl::init("+ptx86")};
   PassOptions::Option<std::string> format{
       *this, "format",
       llvm::cl::desc("Binary format embedded in the host module: cubin, "
@@ -80,6 +82,10 @@ struct MoeLowerToNvvmOptions
       *this, "wgmma-stages",
       llvm::cl::desc("Hopper GEMM pipeline stages, 2..8 (0: as many as fit)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> wgmmaTma{
+      *this, "wgmma-tma",
+      llvm::cl::desc("Hopper GEMM: weight tiles by TMA (false: cp.async)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

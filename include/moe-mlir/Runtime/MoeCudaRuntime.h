@@ -67,6 +67,19 @@ MOE_CUDA_RUNTIME_EXPORT void moeRuntimeClearError(void);
 /// fails, and -1 when it succeeds but an earlier error is still recorded.
 MOE_CUDA_RUNTIME_EXPORT int moeRuntimeSynchronize(void);
 
+/// A TMA tensor map of a 3-D tensor (dims innermost first, strides of dims
+/// 1 and 2 in bytes, box in elements, `swizzle` a CUtensorMapSwizzle) in
+/// device memory, cached per distinct map: what the compiled Hopper GEMMs
+/// load their weights with. Null when the layout cannot be described
+/// (address or strides not 16-byte aligned), so the caller can take another
+/// path. The first call for a map allocates and copies (not allowed while
+/// the stream is being captured); later calls touch no stream.
+MOE_CUDA_RUNTIME_EXPORT void *
+moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
+                      int64_t dim1, int64_t dim2, int64_t stride1,
+                      int64_t stride2, int64_t box0, int64_t box1,
+                      int64_t box2, int64_t swizzle);
+
 /*===----------------------------------------------------------------------===*\
 |* Modules and kernels                                                        *|
 \*===----------------------------------------------------------------------===*/

@@ -10,8 +10,9 @@
 // wgmma engine on sm_90a where the op allows it, else the portable SIMT
 // engine. The Hopper engine's loaders need unit inner strides and 16-byte
 // aligned rows, which only the run time knows: the kernel is guarded by
-// that check and falls back to the SIMT engine when it fails. The output
-// starts zero-filled: rows no expert owns stay zero.
+// that check and falls back to the SIMT engine when it fails. Rows no
+// expert owns are zero-filled first (only those outside [offsets[0],
+// offsets[E]) without a scatter; see zeroUncoveredRows).
 //
 // moe.glu is one elementwise kernel (one thread per output element).
 //
@@ -33,6 +34,37 @@ using CmpI = arith::CmpIPredicate;
 
 namespace {
 
+/// The output rows no expert owns must read zero. Without a scatter, row r
+/// of the output is GEMM row r, and every row in [offsets[0], offsets[E])
+/// (clamped) is owned by some expert (a path from offsets[0] to offsets[E]
+/// crosses every row in between upwards), so only the rows outside need
+/// the zero fill; a well-formed dispatch has none. One block per row, the
+/// covered rows leave at once. With a scatter the written rows are the
+/// scatter targets: the whole output is zero-filled first.
+void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g) {
+  Value zero = b.scalar(g.outElem);
+  if (g.scatter) {
+    fillBuffer(b, g.out, zero);
+    return;
+  }
+  RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
+  launch(b, g.m, b.idx(1), kBlockThreads, {},
+         [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value>) {
+           Value row = ids.blockX;
+           Value lo = ragged.offsetAt(b, b.idx(0));
+           Value hi = ragged.offsetAt(b, b.idx(g.numExperts));
+           Value outside = b.ori(b.cmpi(CmpI::ult, row, lo),
+                                 b.cmpi(CmpI::uge, row, hi));
+           when(b, b.andi(outside, b.cmpi(CmpI::ult, row, g.m)),
+                [&](LoweringBuilder &b) {
+                  forEach(b, ids.threadX, b.idx(g.outN), b.idx(kBlockThreads),
+                          [&](LoweringBuilder &b, Value c) {
+                            b.store(zero, g.out, {row, c});
+                          });
+                });
+         });
+}
+
 struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
   ExpertGemmToGPU(MLIRContext *ctx, const MoeGemmOptions &options)
       : OpRewritePattern(ctx), options(options) {}
@@ -44,15 +76,24 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
-    fillBuffer(b, g.out, b.scalar(g.outElem));
+    zeroUncoveredRows(b, g);
     if (config->engine == GemmEngine::Simt) {
       emitSimtExpertGemm(b, g, config->simt);
     } else {
+      Value ok = wgmmaOperandsAligned(b, g);
+      Value rhsMap;
+      if (config->rhsTma) {
+        rhsMap = emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
+                                  *config);
+        ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap,
+                               arith::ConstantIntOp::create(
+                                   b, b.getI64Type(), 0)));
+      }
       scf::IfOp::create(
-          b, wgmmaOperandsAligned(b, g),
+          b, ok,
           [&](OpBuilder &nested, Location loc) {
             LoweringBuilder nb(loc, nested);
-            emitWgmmaExpertGemm(nb, g, *config);
+            emitWgmmaExpertGemm(nb, g, *config, rhsMap);
             scf::YieldOp::create(nb);
           },
           [&](OpBuilder &nested, Location loc) {

@@ -90,6 +90,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTileM = wgmmaTileM;
     gemmOptions.wgmmaTileN = wgmmaTileN;
     gemmOptions.wgmmaStages = wgmmaStages;
+    gemmOptions.wgmmaTma = wgmmaTma;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -648,6 +648,8 @@ extern "C" void mgpuSetDefaultDevice(int32_t device) {
   defaultDevice.store(device, std::memory_order_relaxed);
 }
 
+static void *cachedTensorMap(const CUtensorMap &map, const char *where);
+
 extern "C" void *mgpuTensorMapEncodeTiledMemref(
     int64_t rank, void *descriptor, int64_t dataType, int64_t interleave,
     int64_t swizzle, int64_t l2Promotion, int64_t oobFill, int64_t *boxDims) {
@@ -700,7 +702,14 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
                 static_cast<CUtensorMapFloatOOBfill>(oobFill)))
     return nullptr;
 
-  CUcontext context = getPrimaryContext(__func__);
+  return cachedTensorMap(map, __func__);
+}
+
+/// A device copy of `map`, one per distinct map and context (maps describe
+/// weights: the same few are asked for on every call). Needs a current
+/// context; null (error recorded) on failure.
+static void *cachedTensorMap(const CUtensorMap &map, const char *where) {
+  CUcontext context = getPrimaryContext(where);
   std::string key(reinterpret_cast<const char *>(&map), sizeof(map));
   key.append(reinterpret_cast<const char *>(&context), sizeof(context));
   std::lock_guard<std::mutex> lock(tensorMapMutex);
@@ -718,4 +727,51 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
   }
   tensorMapCache->emplace(std::move(key), deviceMap);
   return reinterpret_cast<void *>(deviceMap);
+}
+
+extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
+                                       int64_t dim0, int64_t dim1,
+                                       int64_t dim2, int64_t stride1,
+                                       int64_t stride2, int64_t box0,
+                                       int64_t box1, int64_t box2,
+                                       int64_t swizzle) {
+  // Layouts TMA cannot describe are not errors: the caller then takes its
+  // non-TMA path.
+  auto bits = reinterpret_cast<uintptr_t>(address);
+  if (bits % 16 || stride1 % 16 || stride2 % 16 || dim0 <= 0 || dim1 <= 0 ||
+      dim2 <= 0 || stride1 <= 0 || stride2 <= 0 ||
+      stride1 >= (int64_t(1) << 40) || stride2 >= (int64_t(1) << 40))
+    return nullptr;
+  if (tensorMapElementBytes(dataType) == 0 || box0 < 1 || box0 > 256 ||
+      box1 < 1 || box1 > 256 || box2 < 1 || box2 > 256) {
+    recordError("unsupported tensor map (data type %lld, box %lld x %lld x "
+                "%lld) (in %s)",
+                static_cast<long long>(dataType), static_cast<long long>(box0),
+                static_cast<long long>(box1), static_cast<long long>(box2),
+                __func__);
+    return nullptr;
+  }
+  cuuint64_t globalDim[3] = {static_cast<cuuint64_t>(dim0),
+                             static_cast<cuuint64_t>(dim1),
+                             static_cast<cuuint64_t>(dim2)};
+  cuuint64_t globalStrides[2] = {static_cast<cuuint64_t>(stride1),
+                                 static_cast<cuuint64_t>(stride2)};
+  cuuint32_t boxDim[3] = {static_cast<cuuint32_t>(box0),
+                          static_cast<cuuint32_t>(box1),
+                          static_cast<cuuint32_t>(box2)};
+  cuuint32_t elementStrides[3] = {1, 1, 1};
+  ContextGuard guard(__func__);
+  if (!guard.ok())
+    return nullptr;
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof(map));
+  if (!CU_CHECK(cuTensorMapEncodeTiled, &map,
+                static_cast<CUtensorMapDataType>(dataType), 3, address,
+                globalDim, globalStrides, boxDim, elementStrides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE,
+                static_cast<CUtensorMapSwizzle>(swizzle),
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+    return nullptr;
+  return cachedTensorMap(map, __func__);
 }

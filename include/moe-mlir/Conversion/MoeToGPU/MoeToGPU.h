@@ -36,6 +36,8 @@ struct MoeGemmOptions {
   /// Hopper engine overrides (0: the cost model picks): rows per block (64
   /// or 128), rhs columns per block (64, 128 or 256), pipeline stages.
   int64_t wgmmaTileM = 0, wgmmaTileN = 0, wgmmaStages = 0;
+  /// Hopper engine: rhs (weight) tiles by TMA; false: by cp.async.
+  bool wgmmaTma = true;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

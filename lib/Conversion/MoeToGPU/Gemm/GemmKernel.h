@@ -66,6 +66,7 @@ struct GemmKernelConfig {
   int64_t tileN = 128;      // wgmma: rhs columns per block (the wgmma N)
   int64_t stages = 4;       // wgmma: pipeline depth
   int64_t numSMs = 132;     // persistent grid size
+  bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).
@@ -127,8 +128,14 @@ void storeOutput(LoweringBuilder &b, const GemmOperands &g,
 
 void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                         const MoeGemmTiles &tiles);
+/// `rhsMap`: the rhs tensor map (i64 device address, from
+/// emitRhsTensorMap) when config.rhsTma, else null.
 void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
-                         const GemmKernelConfig &config);
+                         const GemmKernelConfig &config, Value rhsMap);
+/// Host code: the rhs TMA tensor map for `config` (moeRuntimeTensorMap3D,
+/// declared in `module` on first use); 0 when TMA cannot describe it.
+Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
+                       const GemmOperands &g, const GemmKernelConfig &config);
 /// Run-time condition (host side) under which the Hopper engine's operand
 /// loaders are valid: unit inner strides, 16-byte aligned rows.
 Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);

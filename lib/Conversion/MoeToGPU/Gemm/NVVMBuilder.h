@@ -83,6 +83,30 @@ inline void mbarrierArrive(LoweringBuilder &b, Value address) {
       b, b.getI64Type(), sharedPtr(b, address), /*count=*/Value(),
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
 }
+/// Arrives on the barrier and adds `bytes` to the transactions it waits for.
+inline void mbarrierArriveExpectTx(LoweringBuilder &b, Value address,
+                                   int64_t bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(
+      b, Type(), sharedPtr(b, address), b.i32(bytes),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
+      /*relaxed=*/nullptr, /*predicate=*/Value());
+}
+/// TMA copy of one box of a 3-D tensor map (at global address `map`) to
+/// shared address `dst`, completing on the barrier at `barrier`;
+/// coordinates innermost first (i32). Boxes past the tensor's end read
+/// zeros and still count their whole size.
+inline void tmaLoad3D(LoweringBuilder &b, Value dst, Value map, Value barrier,
+                      ArrayRef<Value> coordinates) {
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, sharedPtr(b, dst),
+      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                               map),
+      coordinates, sharedPtr(b, barrier), /*im2colOffsets=*/ValueRange{},
+      /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
+      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+      b.getBoolAttr(true), /*group=*/NVVM::CTAGroupKindAttr(),
+      /*predicate=*/Value());
+}
 inline void fenceMbarrierInit(LoweringBuilder &b) {
   NVVM::FenceMbarrierInitOp::create(b);
 }

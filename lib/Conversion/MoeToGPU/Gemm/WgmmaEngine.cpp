@@ -40,6 +40,8 @@
 #include "GemmKernel.h"
 #include "NVVMBuilder.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
@@ -86,8 +88,9 @@ struct WorkItem {
 
 class WgmmaKernel {
 public:
-  WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config)
-      : g(g), tileM(config.tileM), tileN(config.tileN),
+  WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
+              Value rhsMap)
+      : g(g), rhsMap(rhsMap), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
@@ -137,11 +140,14 @@ private:
   void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                    function_ref<void(LoweringBuilder &, const WorkItem &)> body);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
+                    const WorkItem &item);
   void consumer(LoweringBuilder &b, Value tid, Value cw, const WorkItem &item);
   void epilogue(LoweringBuilder &b, Value ct, Value cw, const WorkItem &item,
                 Value acc);
 
   const GemmOperands &g;
+  Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
   const int64_t tileM, tileN, stages, numSMs, consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
@@ -215,7 +221,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     aOk.push_back(ok);
   }
   // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
-  for (int64_t j = 0; g.transposed && j < tileN / 16; ++j) {
+  for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j) {
     Value n = b.add(rg, b.idx(16 * j));
     Value col, ok;
     if (concat) {
@@ -242,7 +248,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   const int64_t chunksPerRow = tileN / 8, rowsPerPass = 128 / chunksPerRow;
   Value mnColAddr, mnOk;
   SmallVector<Value> mnDst, mnRow;
-  if (!g.transposed) {
+  if (!rhsMap && !g.transposed) {
     Value chunk = arith::RemUIOp::create(b, tid, b.idx(chunksPerRow));
     Value kr0 = arith::DivUIOp::create(b, tid, b.idx(chunksPerRow));
     Value col;
@@ -303,8 +309,12 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     };
     for (int64_t j = 0; j < tileM / 16; ++j)
       copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
-    for (int64_t j = 0; g.transposed && j < tileN / 16; ++j)
+    for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
       copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
+    if (rhsMap)
+      when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
+        loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
+      });
     for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
       Value k = b.add(b.mul(kt, b.idx(kTileK)), kr);
       Value valid = kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)))
@@ -318,6 +328,39 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
   });
+}
+
+/// The rhs tile of K step `kt` by TMA, in the layouts the cp.async loaders
+/// write: K-major as two boxes of tileN / 2 rows (the gate and the up half
+/// with concat GLU), MN-major as tileN / 64 boxes of 64 columns x 64 K rows.
+/// The 3-D map ([E, rows, K] or [E, K, N]) zero-fills past each expert's
+/// end, so K and N tails need no masking.
+void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
+                               Value kt, const WorkItem &item) {
+  nvvm::mbarrierArriveExpectTx(b, barrier, tileN * 128);
+  Value k0 = b.toI32(b.mul(kt, b.idx(kTileK)));
+  Value expert = b.toI32(item.expert);
+  int64_t half = tileN / 2;
+  // First rhs column of tile part `p` of `parts` equal parts.
+  auto columnOf = [&](int64_t p, int64_t parts) -> Value {
+    int64_t width = tileN / parts;
+    if (!concat)
+      return b.add(b.mul(item.colTile, b.idx(tileN)), b.idx(p * width));
+    bool up = p * width >= half;
+    Value c = b.add(b.mul(item.colTile, b.idx(half)),
+                    b.idx(p * width - (up ? half : 0)));
+    return up ? b.add(c, b.idx(g.outN)) : c;
+  };
+  Value rhsBase = add64(b, stage, aBytes());
+  if (g.transposed) {
+    for (int64_t p = 0; p < 2; ++p)
+      nvvm::tmaLoad3D(b, add64(b, rhsBase, p * half * 128), rhsMap, barrier,
+                      {k0, b.toI32(columnOf(p, 2)), expert});
+    return;
+  }
+  for (int64_t p = 0; p < tileN / 64; ++p)
+    nvvm::tmaLoad3D(b, add64(b, rhsBase, p * 64 * 128), rhsMap, barrier,
+                    {b.toI32(columnOf(p, tileN / 64)), k0, expert});
 }
 
 void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
@@ -429,7 +472,8 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   base = nvvm::dynamicSharedBase(kb, 1024);
   when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
     for (int64_t s = 0; s < stages; ++s) {
-      nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), 128);
+      // 128 producer threads' cp.async arrivals (+ the TMA expect_tx).
+      nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), rhsMap ? 129 : 128);
       nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 128 * consumers);
     }
     nvvm::fenceMbarrierInit(b);
@@ -474,6 +518,38 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
 
 void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
                                        const GemmOperands &g,
-                                       const GemmKernelConfig &config) {
-  WgmmaKernel(g, config).emit(b);
+                                       const GemmKernelConfig &config,
+                                       Value rhsMap) {
+  WgmmaKernel(g, config, rhsMap).emit(b);
+}
+
+Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
+                                     const GemmOperands &g,
+                                     const GemmKernelConfig &config) {
+  constexpr StringLiteral kName = "moeRuntimeTensorMap3D";
+  Type i64 = b.getI64Type();
+  if (!module.lookupSymbol(kName)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = func::FuncOp::create(
+        b, kName, b.getFunctionType(SmallVector<Type>(11, i64), {i64}));
+    fn.setPrivate();
+  }
+  auto c = [&](int64_t v) { return nvvm::i64(b, v); };
+  Value elem = c(2);
+  Value s1 = arith::MulIOp::create(
+      b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 1)), elem);
+  Value s0 = arith::MulIOp::create(
+      b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 0)), elem);
+  // CUtensorMapDataType: FLOAT16 = 6, BFLOAT16 = 9; CU_TENSOR_MAP_SWIZZLE_128B = 3.
+  Value dtype = c(g.inElem.isBF16() ? 9 : 6);
+  SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
+  if (g.transposed)
+    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(kTileK),
+                 c(config.tileN / 2), c(1)});
+  else
+    args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),
+                 c(kTileK), c(1)});
+  args.push_back(c(3));
+  return func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
 }

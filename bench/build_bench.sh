@@ -99,7 +99,7 @@ for f in "$OUT"/layers/*.mlir; do
 done
 
 echo "--- copying the benchmark"
-cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$OUT/" || status=1
+cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$HERE/repeat_check.py" "$OUT/" || status=1
 cp "$REPO/python/moe_mlir/runtime.py" "$OUT/" || status=1
 cp "$REPO/test/GPU/torch_reference.py" "$OUT/" || status=1
 

@@ -131,6 +131,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addNestedPass<func::FuncOp>(createMoeForwardOutParamsPass());
   }
 
   // Any remaining linalg (from the input module) -> parallel loops ->

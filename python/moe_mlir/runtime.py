@@ -34,8 +34,9 @@ Streams and CUDA graphs: every call first hands the stream it runs on
 (`torch.cuda.current_stream()` unless `stream=` / `set_stream` says
 otherwise) to the library's runtime (`moeRuntimeSetStream`); all work of the
 call is then issued on that stream, temporaries come from the stream-ordered
-allocator (cuMemAllocAsync) and the runtime skips its host synchronisation
-while the stream is being captured. A call does no host synchronisation and
+allocator (cuMemAllocAsync) and the runtime never synchronises the host
+on that stream (a call is asynchronous, like a torch op). A call does no
+host synchronisation and
 no allocation outside the stream, so it can be captured with
 `torch.cuda.graph` (allocating outputs with `__call__` during a capture
 allocates them from the graph's pool, as any torch op does).

@@ -136,6 +136,30 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",
+                                    "::mlir::func::FuncOp"> {
+  let summary = "Write results straight into out-parameter buffers";
+  let description = [{
+    After `buffer-results-to-out-params`, a result computed into a fresh
+    buffer is copied into its out-parameter at the end of the function:
+
+    ```mlir
+    %r = memref.alloc(%n) : memref<?x64xbf16>
+    gpu.launch ... { ... memref.store %v, %r[...] ... }
+    memref.copy %r, %out : memref<?x64xbf16> to memref<?x64xbf16>
+    return
+    ```
+
+    When the copy's source is a `memref.alloc` of the same type in the same
+    block, the out-parameter has no other use, and nothing uses the
+    allocation after the copy, the allocation is replaced by the
+    out-parameter and the copy is dropped: the kernels write the caller's
+    buffer directly (no copy kernel, no extra allocation). The caller's
+    buffer must then have the result's shape, which the calling convention
+    requires anyway.
+  }];
+}
+
 def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
   let summary = "Mark public functions for C-callable wrappers";
   let description = [{

@@ -45,10 +45,15 @@ extern "C" {
 /// Makes `cuStream` (a CUstream, e.g. `torch.cuda.current_stream().cuda_stream`;
 /// pass CU_STREAM_LEGACY, i.e. (void *)1, for the legacy default stream) the
 /// stream of all work issued by compiled code on the calling thread:
-/// `mgpuStreamCreate` returns it, `mgpuStreamDestroy` leaves it alone, and
-/// `mgpuStreamSynchronize` / `mgpuEventSynchronize` do nothing while it is
-/// being captured into a CUDA graph. Work issued with a null stream also goes
-/// to it. NULL restores the default: one new stream per `mgpuStreamCreate`.
+/// `mgpuStreamCreate` returns it, `mgpuStreamDestroy` leaves it alone,
+/// `mgpuStreamSynchronize` on it does nothing (a compiled call is then
+/// asynchronous on the embedder's stream, like the embedder's own ops: it
+/// never blocks the host and can be captured into a CUDA graph; synchronise
+/// the stream, or call moeRuntimeSynchronize, before reading results on the
+/// host) and `mgpuEventSynchronize` does nothing while it is being captured.
+/// Work issued with a null stream also goes to it. NULL restores the
+/// default: one new stream per `mgpuStreamCreate`, synchronised at the end
+/// of each call.
 MOE_CUDA_RUNTIME_EXPORT void moeRuntimeSetStream(void *cuStream);
 
 /// The stream set by `moeRuntimeSetStream` on this thread, or NULL.

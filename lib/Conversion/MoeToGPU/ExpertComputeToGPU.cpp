@@ -34,34 +34,53 @@ using CmpI = arith::CmpIPredicate;
 
 namespace {
 
-/// The output rows no expert owns must read zero. Without a scatter, row r
-/// of the output is GEMM row r, and every row in [offsets[0], offsets[E])
-/// (clamped) is owned by some expert (a path from offsets[0] to offsets[E]
-/// crosses every row in between upwards), so only the rows outside need
-/// the zero fill; a well-formed dispatch has none. One block per row, the
-/// covered rows leave at once. With a scatter the written rows are the
-/// scatter targets: the whole output is zero-filled first.
+/// The output rows no expert writes must read zero. Every GEMM row in
+/// [offsets[0], offsets[E]) (clamped) is owned by some expert (a path from
+/// offsets[0] to offsets[E] crosses every row in between upwards) and both
+/// engines write all rows their experts own. Without a scatter, output row
+/// r is GEMM row r: only the rows outside that range are zeroed (a
+/// well-formed dispatch has none). With a scatter, the rows written are the
+/// in-range scatter targets of those GEMM rows: a flag per output row is
+/// set for each, and the unflagged rows are zeroed (a permutation leaves
+/// none) instead of zero-filling the whole output first.
 void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g) {
   Value zero = b.scalar(g.outElem);
-  if (g.scatter) {
-    fillBuffer(b, g.out, zero);
-    return;
-  }
   RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
+  auto covered = [&](LoweringBuilder &b, Value row) {
+    Value lo = ragged.offsetAt(b, b.idx(0));
+    Value hi = ragged.offsetAt(b, b.idx(g.numExperts));
+    return b.andi(b.cmpi(CmpI::uge, row, lo), b.cmpi(CmpI::ult, row, hi));
+  };
+  Value written;
+  if (g.scatter) {
+    written = allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {g.m});
+    fillBuffer(b, written, b.i32(0));
+    launchForEach(b, g.m, [&](LoweringBuilder &b, Value row) {
+      Value dest = b.load(g.scatter, {row});
+      Value ok = b.andi(covered(b, row),
+                        b.inRange(dest, b.i32(0), b.toI32(g.m)));
+      when(b, ok, [&](LoweringBuilder &b) {
+        b.store(b.i32(1), written, {b.toIndex(dest)});
+      });
+    });
+  }
+  // One block per output row; rows that are written leave at once.
   launch(b, g.m, b.idx(1), kBlockThreads, {},
          [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value>) {
            Value row = ids.blockX;
-           Value lo = ragged.offsetAt(b, b.idx(0));
-           Value hi = ragged.offsetAt(b, b.idx(g.numExperts));
-           Value outside = b.ori(b.cmpi(CmpI::ult, row, lo),
-                                 b.cmpi(CmpI::uge, row, hi));
-           when(b, b.andi(outside, b.cmpi(CmpI::ult, row, g.m)),
-                [&](LoweringBuilder &b) {
-                  forEach(b, ids.threadX, b.idx(g.outN), b.idx(kBlockThreads),
-                          [&](LoweringBuilder &b, Value c) {
-                            b.store(zero, g.out, {row, c});
-                          });
-                });
+           // (m = 0 still launches one block.)
+           when(b, b.cmpi(CmpI::ult, row, g.m), [&](LoweringBuilder &b) {
+             Value unwritten =
+                 written
+                     ? b.cmpi(CmpI::eq, b.load(written, {row}), b.i32(0))
+                     : b.noti(covered(b, row));
+             when(b, unwritten, [&](LoweringBuilder &b) {
+               forEach(b, ids.threadX, b.idx(g.outN), b.idx(kBlockThreads),
+                       [&](LoweringBuilder &b, Value c) {
+                         b.store(zero, g.out, {row, c});
+                       });
+             });
+           });
          });
 }
 

@@ -494,7 +494,11 @@ extern "C" void mgpuStreamDestroy(void *stream) {
 
 extern "C" void mgpuStreamSynchronize(void *stream) {
   CUstream cuStream = resolveStream(stream);
-  if (cuStream == embedderStream && embedderStreamIsCapturing(__func__))
+  // On the embedder's stream a compiled call is asynchronous, like any op
+  // of the embedder (later work on that stream is ordered after it; the
+  // embedder synchronises when it needs the host to wait), so the call
+  // never blocks the host and stays graph-capturable.
+  if (embedderStream && cuStream == embedderStream)
     return;
   ContextGuard guard(__func__);
   if (!guard.ok())

@@ -89,7 +89,14 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaTileM = options.wgmmaTileM;
   gemm.wgmmaTileN = options.wgmmaTileN;
   gemm.wgmmaStages = options.wgmmaStages;
-  gemm.wgmmaTma = options.wgmmaTma;
+  // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
+  // weights come by cp.async.
+  int ptx = 0;
+  StringRef features = options.features;
+  size_t at = features.find("+ptx");
+  if (at != StringRef::npos)
+    features.drop_front(at + 4).take_while(llvm::isDigit).getAsInteger(10, ptx);
+  gemm.wgmmaTma = options.wgmmaTma && ptx >= 86;
   return gemm;
 }
 
@@ -120,7 +127,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTileM = options.wgmmaTileM;
   kernels.wgmmaTileN = options.wgmmaTileN;
   kernels.wgmmaStages = options.wgmmaStages;
-  kernels.wgmmaTma = options.wgmmaTma;
+  kernels.wgmmaTma = gemmOptionsOf(options).wgmmaTma;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
@@ -181,8 +188,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 
-  // Device code -> binary (ptxas from the CUDA toolkit).
-  GpuModuleToBinaryPassOptions binary;
+  // Device code -> binary (ptxas from the CUDA toolkit), the modules in
+  // parallel.
+  MoeGpuModuleToBinaryPassOptions binary;
   std::string toolkit = options.toolkit;
   if (toolkit.empty()) {
     const char *home = std::getenv("CUDA_HOME");
@@ -194,7 +202,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
                              : format == "ptx" ? "isa"
                              : format == "llvm" ? "llvm"
                                                 : format;
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createMoeGpuModuleToBinaryPass(binary));
 }
 
 void mlir::moe::registerMoePipelines() {

@@ -160,6 +160,30 @@ def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",
   }];
 }
 
+def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
+                                     "::mlir::ModuleOp"> {
+  let summary = "gpu-module-to-binary, with the modules compiled in parallel";
+  let description = [{
+    Does what upstream `gpu-module-to-binary` does (every `gpu.module`
+    becomes a `gpu.binary` through its target attributes: NVVM -> PTX ->
+    ptxas), but compiles the modules on the context's thread pool: they are
+    split into as many detached containers as there are threads (largest
+    first, balanced by size) and each container is converted on its own
+    thread, then the binaries are moved back. One module per launch makes
+    the serial version spend most of a layer's compile time waiting for
+    ptxas one kernel at a time. Without multithreading it is the upstream
+    transformation.
+  }];
+  let options = [
+    Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
+           "CUDA toolkit root">,
+    Option<"compilationTarget", "format", "std::string",
+           /*default=*/"\"fatbin\"",
+           "offload, assembly (isa), bin or fatbin, as gpu-module-to-binary">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
   let summary = "Mark public functions for C-callable wrappers";
   let description = [{

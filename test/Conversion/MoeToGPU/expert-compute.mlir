@@ -1,12 +1,15 @@
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefixes=CHECK,AUTO
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefixes=CHECK,AUTO,TMA
+// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefixes=CHECK,AUTO,CPASYNC \
+// RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 // RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefixes=CHECK,SIMT \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
 
 // Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
-// fill of the output, then the GEMM kernel(s) of the configuration that
-// Gemm/GemmConfig.cpp picks (gemm-config.mlir tests the choice itself).
+// fill of the output rows no expert writes, then the GEMM kernel(s) of the
+// configuration that Gemm/GemmConfig.cpp picks (gemm-config.mlir tests the
+// choice itself).
 //
 // SIMT engine (f32 operands; any op with gemm=simt): one tiled kernel
 // - grid (max(ceil(M / tile-m) + E, 1), ceil(N / tile-n)), blocks loop over
@@ -20,31 +23,41 @@
 //   gpu.barrier, the math.fma products.
 //
 // Hopper engine (the default, sm_90a, for bf16 / f16 operands with
-// K % 8 == 0): on the host, an scf.if on the operands' layout (unit inner
+// K % 8 == 0, and N % 8 == 0 for rhs [E, K, N]): on the host, an scf.if on the operands' layout (unit inner
 // strides, row strides multiples of 8 elements, 16-byte aligned base
 // addresses) runs the wgmma kernel; its else branch is the SIMT kernel
-// above, unchanged. The wgmma kernel (default 128 x 128 x 64 tile):
+// above, unchanged. The wgmma kernel (128 x 128 x 64 tile: every GEMM here
+// has fewer than 512 rhs columns, see gemm-config-tile-n.mlir):
 // - persistent grid max(min(work items, 132), 1), work items
 //   (ceil(M / 128) + E) * ceil(N / 128); 384 threads (a producer warpgroup
 //   and two consumer warpgroups); no static workgroup buffers but dynamic
 //   shared memory: 1 KiB of barriers + 7 stages of (128 + 128) x 128 B +
 //   1 KiB of alignment slack = 231424 bytes;
-// - thread 0 initialises a full (128 arrivals) and an empty (256 arrivals)
-//   mbarrier per stage, then fence.mbarrier.init and a block barrier;
+// - rhs (weight) tiles by TMA (the default, TMA lines): the host asks the
+//   runtime for a tensor map of rhs (moeRuntimeTensorMap3D: data type, dims
+//   innermost first, byte strides, box, 128-byte swizzle), and a null map
+//   (a layout TMA cannot describe) fails the guard too; with wgmma-tma=false
+//   (CPASYNC lines) the producer copies them with cp.async;
+// - thread 0 initialises a full and an empty (256 consumer arrivals)
+//   mbarrier per stage, then fence.mbarrier.init and a block barrier; the
+//   full barrier counts the 128 producer threads' cp.async arrivals, plus
+//   with TMA thread 0's arrive.expect_tx of the rhs tile bytes (129);
 // - producer (warpgroup 0): setmaxregister decrease 104; per K step it
-//   waits until the stage is empty, issues 16 16-byte cp.async per thread
-//   (8 lhs rows + 8 rhs rows / K rows) and arrives (noinc) on the stage's
-//   full barrier when they land;
+//   waits until the stage is empty, issues its 16-byte cp.async (8 lhs rows
+//   per thread; with cp.async rhs also 8 rhs rows / K rows), with TMA
+//   thread 0 expects 128 x 128 B = 16384 bytes on the full barrier and
+//   issues the tensor copies, and every thread arrives (noinc) on the full
+//   barrier when its copies land;
 // - consumers: setmaxregister increase 200; per K step: wait full,
 //   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
 //   wait for <= 1 group in flight, release the previous stage; then the
 //   epilogue (bias, GLU, scale, scatter) on the accumulator fragments.
 //
-// CHECK lines hold in both engine runs: the f32 kernels, and the SIMT
-// kernels of the 16-bit ops (alone with gemm=simt, in the else branch by
-// default). AUTO lines describe the guard and the Hopper kernel; with
-// gemm=simt (SIMT) nothing of it is left.
+// CHECK lines hold in every run: the f32 kernels, and the SIMT kernels of
+// the 16-bit ops (alone with gemm=simt, in the else branch otherwise). AUTO
+// lines describe the guard and the Hopper kernel (TMA and CPASYNC lines,
+// its rhs loader); with gemm=simt (SIMT) nothing of it is left.
 // moe.glu is one elementwise rows x columns kernel.
 
 // NOMOE-NOT: moe.
@@ -59,9 +72,14 @@
 // CHECK: %[[OFF:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<9xi32> to memref<9xi32, strided<[?], offset: ?>>
 // CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x256xf32>
-// Zero fill first: rows no expert owns stay zero.
-// CHECK: gpu.launch
-// CHECK: memref.store %cst, %[[OUT]][%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] : memref<?x256xf32>
+// Zero fill first: rows no expert owns stay zero. Without a scatter those
+// are the rows outside [offsets[0], offsets[E]) (clamped): one block per
+// row, the others leave at once.
+// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}})
+// CHECK: memref.load %[[OFF]][%c0{{(_[0-9]+)?}}]
+// CHECK: memref.load %[[OFF]][%c8{{(_[0-9]+)?}}]
+// CHECK: scf.if
+// CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}] : memref<?x256xf32>
 // CHECK: gpu.terminator
 // f32 operands: the SIMT kernel alone, in both runs (no guard, no Hopper
 // kernel).
@@ -185,7 +203,12 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64 : i64
 // AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
 // AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64{{(_[0-9]+)?}} : i64
-// AUTO: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// The tensor map: bf16 (9), dims (K = 64, N = 32, E = 8), the byte strides
+// of N and E, a 64 x 64 x 1 box (half the 128-row tile), swizzle 128B (3).
+// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c64_i64, %c32_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64
+// TMA: %[[HAS:[a-z0-9_]+]] = arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
+// TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {
 // The wgmma kernel: persistent grid of at most 132 blocks over
 // (ceil(M / 128) + 8) x 1 work items, 384 threads, 231424 bytes of dynamic
@@ -199,9 +222,11 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // Thread 0: 7 stages x (full, empty) barriers.
 // AUTO: arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}} : index
 // AUTO-NEXT: scf.if
-// AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32 : !llvm.ptr<3>, i32
+// TMA: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c129_i32 : !llvm.ptr<3>, i32
+// CPASYNC: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32 : !llvm.ptr<3>, i32
 // AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c256_i32 : !llvm.ptr<3>, i32
-// AUTO-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// TMA-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// CPASYNC-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
 // AUTO-NEXT: nvvm.fence.mbarrier.init
 // AUTO-NEXT: }
 // AUTO-NEXT: gpu.barrier
@@ -211,7 +236,14 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO-NEXT: scf.if %[[ISP]] {
 // AUTO-NEXT: nvvm.setmaxregister decrease 104
 // AUTO: nvvm.mbarrier.try_wait.parity
-// AUTO-COUNT-16: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// TMA-COUNT-8: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// CPASYNC-COUNT-16: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+// AUTO-NOT: nvvm.cp.async.shared.global
+// TMA: arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}} : index
+// TMA-NEXT: scf.if
+// TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32 : !llvm.ptr<3>, i32
+// TMA: llvm.inttoptr %[[MAP]] : i64 to !llvm.ptr
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, box[%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.cp.async.mbarrier.arrive %{{[a-z0-9_]+}} {noinc = true} : !llvm.ptr<3>
 // AUTO: } else {
@@ -303,8 +335,23 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[GATHER]], %c0
 // CHECK: %[[ROWS:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0{{(_[0-9]+)?}}
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x128xbf16>
+// With a scatter the rows written are the in-range scatter targets of the
+// GEMM rows in [offsets[0], offsets[E]): a flag per output row is cleared,
+// set for each such target, and the unflagged rows are zeroed.
+// CHECK: %[[FLAG:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK: gpu.launch
-// CHECK: memref.store %cst, %[[OUT]]
+// CHECK: memref.store %c0_i32, %[[FLAG]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: %[[T:[a-z0-9_]+]] = memref.load %[[SCATTER]]
+// CHECK: memref.load %[[OFF]]
+// CHECK: memref.load %[[OFF]]
+// CHECK: %[[TI:[a-z0-9_]+]] = arith.index_cast %[[T]] : i32 to index
+// CHECK: memref.store %c1_i32{{(_[0-9]+)?}}, %[[FLAG]][%[[TI]]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]],
+// CHECK: memref.load %[[FLAG]][%[[ROW]]]
+// CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}]
 // CHECK: gpu.terminator
 // SIMT-NOT: scf.if
 // Hopper kernel (default): rhs [E, K, N] is MN-major (wgmma B `row`); the
@@ -313,7 +360,11 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // the epilogue pairs gate column 2c and up column 2c + 1 of the fragments
 // (32 outputs per thread), with bias, silu, scale[dest] and the scatter.
 // AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
-// AUTO: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// rhs [E, K, N]: dims (N = 256, K = 64, E = 8), a 64 x 64 x 1 box.
+// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c256_i64, %c64_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64)
+// TMA: %[[HAS:[a-z0-9_]+]] = arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
+// TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {
 // AUTO: arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
@@ -322,8 +373,11 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO-COUNT-8: memref.load %[[GATHER]]
 // AUTO-NOT: memref.load %[[GATHER]]
 // AUTO: nvvm.mbarrier.try_wait.parity
-// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// TMA-COUNT-8: nvvm.cp.async.shared.global
+// CPASYNC-COUNT-16: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
+// TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO: nvvm.cp.async.mbarrier.arrive
 // AUTO: nvvm.setmaxregister increase 200
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
@@ -426,8 +480,11 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // AUTO: scf.if %{{[a-z0-9_]+}} {
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
 // AUTO: nvvm.setmaxregister decrease 104
-// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// TMA-COUNT-8: nvvm.cp.async.shared.global
+// CPASYNC-COUNT-16: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
+// TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO: nvvm.setmaxregister increase 200
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
 // AUTO: math.erf

@@ -19,24 +19,37 @@
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CHIP
 //
-// Hopper kernel configuration (on @bf16_kmajor: K = 64, N = 256). Block:
+// Hopper kernel configuration (on @bf16_kmajor: K = 64, N = 256, below the
+// 512 rhs columns from which the cost model takes 256-column tiles, see
+// gemm-config-tile-n.mlir). Block:
 // 128 threads per warpgroup, one producer + tile-m / 64 consumers
 // (setmaxregister only with two consumers); a stage holds
 // (tile-m + tile-n) rows of 128 bytes; the cost model takes as many stages
 // as fit in 227 KiB (at most 8); dynamic shared memory is 1 KiB of
-// barriers + stages + 1 KiB of alignment slack; two mbarriers per stage;
-// 16-byte cp.async per producer thread and stage: tile-m / 16 lhs rows +
-// tile-n / 16 rhs rows.
-//   default 128 x 128:  384 threads, 7 stages, 231424 B, 16 copies, n = 128
-//   wgmma-tile-n=256:   384 threads, 4 stages, 198656 B, 24 copies, n = 256
-//   wgmma-tile-n=64:    384 threads, 8 stages, 198656 B, 12 copies, n = 64
-//   wgmma-tile-m=64:    256 threads, 8 stages, 198656 B, 12 copies, n = 128
-//   wgmma-stages=3:     384 threads, 3 stages, 100352 B, 16 copies, n = 128
+// barriers + stages + 1 KiB of alignment slack; two mbarriers per stage
+// (full: 128 producer arrivals + 1 for the TMA transaction; empty: 128 per
+// consumer warpgroup); per stage each producer thread issues tile-m / 16
+// 16-byte cp.async of lhs rows, and thread 0 the TMA copy of the rhs tile,
+// tile-n rows of 128 bytes (expect_tx); with wgmma-tma=false the rhs rows
+// are cp.async copies too (tile-n / 16 more per thread, full barrier 128).
+//                       threads stages  shared  lhs copies  rhs bytes  wgmma n
+//   default 128 x 128:  384     7       231424  8           16384      128
+//   wgmma-tile-n=256:   384     4       198656  8           32768      256
+//   wgmma-tile-n=64:    384     8       198656  8           8192       64
+//   wgmma-tile-m=64:    256     8       198656  4           16384      128
+//   wgmma-stages=3:     384     3       100352  8           16384      128
+//   wgmma-tma=false:    384     7       231424  8 + 8 rhs   -          128
+//   wgmma-tma=false wgmma-tile-n=256:
+//                       384     4       198656  8 + 16 rhs  -          256
 //
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=256 | FileCheck %s --check-prefix=TN256
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-m=64 | FileCheck %s --check-prefix=TM64
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-stages=3 | FileCheck %s --check-prefix=ST3
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefix=CPA \
+// RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256" | FileCheck %s --check-prefix=CPA256 \
+// RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 //
 // Invalid option values are rejected (validateGemmOptions), by the pass
 // before it converts anything and by --moe-lower-to-nvvm when the pipeline
@@ -81,10 +94,13 @@
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
 // AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
-// AUTO-COUNT-14: nvvm.mbarrier.init
+// AUTO-COUNT-14: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
 // AUTO: nvvm.setmaxregister decrease 104
-// AUTO-COUNT-16: nvvm.cp.async.shared.global
+// AUTO-COUNT-8: nvvm.cp.async.shared.global
+// AUTO-NOT: nvvm.cp.async.shared.global
+// AUTO: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// AUTO: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.setmaxregister increase 200
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
@@ -113,8 +129,9 @@
 // TN256-COUNT-8: nvvm.mbarrier.init
 // TN256-NOT: nvvm.mbarrier.init
 // TN256: nvvm.setmaxregister decrease 104
-// TN256-COUNT-24: nvvm.cp.async.shared.global
+// TN256-COUNT-8: nvvm.cp.async.shared.global
 // TN256-NOT: nvvm.cp.async.shared.global
+// TN256: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c32768_i32
 // TN256: nvvm.setmaxregister increase 200
 // TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
 
@@ -122,23 +139,24 @@
 // TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
 // TN64-COUNT-16: nvvm.mbarrier.init
 // TN64-NOT: nvvm.mbarrier.init
-// TN64-COUNT-12: nvvm.cp.async.shared.global
+// TN64-COUNT-8: nvvm.cp.async.shared.global
 // TN64-NOT: nvvm.cp.async.shared.global
+// TN64: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
 // TN64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){31}f32}})> ->
 
 // One consumer warpgroup: 64-row tiles (grid from ceil(M / 64)), 256
-// threads, one consumer arrival count (128) on every barrier, no register
-// moves.
+// threads, 128 consumer arrivals on the empty barriers, no register moves.
 // TM64-LABEL: func.func @bf16_kmajor(
 // TM64: gpu.terminator
 // TM64: scf.if %{{[a-z0-9_]+}} {
 // TM64: arith.ceildivui %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
-// TM64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32{{(_[0-9]+)?}} :
+// TM64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|129}}_i32{{(_[0-9]+)?}} :
 // TM64-NOT: nvvm.mbarrier.init
 // TM64-NOT: nvvm.setmaxregister
-// TM64-COUNT-12: nvvm.cp.async.shared.global
+// TM64-COUNT-4: nvvm.cp.async.shared.global
 // TM64-NOT: nvvm.cp.async.shared.global
+// TM64: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // TM64-NOT: nvvm.setmaxregister
 // TM64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 // TM64-NOT: nvvm.setmaxregister
@@ -149,6 +167,23 @@
 // ST3-COUNT-6: nvvm.mbarrier.init
 // ST3-NOT: nvvm.mbarrier.init
 // ST3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
+
+// CPA-LABEL: func.func @bf16_kmajor(
+// CPA: dynamic_shared_memory_size %c231424_i32 {
+// CPA-COUNT-7: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32
+// CPA: nvvm.setmaxregister decrease 104
+// CPA-COUNT-16: nvvm.cp.async.shared.global
+// CPA-NOT: nvvm.cp.async.shared.global
+// CPA: nvvm.setmaxregister increase 200
+// CPA: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
+
+// CPA256-LABEL: func.func @bf16_kmajor(
+// CPA256: dynamic_shared_memory_size %c198656_i32 {
+// CPA256: nvvm.setmaxregister decrease 104
+// CPA256-COUNT-24: nvvm.cp.async.shared.global
+// CPA256-NOT: nvvm.cp.async.shared.global
+// CPA256: nvvm.setmaxregister increase 200
+// CPA256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 
 // FIT7-LABEL: func.func @bf16_kmajor(
 // FIT7: dynamic_shared_memory_size %c231424_i32 {

@@ -48,6 +48,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       (options.wgmmaStages < 2 || options.wgmmaStages > 8))
     return "wgmma-stages must be in [2, 8] (got " +
            std::to_string(options.wgmmaStages) + ")";
+  // Checked against the narrowest default tile here; chooseGemmConfig
+  // reports (on the op) stages that do not fit the tile it picks.
   int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
   int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
   if (options.wgmmaStages &&

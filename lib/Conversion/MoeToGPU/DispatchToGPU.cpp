@@ -11,11 +11,15 @@
 //   slots from the cumsum, then a one-block ordered pass placing the
 //   undispatched slots after all dispatched rows in (b, j) order.
 // - moe.get_indptr: one thread per expert.
-// - moe.dispatch: a one-block counting sort (orderedBuckets): per-thread
-//   histograms over contiguous chunks of the (b, j) slots, a scan over
-//   threads per expert, the exclusive offsets, then a stable placement.
+// - moe.dispatch: a stable counting sort of the (b, j) slots by expert
+//   in three multi-block kernels (stableBuckets, E + 1 <= kMaxSortBuckets):
+//   one warp per chunk of slots ranking them (shuffles) and counting its
+//   experts, one warp per expert scanning its chunk counts, then one thread
+//   per slot placing it (each block scans the expert totals into the
+//   offsets; block 0 writes them to the offsets result).
 //   Bucket E collects the out-of-range ids, which land after all dispatched
-//   rows exactly as SPEC.md asks. O(T*k + E) work, no E*T intermediate.
+//   rows exactly as SPEC.md asks. O(T*k + E * chunks) work, no E*T
+//   intermediate. Larger E: the one-block counting sort (orderedBuckets).
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,36 +208,48 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    orderedBuckets(
-        b, m, /*numBuckets=*/e + 1,
-        [&](LoweringBuilder &b, Value slot) -> Value {
-          auto [row, j] = rowAndSlot(b, slot, k);
-          Value expert = b.load(ids, {row, j});
-          return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
-                          b.i32(e));
-        },
-        [&](LoweringBuilder &b, Value totals) {
-          // offsets[0] = 0, offsets[i + 1] = offsets[i] + totals[i]; the
-          // out-of-range bucket E starts at offsets[E] = #dispatched.
-          b.store(b.i32(0), offsets, {b.idx(0)});
-          b.forLoop(b.idx(0), b.idx(e), {b.i32(0)},
-                    [&](LoweringBuilder &b, Value i,
-                        ValueRange acc) -> SmallVector<Value> {
-                      Value next = b.add(acc[0], b.load(totals, {i}));
-                      b.store(next, offsets, {b.add(i, b.idx(1))});
-                      return {next};
+    // Bucket of a slot: its expert, E for an id outside [0, E).
+    auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
+      auto [row, j] = rowAndSlot(b, slot, k);
+      Value expert = b.load(ids, {row, j});
+      return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
+                      b.i32(e));
+    };
+    auto place = [&](LoweringBuilder &b, Value slot, Value pos) {
+      auto [row, j] = rowAndSlot(b, slot, k);
+      (void)j;
+      when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {
+        Value p = b.toIndex(pos);
+        b.store(b.toI32(slot), rev, {p});
+        b.store(b.toI32(row), tok, {p});
+      });
+    };
+    if (e + 1 <= kMaxSortBuckets) {
+      // The exclusive offsets of the E + 1 buckets are exactly the offsets
+      // result: offsets[E] = #dispatched is where bucket E starts.
+      stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
+                    [&](LoweringBuilder &b, Value slot, Value, Value pos) {
+                      place(b, slot, pos);
                     });
-        },
-        [&](LoweringBuilder &b, Value slot, Value bucket, Value rank) {
-          auto [row, j] = rowAndSlot(b, slot, k);
-          (void)j;
-          Value pos = b.add(b.load(offsets, {b.toIndex(bucket)}), rank);
-          when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {
-            Value p = b.toIndex(pos);
-            b.store(b.toI32(slot), rev, {p});
-            b.store(b.toI32(row), tok, {p});
+    } else {
+      orderedBuckets(
+          b, m, /*numBuckets=*/e + 1, bucketOf,
+          [&](LoweringBuilder &b, Value totals) {
+            // offsets[0] = 0, offsets[i + 1] = offsets[i] + totals[i]; the
+            // out-of-range bucket E starts at offsets[E] = #dispatched.
+            b.store(b.i32(0), offsets, {b.idx(0)});
+            b.forLoop(b.idx(0), b.idx(e), {b.i32(0)},
+                      [&](LoweringBuilder &b, Value i,
+                          ValueRange acc) -> SmallVector<Value> {
+                        Value next = b.add(acc[0], b.load(totals, {i}));
+                        b.store(next, offsets, {b.add(i, b.idx(1))});
+                        return {next};
+                      });
+          },
+          [&](LoweringBuilder &b, Value slot, Value bucket, Value rank) {
+            place(b, slot, b.add(b.load(offsets, {b.toIndex(bucket)}), rank));
           });
-        });
+    }
     rewriter.replaceOp(op, {toTensor(b, offsets), toTensor(b, rev),
                             toTensor(b, tok)});
     return success();

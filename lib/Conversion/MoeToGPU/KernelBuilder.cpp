@@ -8,6 +8,8 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
@@ -260,4 +262,279 @@ void gpu_lowering::inclusiveScan(LoweringBuilder &b, Value buffer, Value n) {
                         return {running};
                       });
          });
+}
+
+//===----------------------------------------------------------------------===//
+// Warp-level building blocks
+//===----------------------------------------------------------------------===//
+
+Value gpu_lowering::warpShuffle(LoweringBuilder &b, Value v, Value offset,
+                                gpu::ShuffleMode mode) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  if (v.getType() == i64) {
+    // Two 32-bit shuffles of the halves.
+    Value lo = arith::TruncIOp::create(b, i32, v);
+    Value hi = arith::TruncIOp::create(
+        b, i32, arith::ShRUIOp::create(b, v, arith::ConstantIntOp::create(
+                                                 b, i64, 32)));
+    lo = warpShuffle(b, lo, offset, mode);
+    hi = warpShuffle(b, hi, offset, mode);
+    Value hi64 = arith::ShLIOp::create(
+        b, arith::ExtUIOp::create(b, i64, hi),
+        arith::ConstantIntOp::create(b, i64, 32));
+    return arith::OrIOp::create(b, hi64, arith::ExtUIOp::create(b, i64, lo));
+  }
+  return gpu::ShuffleOp::create(b, v, offset, b.i32(kWarpSize), mode)
+      .getShuffleResult();
+}
+
+Value gpu_lowering::warpShuffle(LoweringBuilder &b, Value v, int64_t offset,
+                                gpu::ShuffleMode mode) {
+  return warpShuffle(b, v, b.i32(offset), mode);
+}
+
+SmallVector<Value> gpu_lowering::warpAllReduce(LoweringBuilder &b,
+                                               ValueRange values,
+                                               CombineFn combine) {
+  SmallVector<Value> acc(values);
+  for (int64_t offset = kWarpSize / 2; offset >= 1; offset /= 2) {
+    SmallVector<Value> other;
+    for (Value v : acc)
+      other.push_back(warpShuffle(b, v, offset, gpu::ShuffleMode::XOR));
+    acc = combine(b, acc, other);
+  }
+  return acc;
+}
+
+Value gpu_lowering::warpInclusiveSum(LoweringBuilder &b, Value v, Value lane) {
+  Value x = v;
+  for (int64_t d = 1; d < kWarpSize; d *= 2) {
+    Value y = warpShuffle(b, x, d, gpu::ShuffleMode::UP);
+    Value has = b.cmpi(CmpI::uge, lane, b.idx(d));
+    x = b.add(x, b.select(has, y, b.i32(0)));
+  }
+  return x;
+}
+
+void gpu_lowering::launchWarpPerRow(
+    LoweringBuilder &b, Value rows,
+    function_ref<void(LoweringBuilder &, Value, Value)> body) {
+  Value grid = b.ceilDiv(rows, kRowsPerBlock);
+  launch(b, grid, b.idx(1), kRowsPerBlock * kWarpSize, {},
+         [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+           Value warp = arith::DivUIOp::create(kb, ids.threadX,
+                                               kb.idx(kWarpSize));
+           Value lane = arith::RemUIOp::create(kb, ids.threadX,
+                                               kb.idx(kWarpSize));
+           Value row =
+               kb.add(kb.mul(ids.blockX, kb.idx(kRowsPerBlock)), warp);
+           when(kb, kb.cmpi(CmpI::ult, row, rows),
+                [&](LoweringBuilder &kb) { body(kb, row, lane); });
+         });
+}
+
+//===----------------------------------------------------------------------===//
+// Stable bucketing over many blocks
+//===----------------------------------------------------------------------===//
+
+/// Warps per block of stableBuckets' chunk kernel: 8, fewer when the
+/// per-warp bucket counters would pass 32 KiB of shared memory.
+static int64_t sortWarpsPerBlock(int64_t numBuckets) {
+  return std::clamp<int64_t>(kMaxSortBuckets / numBuckets, 1, 8);
+}
+
+void gpu_lowering::stableBuckets(
+    LoweringBuilder &b, Value n, int64_t numBuckets,
+    function_ref<Value(LoweringBuilder &, Value)> bucketOf,
+    Value bucketOffsets,
+    function_ref<void(LoweringBuilder &, Value, Value, Value)> place) {
+  assert(numBuckets >= 1 && numBuckets <= kMaxSortBuckets &&
+         "stableBuckets: bucket count out of range");
+  Type i32 = b.getI32Type();
+  Value oneIdx = b.idx(1);
+  Value nb = b.idx(numBuckets);
+  Value warpSize = b.idx(kWarpSize);
+  // A chunk is `steps` x 32 consecutive items, one warp's; at least one
+  // chunk, so that the offsets are written even when n = 0.
+  Value steps =
+      b.maxIdx(b.ceilDiv(n, kWarpSize * kMaxSortChunks), oneIdx);
+  Value chunk = b.mul(steps, warpSize);
+  Value numChunks =
+      b.maxIdx(arith::CeilDivUIOp::create(b, n, chunk), oneIdx);
+  // counts[bucket * numChunks + chunk]; totals[bucket]; ranks[item].
+  Value counts = allocScratch(b, {ShapedType::kDynamic}, i32,
+                              {b.mul(nb, numChunks)});
+  Value totals = allocScratch(b, {numBuckets}, i32, {});
+  Value ranks = allocScratch(b, {ShapedType::kDynamic}, i32, {n});
+  auto countAt = [&](LoweringBuilder &b, Value bucket, Value c) {
+    return b.add(b.mul(bucket, numChunks), c);
+  };
+  auto warpAndLane = [&](LoweringBuilder &b, Value thread) {
+    return std::make_pair(
+        Value(arith::DivUIOp::create(b, thread, b.idx(kWarpSize))),
+        Value(arith::RemUIOp::create(b, thread, b.idx(kWarpSize))));
+  };
+
+  // 1. One warp per chunk, `steps` rounds of 32 items (lane l has item
+  //    chunk * c + 32 * step + l). Shuffles give each lane `before` (lanes
+  //    below it with its bucket) and `total` (lanes with its bucket); its
+  //    rank is the chunk's running count of the bucket (shared memory, one
+  //    row per warp) plus `before`; after a barrier, the bucket's last lane
+  //    adds `total` to the running count, and a second barrier orders that
+  //    before the next round. Warps past the last chunk only take part in
+  //    the barriers.
+  int64_t wpb = sortWarpsPerBlock(numBuckets);
+  Value blocks1 = arith::CeilDivUIOp::create(b, numChunks, b.idx(wpb));
+  launch(
+      b, blocks1, oneIdx, wpb * kWarpSize,
+      {workgroupType({wpb, numBuckets}, i32)},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value running = shared[0];
+        auto [w, lane] = warpAndLane(kb, ids.threadX);
+        Value c = kb.add(kb.mul(ids.blockX, kb.idx(wpb)), w);
+        Value zero = kb.idx(0), one = kb.idx(1);
+        Value laneI32 = kb.toI32(lane);
+        forEach(kb, lane, nb, warpSize, [&](LoweringBuilder &kb, Value bk) {
+          kb.store(kb.i32(0), running, {w, bk});
+        });
+        gpu::BarrierOp::create(kb);
+        Value chunkFirst = kb.mul(c, chunk);
+        forEach(kb, zero, steps, one, [&](LoweringBuilder &kb, Value s) {
+          Value item =
+              kb.add(kb.add(chunkFirst, kb.mul(s, kb.idx(kWarpSize))), lane);
+          Value bucket = kb.ifElse(
+              kb.cmpi(CmpI::ult, item, n), {i32},
+              [&](LoweringBuilder &kb) -> SmallVector<Value> {
+                return {bucketOf(kb, item)};
+              },
+              [&](LoweringBuilder &kb) -> SmallVector<Value> {
+                return {kb.i32(-1)};
+              })[0];
+          Value before = kb.i32(0), total = kb.i32(0);
+          for (int64_t l = 0; l < kWarpSize; ++l) {
+            Value other = warpShuffle(kb, bucket, l, gpu::ShuffleMode::IDX);
+            Value same = arith::ExtUIOp::create(
+                kb, i32, kb.cmpi(CmpI::eq, other, bucket));
+            total = kb.add(total, same);
+            Value below = arith::ExtUIOp::create(
+                kb, i32, kb.cmpi(CmpI::sgt, laneI32, kb.i32(l)));
+            before = kb.add(before, arith::AndIOp::create(kb, same, below));
+          }
+          Value valid = kb.cmpi(CmpI::sge, bucket, kb.i32(0));
+          when(kb, valid, [&](LoweringBuilder &kb) {
+            Value base = kb.load(running, {w, kb.toIndex(bucket)});
+            kb.store(kb.add(base, before), ranks, {item});
+          });
+          // Every read of `running` in this round is done.
+          gpu::BarrierOp::create(kb);
+          Value last = kb.cmpi(CmpI::eq, total, kb.add(before, kb.i32(1)));
+          when(kb, kb.andi(valid, last), [&](LoweringBuilder &kb) {
+            Value bk = kb.toIndex(bucket);
+            kb.store(kb.add(kb.load(running, {w, bk}), total), running,
+                     {w, bk});
+          });
+          // The updates are visible to the next round (and the copy-out).
+          gpu::BarrierOp::create(kb);
+        });
+        when(kb, kb.cmpi(CmpI::ult, c, numChunks), [&](LoweringBuilder &kb) {
+          forEach(kb, lane, nb, warpSize, [&](LoweringBuilder &kb, Value bk) {
+            kb.store(kb.load(running, {w, bk}), counts, {countAt(kb, bk, c)});
+          });
+        });
+      });
+
+  // 2. One warp per bucket: the exclusive prefix of its chunk counts (in
+  //    place, 32 chunks per step) and its total.
+  constexpr int64_t scanWarps = kBlockThreads / kWarpSize;
+  launch(
+      b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+        auto [w, lane] = warpAndLane(kb, ids.threadX);
+        Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
+        Value zero = kb.idx(0);
+        when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
+          Value total = kb.forLoop(
+              zero, numChunks, warpSize, {kb.i32(0)},
+              [&](LoweringBuilder &kb, Value first,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value c = kb.add(first, lane);
+                Value inside = kb.cmpi(CmpI::ult, c, numChunks);
+                // Clamped read, so that no lane branches before the
+                // shuffles.
+                Value at = countAt(kb, bk, kb.select(inside, c, zero));
+                Value v = kb.select(inside, kb.load(counts, {at}), kb.i32(0));
+                Value incl = warpInclusiveSum(kb, v, lane);
+                when(kb, inside, [&](LoweringBuilder &kb) {
+                  kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
+                });
+                Value sum = warpShuffle(kb, incl, kWarpSize - 1,
+                                        gpu::ShuffleMode::IDX);
+                return {kb.add(acc[0], sum)};
+              })[0];
+          when(kb, kb.cmpi(CmpI::eq, lane, zero), [&](LoweringBuilder &kb) {
+            kb.store(total, totals, {bk});
+          });
+        });
+      });
+
+  // 3. One thread per item. Each block first scans the bucket totals into
+  //    the exclusive bucket offsets (shared memory; block 0 also writes
+  //    them to `bucketOffsets`): thread t sums a contiguous run of
+  //    buckets, the runs' sums are scanned over the block (warp scans,
+  //    then the warp sums), then each thread writes its run.
+  int64_t perThread = (numBuckets + kBlockThreads - 1) / kBlockThreads;
+  Value grid3 = b.ceilDiv(n, kBlockThreads);
+  launch(
+      b, grid3, oneIdx, kBlockThreads,
+      {workgroupType({numBuckets}, i32), workgroupType({scanWarps}, i32)},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value offs = shared[0], warpSums = shared[1];
+        Value t = ids.threadX;
+        auto [w, lane] = warpAndLane(kb, t);
+        Value zero = kb.idx(0);
+        Value first = kb.minIdx(kb.mul(t, kb.idx(perThread)), nb);
+        Value last = kb.minIdx(kb.add(first, kb.idx(perThread)), nb);
+        Value runSum = kb.forLoop(first, last, {kb.i32(0)},
+                                  [&](LoweringBuilder &kb, Value i,
+                                      ValueRange acc) -> SmallVector<Value> {
+                                    return {kb.add(acc[0],
+                                                   kb.load(totals, {i}))};
+                                  })[0];
+        Value incl = warpInclusiveSum(kb, runSum, lane);
+        when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(kWarpSize - 1)),
+             [&](LoweringBuilder &kb) { kb.store(incl, warpSums, {w}); });
+        gpu::BarrierOp::create(kb);
+        Value base = kb.forLoop(zero, w, {kb.sub(incl, runSum)},
+                                [&](LoweringBuilder &kb, Value u,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  return {kb.add(acc[0],
+                                                 kb.load(warpSums, {u}))};
+                                })[0];
+        kb.forLoop(first, last, {base},
+                   [&](LoweringBuilder &kb, Value i,
+                       ValueRange acc) -> SmallVector<Value> {
+                     kb.store(acc[0], offs, {i});
+                     return {kb.add(acc[0], kb.load(totals, {i}))};
+                   });
+        gpu::BarrierOp::create(kb);
+        when(kb, kb.cmpi(CmpI::eq, ids.blockX, zero), [&](LoweringBuilder &kb) {
+          forEach(kb, t, nb, kb.idx(kBlockThreads),
+                  [&](LoweringBuilder &kb, Value i) {
+                    kb.store(kb.load(offs, {i}), bucketOffsets, {i});
+                  });
+        });
+        Value item = kb.add(kb.mul(ids.blockX, kb.idx(kBlockThreads)), t);
+        when(kb, kb.cmpi(CmpI::ult, item, n), [&](LoweringBuilder &kb) {
+          Value bucket = bucketOf(kb, item);
+          when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
+               [&](LoweringBuilder &kb) {
+                 Value bk = kb.toIndex(bucket);
+                 Value c = arith::DivUIOp::create(kb, item, chunk);
+                 Value pos = kb.add(kb.load(offs, {bk}),
+                                    kb.load(counts, {countAt(kb, bk, c)}));
+                 pos = kb.add(pos, kb.load(ranks, {item}));
+                 place(kb, item, bucket, pos);
+               });
+        });
+      });
 }

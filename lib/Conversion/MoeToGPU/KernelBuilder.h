@@ -14,9 +14,10 @@
 // so one-shot bufferization handles everything around the kernels. These
 // helpers build the buffer plumbing and the common launch shapes: one
 // thread per item, rows x columns (rows on grid.x, which allows 2^31-1
-// blocks), and single-block ordered passes for the order-dependent
-// dispatch metadata. All index arithmetic is in `index`, i.e. 64-bit on
-// the device.
+// blocks), one warp per row (warp shuffles), single-block ordered passes
+// and a multi-block stable counting sort for the order-dependent dispatch
+// metadata. All index arithmetic is in `index`, i.e. 64-bit on the
+// device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +116,81 @@ void orderedBuckets(
 /// In-place inclusive prefix sum of a rank-1 i32 buffer of `n` elements
 /// (one block, chunked).
 void inclusiveScan(LoweringBuilder &b, Value buffer, Value n);
+
+//===----------------------------------------------------------------------===//
+// Warp-level building blocks. Every helper below must be reached by all 32
+// lanes of the warp together (warp-uniform control flow around it): the
+// shuffles are gpu.shuffle with width 32, i.e. shfl.sync with a full mask.
+//===----------------------------------------------------------------------===//
+
+/// Lanes per warp.
+constexpr int64_t kWarpSize = 32;
+/// Warps (= rows) per block of the one-warp-per-row kernels.
+constexpr int64_t kRowsPerBlock = 4;
+
+/// gpu.shuffle of an i32 / f32 value (i64: as two i32 shuffles) across the
+/// 32 lanes of a warp: `xor`, `up`, `down` or `idx` with an i32 offset.
+Value warpShuffle(LoweringBuilder &b, Value v, Value offset,
+                  gpu::ShuffleMode mode);
+Value warpShuffle(LoweringBuilder &b, Value v, int64_t offset,
+                  gpu::ShuffleMode mode);
+
+using CombineFn = function_ref<SmallVector<Value>(LoweringBuilder &,
+                                                  ValueRange, ValueRange)>;
+/// Butterfly all-reduce over the warp of a tuple of values: after 5 xor
+/// steps every lane holds combine over all 32 lanes' tuples. `combine`
+/// must be associative and commutative (bit for bit, or lanes may end up
+/// with different results).
+SmallVector<Value> warpAllReduce(LoweringBuilder &b, ValueRange values,
+                                 CombineFn combine);
+
+/// Inclusive prefix sum of an i32 over the lanes of a warp (lane 0 first);
+/// `lane` is the index-typed lane id.
+Value warpInclusiveSum(LoweringBuilder &b, Value v, Value lane);
+
+/// One warp per row of `rows`: kRowsPerBlock rows per block, blocks over
+/// grid.x. body(row, lane) runs on all 32 lanes of the row's warp (the
+/// `row < rows` guard is warp-uniform, so the body may shuffle).
+void launchWarpPerRow(LoweringBuilder &b, Value rows,
+                      function_ref<void(LoweringBuilder &, Value row,
+                                        Value lane)>
+                          body);
+
+//===----------------------------------------------------------------------===//
+// Stable bucketing over many blocks.
+//===----------------------------------------------------------------------===//
+
+/// stableBuckets keeps at most this many chunks (larger inputs get longer
+/// chunks), which bounds its scans.
+constexpr int64_t kMaxSortChunks = 256;
+/// Largest bucket count stableBuckets handles (per-warp bucket counters in
+/// shared memory, at most 32 KiB a block); orderedBuckets has no limit.
+constexpr int64_t kMaxSortBuckets = 8192;
+
+/// Stable counting sort of `n` items into `numBuckets` buckets, the same
+/// result as orderedBuckets, in three multi-block kernels:
+///   1. one warp per chunk of 32 * s consecutive items (s = max(1,
+///      ceil(n / (32 * kMaxSortChunks)))), in s rounds of 32: each item's
+///      rank among the chunk's earlier items of its bucket (shuffles inside
+///      the round, a running per-bucket count in shared memory across
+///      rounds) into `ranks` (n i32), and the chunk's histogram into
+///      `counts[bucket][chunk]`;
+///   2. one warp per bucket: the exclusive prefix of its counts over the
+///      chunks (in place) and its total;
+///   3. one thread per item; each block first scans the bucket totals into
+///      the exclusive bucket offsets (block 0 also writes them to
+///      `bucketOffsets`, numBuckets i32); position = offset[bucket] +
+///      counts[bucket][chunk] + rank, passed to place(item, bucket, pos).
+/// `bucketOf(item)` is in [0, numBuckets) or -1 (the item is skipped); it
+/// is evaluated in kernels 1 and 3, and only for items < n. Items of one
+/// bucket get consecutive positions in item order. Deterministic, no
+/// atomics, O(n + numBuckets * chunks) work.
+void stableBuckets(
+    LoweringBuilder &b, Value n, int64_t numBuckets,
+    function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
+    Value bucketOffsets,
+    function_ref<void(LoweringBuilder &, Value item, Value bucket, Value pos)>
+        place);
 
 } // namespace gpu_lowering
 } // namespace moe

@@ -4,21 +4,37 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// One thread per token row runs the k selection passes of Selection.h over
-// the row (O(k * E) per row, E <= a few hundred), writing its picks straight
-// to the output buffers. moe.route recomputes scores on the fly (softmax
-// from the row max and sum, or the sigmoid) instead of keeping an E-wide
-// row; the group mask of group-limited routing lives in a T x n_group
-// scratch buffer. moe.route_dispatch is split into route + dispatch, whose
-// kernels are in DispatchToGPU.cpp.
+// One warp per token row (kRowsPerBlock rows per block) when E <= 512 and
+// n_group <= 32: lane l holds the R = ceil(E / 32) consecutive entries
+// l * R .. l * R + R - 1 of the row in registers, and each of the k picks
+// is one warp-wide argmax (gpu.shuffle xor butterfly) over the entries
+// ranking strictly after the previous pick. Entries compare as one
+// unsigned i64 per entry, (order key of the value) << 32 | ~index, whose
+// integer order is exactly the selection order of Selection.h's
+// `precedes` (larger value first, -0 == +0, lower index on ties, NaN below
+// every number and NaNs by index), so the picks are those of `selectTopK`.
+// moe.route computes every score once with the same f32 operations as
+// RoutingScores / groupScore / groupKept, in the same order wherever the
+// rounding depends on it: the softmax row max is a maximumf butterfly
+// (exact in any order), the softmax sum is added in expert order (lane l
+// adds its R exponentials to the running sum and hands it to lane l + 1),
+// a group score is the top-2 of a multiset (exact in any order), the
+// normalising sum runs over the slots in order. Results are bit-identical
+// to the one-thread-per-row kernel, which remains for larger E / n_group:
+// it runs the k selection passes of Selection.h serially over the row
+// (O(k * E) per row), with the group mask in a T x n_group scratch buffer.
+//
+// moe.route_dispatch is split into route + dispatch, whose kernels are in
+// DispatchToGPU.cpp.
 //
 //===----------------------------------------------------------------------===//
-
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
 #include "../Utils/Selection.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+#include <limits>
 
 
 using namespace mlir;
@@ -29,6 +45,253 @@ using CmpF = arith::CmpFPredicate;
 using CmpI = arith::CmpIPredicate;
 
 namespace {
+
+/// Largest row length (E) and group count of the one-warp-per-row kernels
+/// (E / 32 entries per lane live in registers; every lane evaluates the
+/// n_group^2 group ranking).
+constexpr int64_t kMaxWarpRowEntries = 512;
+constexpr int64_t kMaxWarpGroups = 32;
+
+bool useWarpPerRow(int64_t e, int64_t nGroup) {
+  return e <= kMaxWarpRowEntries && nGroup <= kMaxWarpGroups;
+}
+
+//===----------------------------------------------------------------------===//
+// Selection keys
+//===----------------------------------------------------------------------===//
+
+/// An unsigned i32 whose integer order is the order of f32 values in
+/// `precedes`: larger value -> larger key, -0 and +0 the same key (OEQ),
+/// NaN 0, below every number (-inf is 0x007fffff).
+Value orderKey(LoweringBuilder &b, Value v) {
+  Type i32 = b.getI32Type();
+  Value zero = b.f32(0.0);
+  Value canonical = b.select(b.cmpf(CmpF::OEQ, v, zero), zero, v);
+  Value bits = arith::BitcastOp::create(b, i32, canonical);
+  Value negative = b.cmpi(CmpI::slt, bits, b.i32(0));
+  Value key =
+      b.select(negative, arith::XOrIOp::create(b, bits, b.i32(-1)),
+               arith::OrIOp::create(b, bits, b.i32(INT32_MIN)));
+  return b.select(b.cmpf(CmpF::UNO, v, v), b.i32(0), key);
+}
+
+/// orderKey(v) << 32 | ~entry (entry in [0, 2^31)): (va, ia) precedes
+/// (vb, ib) exactly when key(va, ia) > key(vb, ib) as unsigned i64. Every
+/// key is > 0 (its low half is >= 2^31), so 0 can mean "not selectable".
+Value selectionKey(LoweringBuilder &b, Value v, Value entryI32) {
+  Type i64 = b.getI64Type();
+  Value hi = arith::ShLIOp::create(
+      b, arith::ExtUIOp::create(b, i64, orderKey(b, v)),
+      arith::ConstantIntOp::create(b, i64, 32));
+  Value lo = arith::ExtUIOp::create(
+      b, i64, arith::XOrIOp::create(b, entryI32, b.i32(-1)));
+  return arith::OrIOp::create(b, hi, lo);
+}
+
+//===----------------------------------------------------------------------===//
+// One row across a warp
+//===----------------------------------------------------------------------===//
+
+/// A row of `numEntries` spread over a warp: lane l holds the consecutive
+/// entries l * R + r, r < R = ceil(numEntries / 32), in registers (so the
+/// row in index order is lane-major, which the in-order softmax sum uses).
+struct WarpRow {
+  int64_t numEntries;
+  Value lane; // index
+
+  int64_t regs() const { return (numEntries + kWarpSize - 1) / kWarpSize; }
+  /// Every lane's entry of register r is < numEntries.
+  bool full() const { return regs() * kWarpSize == numEntries; }
+  Value entry(LoweringBuilder &b, int64_t r) const {
+    return b.add(b.mul(lane, b.idx(regs())), b.idx(r));
+  }
+  /// entry < numEntries (i1).
+  Value valid(LoweringBuilder &b, int64_t r) const {
+    if (full())
+      return b.i1(true);
+    return b.cmpi(CmpI::ult, entry(b, r), b.idx(numEntries));
+  }
+  /// The entry clamped into the row: always a legal column.
+  Value column(LoweringBuilder &b, int64_t r) const {
+    if (full())
+      return entry(b, r);
+    return b.minIdx(entry(b, r), b.idx(numEntries - 1));
+  }
+  /// The lane holding entry `e` (i32).
+  Value owner(LoweringBuilder &b, Value e) const {
+    return arith::DivUIOp::create(b, e, b.i32(regs()));
+  }
+};
+
+/// Result of warpSelect: for q < ceil(k / 32), lane l holds slot q * 32 + l
+/// (when < k): its pick and, when scores were given, the pick's score.
+struct WarpPicks {
+  SmallVector<Value> picks, scores;
+  Value scoreSum; // sum of the k picks' scores in slot order (when asked)
+};
+
+/// The k selection passes of `selectTopK` over a row spread across the
+/// warp: `keys[r]` is register r's selection key (0 = not selectable),
+/// `scores[r]` (optional) a value to fetch for each pick. Pass j takes the
+/// largest key below the previous pick's key (the best entry ranking
+/// strictly after it): a per-lane maximum, then a butterfly; every lane
+/// ends up with the same pick. The pick's score is read in the lane that
+/// holds it and broadcast; with `sumScores`, the picks' scores are summed
+/// in slot order (0 + s_0 + s_1 + ...), as RouteToGPU's per-thread kernel
+/// does.
+WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                     ArrayRef<Value> keys, ArrayRef<Value> scores,
+                     bool sumScores) {
+  Type i64 = b.getI64Type();
+  int64_t slotRegs = (k + kWarpSize - 1) / kWarpSize;
+  bool withScores = !scores.empty();
+  // Loop state: previous key, score sum, per slot register: pick, score.
+  SmallVector<Value> init{arith::ConstantIntOp::create(b, i64, -1)};
+  if (sumScores)
+    init.push_back(b.f32(0.0));
+  for (int64_t q = 0; q < slotRegs; ++q) {
+    init.push_back(b.i32(0));
+    if (withScores)
+      init.push_back(b.f32(0.0));
+  }
+  size_t slotsAt = sumScores ? 2 : 1, perSlot = withScores ? 2 : 1;
+  SmallVector<Value> final = b.forLoop(
+      b.idx(0), b.idx(k), init,
+      [&](LoweringBuilder &b, Value j, ValueRange args) -> SmallVector<Value> {
+        Value prev = args[0];
+        Value zero64 = arith::ConstantIntOp::create(b, i64, 0);
+        Value best = zero64;
+        for (Value key : keys) {
+          Value after = b.cmpi(CmpI::ult, key, prev);
+          best = arith::MaxUIOp::create(b, best, b.select(after, key, zero64));
+        }
+        best = warpAllReduce(b, {best},
+                             [](LoweringBuilder &b, ValueRange x,
+                                ValueRange y) -> SmallVector<Value> {
+                               return {arith::MaxUIOp::create(b, x[0], y[0])};
+                             })[0];
+        // ~low half = the entry; no key left (not reachable: the verifier
+        // keeps >= k selectable entries) gives -1, clamped to 0 as in
+        // selectTopK.
+        Value entry = arith::XOrIOp::create(
+            b, arith::TruncIOp::create(b, b.getI32Type(), best), b.i32(-1));
+        Value pick = b.clamp(entry, b.i32(0), b.i32(row.numEntries - 1));
+        Value score;
+        if (withScores) {
+          score = b.f32(0.0);
+          for (auto [key, s] : llvm::zip_equal(keys, scores))
+            score = b.select(b.cmpi(CmpI::eq, key, best), s, score);
+          score = warpShuffle(b, score, row.owner(b, pick),
+                              gpu::ShuffleMode::IDX);
+        }
+        SmallVector<Value> next{best};
+        if (sumScores)
+          next.push_back(b.add(args[1], score));
+        for (int64_t q = 0; q < slotRegs; ++q) {
+          Value slot = b.add(b.idx(q * kWarpSize), row.lane);
+          Value mine = b.cmpi(CmpI::eq, j, slot);
+          size_t at = slotsAt + q * perSlot;
+          next.push_back(b.select(mine, pick, args[at]));
+          if (withScores)
+            next.push_back(b.select(mine, score, args[at + 1]));
+        }
+        return next;
+      });
+  WarpPicks result;
+  if (sumScores)
+    result.scoreSum = final[1];
+  for (int64_t q = 0; q < slotRegs; ++q) {
+    size_t at = slotsAt + q * perSlot;
+    result.picks.push_back(final[at]);
+    if (withScores)
+      result.scores.push_back(final[at + 1]);
+  }
+  return result;
+}
+
+/// Visits the slots a lane holds after warpSelect: body(j, q) for
+/// j = q * 32 + lane < k.
+void forEachLaneSlot(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                     function_ref<void(LoweringBuilder &, Value, int64_t)>
+                         body) {
+  for (int64_t q = 0; q * kWarpSize < k; ++q) {
+    Value j = b.add(b.idx(q * kWarpSize), row.lane);
+    if ((q + 1) * kWarpSize <= k) {
+      body(b, j, q);
+      continue;
+    }
+    when(b, b.cmpi(CmpI::ult, j, b.idx(k)),
+         [&](LoweringBuilder &b) { body(b, j, q); });
+  }
+}
+
+/// Top-2 (or max) of a multiset of f32 keys as `groupScore` computes it:
+/// (m0, m1) with m0 >= m1, NaN keys ignored, -inf padding.
+std::pair<Value, Value> pushTop2(LoweringBuilder &b, Value m0, Value m1,
+                                 Value c) {
+  Value gt1 = b.cmpf(CmpF::OGT, c, m0);
+  Value gt2 = b.cmpf(CmpF::OGT, c, m1);
+  return {b.select(gt1, c, m0), b.select(gt1, m0, b.select(gt2, c, m1))};
+}
+
+/// Merge of two (m0, m1) pairs (NaN-free, m0 >= m1): the top two of the
+/// four. Numerically symmetric; only zero signs may depend on the order,
+/// and group scores are only compared (OEQ: -0 == +0).
+SmallVector<Value> mergeTop2(LoweringBuilder &b, ValueRange x, ValueRange y,
+                             bool top2) {
+  Value xFirst = b.cmpf(CmpF::OGT, x[0], y[0]);
+  Value m0 = b.select(xFirst, x[0], y[0]);
+  if (!top2)
+    return {m0};
+  Value other = b.select(xFirst, y[0], x[0]);
+  Value seconds = b.select(b.cmpf(CmpF::OGT, x[1], y[1]), x[1], y[1]);
+  Value m1 = b.select(b.cmpf(CmpF::OGT, other, seconds), other, seconds);
+  return {m0, m1};
+}
+
+//===----------------------------------------------------------------------===//
+// moe.topk
+//===----------------------------------------------------------------------===//
+
+void topkPerThread(LoweringBuilder &b, int64_t k, int64_t e, Value input,
+                   Value t, Value values, Value indices) {
+  launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
+    selectTopK(
+        b, k, e, {},
+        [&](LoweringBuilder &b, Value col) {
+          return b.toF32(b.load(input, {row, col}));
+        },
+        nullptr,
+        [&](LoweringBuilder &b, Value j, Value pick,
+            ValueRange) -> SmallVector<Value> {
+          b.store(b.load(input, {row, b.toIndex(pick)}), values, {row, j});
+          b.store(pick, indices, {row, j});
+          return {};
+        });
+  });
+}
+
+void topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input,
+                 Value t, Value values, Value indices) {
+  launchWarpPerRow(b, t, [&](LoweringBuilder &b, Value rowIdx, Value lane) {
+    WarpRow row{e, lane};
+    SmallVector<Value> keys;
+    for (int64_t r = 0; r < row.regs(); ++r) {
+      Value v = b.toF32(b.load(input, {rowIdx, row.column(b, r)}));
+      Value key = selectionKey(b, v, b.toI32(row.entry(b, r)));
+      if (!row.full())
+        key = b.select(row.valid(b, r), key,
+                       arith::ConstantIntOp::create(b, b.getI64Type(), 0));
+      keys.push_back(key);
+    }
+    WarpPicks picks = warpSelect(b, row, k, keys, {}, /*sumScores=*/false);
+    forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
+      Value pick = picks.picks[q];
+      b.store(b.load(input, {rowIdx, b.toIndex(pick)}), values, {rowIdx, j});
+      b.store(pick, indices, {rowIdx, j});
+    });
+  });
+}
 
 struct TopKToGPU : OpRewritePattern<TopKOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -44,24 +307,288 @@ struct TopKToGPU : OpRewritePattern<TopKOp> {
     Value t = b.memDim(input, 0);
     Value values = allocBuffer(b, valuesType, dynRows(valuesType, t));
     Value indices = allocBuffer(b, indicesType, dynRows(indicesType, t));
-    launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      selectTopK(
-          b, k, e, {},
-          [&](LoweringBuilder &b, Value col) {
-            return b.toF32(b.load(input, {row, col}));
-          },
-          nullptr,
-          [&](LoweringBuilder &b, Value j, Value pick,
-              ValueRange) -> SmallVector<Value> {
-            b.store(b.load(input, {row, b.toIndex(pick)}), values, {row, j});
-            b.store(pick, indices, {row, j});
-            return {};
-          });
-    });
+    if (useWarpPerRow(e, 1))
+      topkPerWarp(b, k, e, input, t, values, indices);
+    else
+      topkPerThread(b, k, e, input, t, values, indices);
     rewriter.replaceOp(op, {toTensor(b, values), toTensor(b, indices)});
     return success();
   }
 };
+
+//===----------------------------------------------------------------------===//
+// moe.route
+//===----------------------------------------------------------------------===//
+
+/// What the route kernels need of a moe.route.
+struct RouteConfig {
+  int64_t e, k, nGroup, topkGroup, perGroup;
+  bool softmax, top2, normalize;
+  float scaling;
+  Type w;
+  Value logits, bias, t, weights, indices;
+};
+
+void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
+  int64_t e = cfg.e, k = cfg.k, nGroup = cfg.nGroup, perGroup = cfg.perGroup;
+  Value logits = cfg.logits, bias = cfg.bias, t = cfg.t;
+  Value indices = cfg.indices, weights = cfg.weights;
+  Value groupScores, groupMask;
+  if (nGroup > 1) {
+    groupScores = allocScratch(b, {ShapedType::kDynamic, nGroup},
+                               b.getF32Type(), {t});
+    groupMask = allocScratch(b, {ShapedType::kDynamic, nGroup},
+                             b.getI32Type(), {t});
+  }
+
+  launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
+    Value zero = b.idx(0), one = b.idx(1);
+    RoutingScores routing(b, e, cfg.softmax,
+                          [&](LoweringBuilder &b, Value col) {
+                            return b.load(logits, {row, col});
+                          });
+    auto scoreAt = [&](LoweringBuilder &b, Value col) {
+      return routing.score(b, col);
+    };
+    // Selection key: the score plus the routing bias.
+    auto keyAt = [&](LoweringBuilder &b, Value col) -> Value {
+      Value s = scoreAt(b, col);
+      return bias ? b.add(s, b.load(bias, {col})) : s;
+    };
+
+    if (nGroup > 1) {
+      // Group scores, then the kept-group mask (scratch buffers).
+      forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
+        b.store(groupScore(b, b.mul(g, b.idx(perGroup)), perGroup, cfg.top2,
+                           keyAt),
+                groupScores, {row, g});
+      });
+      forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
+        Value kept = groupKept(b, nGroup, cfg.topkGroup, g,
+                               [&](LoweringBuilder &b, Value h) {
+                                 return b.load(groupScores, {row, h});
+                               });
+        b.store(arith::ExtUIOp::create(b, b.getI32Type(), kept), groupMask,
+                {row, g});
+      });
+    }
+
+    selectTopK(
+        b, k, e, {}, keyAt,
+        nGroup > 1 ? AllowedFn([&](LoweringBuilder &b, Value col) {
+          Value g = arith::DivUIOp::create(b, col, b.idx(perGroup));
+          return b.cmpi(CmpI::ne, b.load(groupMask, {row, g}), b.i32(0));
+        })
+                   : AllowedFn(nullptr),
+        [&](LoweringBuilder &b, Value j, Value pick,
+            ValueRange) -> SmallVector<Value> {
+          b.store(pick, indices, {row, j});
+          return {};
+        });
+
+    // Normalise and scale the unbiased scores of the k picks.
+    Value kIdx = b.idx(k);
+    auto pickedScore = [&](LoweringBuilder &b, Value j) {
+      return scoreAt(b, b.toIndex(b.load(indices, {row, j})));
+    };
+    Value sum = b.forLoop(zero, kIdx, {b.f32(0.0)},
+                          [&](LoweringBuilder &b, Value j,
+                              ValueRange acc) -> SmallVector<Value> {
+                            return {b.add(acc[0], pickedScore(b, j))};
+                          })[0];
+    Value denom = b.f32(1.0);
+    if (cfg.normalize)
+      denom = b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum, b.f32(1.0));
+    forEach(b, zero, kIdx, one, [&](LoweringBuilder &b, Value j) {
+      Value wv = b.mul(b.div(pickedScore(b, j), denom), b.f32(cfg.scaling));
+      b.store(b.fromF32(wv, cfg.w), weights, {row, j});
+    });
+  });
+}
+
+/// Keys of the experts of dropped groups set to 0 (group-limited routing,
+/// topk_group < n_group): group scores as `groupScore` computes them, kept
+/// groups as `groupKept` ranks them.
+void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
+                const WarpRow &row, ArrayRef<Value> keys,
+                MutableArrayRef<Value> selection) {
+  int64_t nGroup = cfg.nGroup, perGroup = cfg.perGroup;
+  int64_t regs = row.regs();
+  Type i32 = b.getI32Type();
+  Value negInf = b.f32(-std::numeric_limits<float>::infinity());
+  auto reduce = [&](LoweringBuilder &b, Value m0, Value m1,
+                    int64_t width) -> Value {
+    SmallVector<Value> top{m0};
+    if (cfg.top2)
+      top.push_back(m1);
+    // Butterfly over aligned segments of `width` lanes.
+    for (int64_t offset = width / 2; offset >= 1; offset /= 2) {
+      SmallVector<Value> other;
+      for (Value v : top)
+        other.push_back(warpShuffle(b, v, offset, gpu::ShuffleMode::XOR));
+      top = mergeTop2(b, top, other, cfg.top2);
+    }
+    return cfg.top2 ? b.add(top[0], top[1]) : top[0];
+  };
+  // Order keys of the n_group group scores, the same in every lane.
+  SmallVector<Value> groupOrder;
+  // The lane's group when all its entries are in one (else null).
+  Value laneGroup;
+  int64_t lanesPerGroup = perGroup / regs;
+  if (perGroup % regs == 0 && llvm::isPowerOf2_64(lanesPerGroup)) {
+    // Group g is lanes [g, g + 1) * lanesPerGroup (E is a multiple of R, so
+    // a lane's entries are all valid or all past E, and the lanes past
+    // E / R form segments of their own): the lane's top-2, a butterfly
+    // inside each segment, then group g's score from its first lane.
+    Value m0 = negInf, m1 = negInf;
+    for (int64_t r = 0; r < regs; ++r)
+      std::tie(m0, m1) = pushTop2(b, m0, m1, keys[r]);
+    Value score = reduce(b, m0, m1, lanesPerGroup);
+    for (int64_t g = 0; g < nGroup; ++g)
+      groupOrder.push_back(orderKey(
+          b, warpShuffle(b, score, g * lanesPerGroup, gpu::ShuffleMode::IDX)));
+    laneGroup = arith::DivUIOp::create(b, row.lane, b.idx(lanesPerGroup));
+  } else {
+    // Any layout: per group, the lane's top-2 of its entries in the group,
+    // then a butterfly over the whole warp.
+    for (int64_t g = 0; g < nGroup; ++g) {
+      Value m0 = negInf, m1 = negInf;
+      for (int64_t r = 0; r < regs; ++r) {
+        Value entry = row.entry(b, r);
+        Value member =
+            b.andi(b.cmpi(CmpI::uge, entry, b.idx(g * perGroup)),
+                   b.cmpi(CmpI::ult, entry, b.idx((g + 1) * perGroup)));
+        std::tie(m0, m1) =
+            pushTop2(b, m0, m1, b.select(member, keys[r], negInf));
+      }
+      groupOrder.push_back(orderKey(b, reduce(b, m0, m1, kWarpSize)));
+    }
+  }
+  // groupKept: fewer than topk_group groups rank before g (a larger order
+  // key, or an equal one and a lower group index). Bit g of `kept`.
+  Value kept = b.i32(0);
+  for (int64_t g = 0; g < nGroup; ++g) {
+    Value before = b.i32(0);
+    for (int64_t h = 0; h < nGroup; ++h) {
+      if (h == g)
+        continue;
+      Value ahead = b.cmpi(h < g ? CmpI::uge : CmpI::ugt, groupOrder[h],
+                           groupOrder[g]);
+      before = b.add(before, arith::ExtUIOp::create(b, i32, ahead));
+    }
+    Value isKept = arith::ExtUIOp::create(
+        b, i32, b.cmpi(CmpI::slt, before, b.i32(cfg.topkGroup)));
+    kept = arith::OrIOp::create(
+        b, kept, arith::ShLIOp::create(b, isKept, b.i32(g)));
+  }
+  // An entry's group is < n_group <= 32 when valid; clamped to 31 so that
+  // the shift is always defined (invalid entries have key 0 anyway).
+  auto keptBit = [&](LoweringBuilder &b, Value group) -> Value {
+    Value g = b.toI32(b.minIdx(group, b.idx(kWarpSize - 1)));
+    Value bit = arith::AndIOp::create(
+        b, arith::ShRUIOp::create(b, kept, g), b.i32(1));
+    return b.cmpi(CmpI::ne, bit, b.i32(0));
+  };
+  Value zero64 = arith::ConstantIntOp::create(b, b.getI64Type(), 0);
+  Value laneKept = laneGroup ? keptBit(b, laneGroup) : Value();
+  for (int64_t r = 0; r < regs; ++r) {
+    Value allowed =
+        laneKept ? laneKept
+                 : keptBit(b, arith::DivUIOp::create(b, row.entry(b, r),
+                                                     b.idx(perGroup)));
+    selection[r] = b.select(allowed, selection[r], zero64);
+  }
+}
+
+void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg) {
+  int64_t e = cfg.e, k = cfg.k;
+  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx,
+                                 Value lane) {
+    WarpRow row{e, lane};
+    int64_t regs = row.regs();
+    Value negInf = b.f32(-std::numeric_limits<float>::infinity());
+    Value zero = b.f32(0.0);
+    Type i64 = b.getI64Type();
+    // RoutingScores without softmax: logit() is the sanitised logit,
+    // score() the sigmoid.
+    RoutingScores sanitised(b, e, /*softmax=*/false,
+                            [&](LoweringBuilder &b, Value col) {
+                              return b.load(cfg.logits, {rowIdx, col});
+                            });
+    SmallVector<Value> cols, valid, scores;
+    for (int64_t r = 0; r < regs; ++r) {
+      cols.push_back(row.column(b, r));
+      valid.push_back(row.valid(b, r));
+    }
+    if (cfg.softmax) {
+      // RoutingScores' softmax, exp(x - rowMax) / rowSum and 0 for a row
+      // of -inf, with entries past E at -inf. rowMax: maximumf in any
+      // order is exact. rowSum: added in expert order as RoutingScores'
+      // loop does, (..((0 + e_0) + e_1) ..) + e_{E-1}: lane l adds its
+      // entries to the running sum, which lane l + 1 takes over.
+      SmallVector<Value> x;
+      Value localMax = negInf;
+      for (int64_t r = 0; r < regs; ++r) {
+        Value v = sanitised.logit(b, cols[r]);
+        if (!row.full())
+          v = b.select(valid[r], v, negInf);
+        x.push_back(v);
+        localMax = arith::MaximumFOp::create(b, localMax, v);
+      }
+      Value rowMax =
+          warpAllReduce(b, {localMax},
+                        [](LoweringBuilder &b, ValueRange p,
+                           ValueRange q) -> SmallVector<Value> {
+                          return {arith::MaximumFOp::create(b, p[0], q[0])};
+                        })[0];
+      SmallVector<Value> ex;
+      for (int64_t r = 0; r < regs; ++r)
+        ex.push_back(math::ExpOp::create(b, b.sub(x[r], rowMax)));
+      Value rowSum = zero;
+      for (int64_t l = 0; l * regs < e; ++l) {
+        Value partial = rowSum;
+        for (int64_t r = 0; r < regs && l * regs + r < e; ++r)
+          partial = b.add(partial, ex[r]);
+        rowSum = warpShuffle(b, partial, l, gpu::ShuffleMode::IDX);
+      }
+      Value dead = b.cmpf(CmpF::OEQ, rowMax, negInf);
+      for (int64_t r = 0; r < regs; ++r)
+        scores.push_back(b.select(dead, zero, b.div(ex[r], rowSum)));
+    } else {
+      for (int64_t r = 0; r < regs; ++r)
+        scores.push_back(sanitised.score(b, cols[r]));
+    }
+    // Selection keys: score + bias in f32, then the i64 selection key (0
+    // past E).
+    SmallVector<Value> keys, selection;
+    for (int64_t r = 0; r < regs; ++r) {
+      Value key = scores[r];
+      if (cfg.bias)
+        key = b.add(key, b.load(cfg.bias, {cols[r]}));
+      if (!row.full())
+        key = b.select(valid[r], key, negInf);
+      keys.push_back(key);
+      Value sk = selectionKey(b, key, b.toI32(row.entry(b, r)));
+      if (!row.full())
+        sk = b.select(valid[r], sk, arith::ConstantIntOp::create(b, i64, 0));
+      selection.push_back(sk);
+    }
+    if (cfg.nGroup > 1 && cfg.topkGroup < cfg.nGroup)
+      dropGroups(b, cfg, row, keys, selection);
+
+    WarpPicks picks = warpSelect(b, row, k, selection, scores, cfg.normalize);
+    // Normalise by the sum of the picks' unbiased scores and scale.
+    Value denom = b.f32(1.0);
+    if (cfg.normalize)
+      denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero),
+                       picks.scoreSum, b.f32(1.0));
+    forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
+      b.store(picks.picks[q], cfg.indices, {rowIdx, j});
+      Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
+      b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
+    });
+  });
+}
 
 struct RouteToGPU : OpRewritePattern<RouteOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -71,92 +598,27 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
     LoweringBuilder b(op.getLoc(), rewriter);
     auto weightsType = op.getWeights().getType();
     auto indicesType = op.getIndices().getType();
-    Type w = weightsType.getElementType();
-    int64_t e = op.getLogits().getType().getDimSize(1);
-    int64_t k = static_cast<int64_t>(op.getK());
-    int64_t nGroup = op.getNGroup(), topkGroup = op.getTopkGroup();
-    int64_t perGroup = e / nGroup;
-    bool softmax = op.getScoring() == ScoringFn::softmax;
-    bool top2 = op.getGroupScore() == GroupScore::top2_sum;
-    bool normalize = op.getNormalize();
-    float scaling = op.getScaling().convertToFloat();
-
-    Value logits = toBuffer(b, op.getLogits());
-    Value bias = op.getBias() ? toBuffer(b, op.getBias()) : Value();
-    Value t = b.memDim(logits, 0);
-    Value weights = allocBuffer(b, weightsType, dynRows(weightsType, t));
-    Value indices = allocBuffer(b, indicesType, dynRows(indicesType, t));
-    Value groupScores, groupMask;
-    if (nGroup > 1) {
-      groupScores = allocScratch(b, {ShapedType::kDynamic, nGroup},
-                                 b.getF32Type(), {t});
-      groupMask = allocScratch(b, {ShapedType::kDynamic, nGroup},
-                               b.getI32Type(), {t});
-    }
-
-    launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      Value zero = b.idx(0), one = b.idx(1);
-      RoutingScores routing(b, e, softmax, [&](LoweringBuilder &b, Value col) {
-        return b.load(logits, {row, col});
-      });
-      auto scoreAt = [&](LoweringBuilder &b, Value col) {
-        return routing.score(b, col);
-      };
-      // Selection key: the score plus the routing bias.
-      auto keyAt = [&](LoweringBuilder &b, Value col) -> Value {
-        Value s = scoreAt(b, col);
-        return bias ? b.add(s, b.load(bias, {col})) : s;
-      };
-
-      if (nGroup > 1) {
-        // Group scores, then the kept-group mask (scratch buffers).
-        forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
-          b.store(groupScore(b, b.mul(g, b.idx(perGroup)), perGroup, top2,
-                             keyAt),
-                  groupScores, {row, g});
-        });
-        forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
-          Value kept = groupKept(b, nGroup, topkGroup, g,
-                                 [&](LoweringBuilder &b, Value h) {
-                                   return b.load(groupScores, {row, h});
-                                 });
-          b.store(arith::ExtUIOp::create(b, b.getI32Type(), kept), groupMask,
-                  {row, g});
-        });
-      }
-
-      selectTopK(
-          b, k, e, {}, keyAt,
-          nGroup > 1 ? AllowedFn([&](LoweringBuilder &b, Value col) {
-            Value g = arith::DivUIOp::create(b, col, b.idx(perGroup));
-            return b.cmpi(CmpI::ne, b.load(groupMask, {row, g}), b.i32(0));
-          })
-                     : AllowedFn(nullptr),
-          [&](LoweringBuilder &b, Value j, Value pick,
-              ValueRange) -> SmallVector<Value> {
-            b.store(pick, indices, {row, j});
-            return {};
-          });
-
-      // Normalise and scale the unbiased scores of the k picks.
-      Value kIdx = b.idx(k);
-      auto pickedScore = [&](LoweringBuilder &b, Value j) {
-        return scoreAt(b, b.toIndex(b.load(indices, {row, j})));
-      };
-      Value sum = b.forLoop(zero, kIdx, {b.f32(0.0)},
-                            [&](LoweringBuilder &b, Value j,
-                                ValueRange acc) -> SmallVector<Value> {
-                              return {b.add(acc[0], pickedScore(b, j))};
-                            })[0];
-      Value denom = b.f32(1.0);
-      if (normalize)
-        denom = b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum, b.f32(1.0));
-      forEach(b, zero, kIdx, one, [&](LoweringBuilder &b, Value j) {
-        Value wv = b.mul(b.div(pickedScore(b, j), denom), b.f32(scaling));
-        b.store(b.fromF32(wv, w), weights, {row, j});
-      });
-    });
-    rewriter.replaceOp(op, {toTensor(b, weights), toTensor(b, indices)});
+    RouteConfig cfg;
+    cfg.w = weightsType.getElementType();
+    cfg.e = op.getLogits().getType().getDimSize(1);
+    cfg.k = static_cast<int64_t>(op.getK());
+    cfg.nGroup = op.getNGroup();
+    cfg.topkGroup = op.getTopkGroup();
+    cfg.perGroup = cfg.e / cfg.nGroup;
+    cfg.softmax = op.getScoring() == ScoringFn::softmax;
+    cfg.top2 = op.getGroupScore() == GroupScore::top2_sum;
+    cfg.normalize = op.getNormalize();
+    cfg.scaling = op.getScaling().convertToFloat();
+    cfg.logits = toBuffer(b, op.getLogits());
+    cfg.bias = op.getBias() ? toBuffer(b, op.getBias()) : Value();
+    cfg.t = b.memDim(cfg.logits, 0);
+    cfg.weights = allocBuffer(b, weightsType, dynRows(weightsType, cfg.t));
+    cfg.indices = allocBuffer(b, indicesType, dynRows(indicesType, cfg.t));
+    if (useWarpPerRow(cfg.e, cfg.nGroup))
+      routePerWarp(b, cfg);
+    else
+      routePerThread(b, cfg);
+    rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices)});
     return success();
   }
 };
@@ -164,6 +626,5 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
 } // namespace
 
 void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<TopKToGPU, RouteToGPU>(
-      patterns.getContext());
+  patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext());
 }

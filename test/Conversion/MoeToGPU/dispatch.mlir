@@ -8,7 +8,10 @@
 // - get_indices: two -1 fills, one thread per row for the dispatched slots,
 //   one ordered block for the undispatched ones;
 // - get_indptr: one thread per entry;
-// - dispatch: a single one-block counting sort with O(T*k + E) buffers.
+// - dispatch: a stable counting sort in three multi-block kernels
+//   (per-warp chunk ranks and histograms, per-bucket chunk scans, bucket
+//   offsets + placement) with O(T*k + E * chunks) buffers; the one-block
+//   counting sort only past 8191 experts.
 
 // NOMOE-NOT: moe.
 
@@ -219,73 +222,162 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // moe.dispatch
 //===----------------------------------------------------------------------===//
 
-// One launch of one 1024-thread block. Buffers: offsets (E + 1), the two
-// T*k maps, a 1024 x (E + 1) per-thread histogram and E + 1 totals; nothing
-// of size E*T.
+// Chunks of s * 32 slots, s = max(ceil(T*k / 8192), 1), so at most 256
+// chunks. Buffers: offsets (E + 1), the two T*k maps, counts ((E + 1) x
+// chunks), bucket totals (E + 1), ranks (T*k); nothing of size E*T.
 // CHECK-LABEL: func.func @dispatch_dynamic(
-// CHECK: %[[IDS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x2xi32>
-// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IDS]], %c0
-// CHECK: %[[M:[a-z0-9_]+]] = arith.muli %[[T]], %c2 : index
-// CHECK: %[[M32:[a-z0-9_]+]] = arith.index_cast %[[M]] : index to i32
-// CHECK: %[[OFF:[a-z0-9_]+]] = memref.alloc() : memref<9xi32>
-// CHECK: %[[REV:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
-// CHECK: %[[TOK:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
-// CHECK: %[[CNT:[a-z0-9_]+]] = memref.alloc() : memref<1024x9xi32>
-// CHECK: %[[TOT:[a-z0-9_]+]] = memref.alloc() : memref<9xi32>
+// CHECK: %[[IDS:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x2xi32>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IDS]], %c0
+// CHECK: %[[M:[a-zA-Z0-9_]+]] = arith.muli %[[T]], %c2 : index
+// CHECK: %[[M32:[a-zA-Z0-9_]+]] = arith.index_cast %[[M]] : index to i32
+// CHECK: %[[OFF:[a-zA-Z0-9_]+]] = memref.alloc() : memref<9xi32>
+// CHECK: %[[REV:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
+// CHECK: %[[TOK:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
+// CHECK: %[[S0:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %c8192 : index
+// CHECK: %[[STEPS:[a-zA-Z0-9_]+]] = arith.maxui %[[S0]], %c1 : index
+// CHECK: %[[CHUNK:[a-zA-Z0-9_]+]] = arith.muli %[[STEPS]], %c32 : index
+// CHECK: %[[NC0:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %[[CHUNK]] : index
+// CHECK: %[[NC:[a-zA-Z0-9_]+]] = arith.maxui %[[NC0]], %c1 : index
+// CHECK: %[[CLEN:[a-zA-Z0-9_]+]] = arith.muli %c9, %[[NC]] : index
+// CHECK: %[[CNT:[a-zA-Z0-9_]+]] = memref.alloc(%[[CLEN]]) : memref<?xi32>
+// CHECK: %[[TOT:[a-zA-Z0-9_]+]] = memref.alloc() : memref<9xi32>
+// CHECK: %[[RANK:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK-NOT: memref.alloc
-// CHECK: %[[CHUNK:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c1024 : index
-// CHECK: %[[ONE:[a-z0-9_]+]] = arith.maxui %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[ONE]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c1024{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) {
-// CHECK: arith.muli %[[TX]], %[[CHUNK]] : index
-// Per-thread histogram; out-of-range ids go to bucket E = 8.
-// CHECK: memref.store %c0_i32, %[[CNT]][%[[TX]], %{{[a-z0-9_]+}}] : memref<1024x9xi32>
-// CHECK: %[[E:[a-z0-9_]+]] = memref.load %[[IDS]]
-// CHECK: %[[INR:[a-z0-9_]+]] = arith.andi
-// CHECK: arith.select %[[INR]], %[[E]], %c8_i32 : i32
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[CNT]][%[[TX]], %{{[a-z0-9_]+}}] : memref<1024x9xi32>
+// 1. One warp per chunk, 8 warps a block, a 8 x (E + 1) shared row of
+//    running counts per warp.
+// CHECK: %[[B1:[a-zA-Z0-9_]+]] = arith.ceildivui %[[NC]], %c8 : index
+// CHECK: %[[G1:[a-zA-Z0-9_]+]] = arith.maxui %[[B1]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[BX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G1]], %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}) workgroup(%[[RUNNING:[a-zA-Z0-9_]+]] : memref<8x9xi32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[LANE:[a-zA-Z0-9_]+]] = arith.remui %[[TX]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[WARP:[a-zA-Z0-9_]+]] = arith.divui %[[TX]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[C0:[a-zA-Z0-9_]+]] = arith.muli %[[BX]], %c8{{(_[0-9]+)?}} : index
+// CHECK: %[[C:[a-zA-Z0-9_]+]] = arith.addi %[[C0]], %[[WARP]] : index
+// CHECK: memref.store %c0_i32, %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}] : memref<8x9xi32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// Scan over threads, one bucket per thread.
-// CHECK: scf.for %[[BK:[a-z0-9_]+]] = %[[TX]] to %c9 step %c1024{{(_[0-9]+)?}} {
-// CHECK: %[[TOTAL:[a-z0-9_]+]] = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c1024{{(_[0-9]+)?}} step
-// CHECK: memref.store %[[TOTAL]], %[[TOT]][%[[BK]]] : memref<9xi32>
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[STEPS]] step
+// Bucket: the expert, E = 8 for an id outside [0, 8), -1 past T*k.
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ITEM:[a-zA-Z0-9_]+]], %[[M]] : index
+// CHECK: %[[BK:[a-zA-Z0-9_]+]] = scf.if %[[IN]] -> (i32) {
+// CHECK: %[[E:[a-zA-Z0-9_]+]] = memref.load %[[IDS]]
+// CHECK: %[[INR:[a-zA-Z0-9_]+]] = arith.andi
+// CHECK: arith.select %[[INR]], %[[E]], %c8_i32{{(_[0-9]+)?}} : i32
+// CHECK: scf.yield %c-1_i32 : i32
+// Rank inside the round: one idx shuffle from each of the 32 lanes.
+// CHECK-COUNT-32: gpu.shuffle  idx %[[BK]], %c{{[0-9]+}}_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : i32
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[VALID:[a-zA-Z0-9_]+]] = arith.cmpi sge, %[[BK]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: scf.if %[[VALID]] {
+// CHECK: %[[RB:[a-zA-Z0-9_]+]] = memref.load %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}] : memref<8x9xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[R:[a-zA-Z0-9_]+]] = arith.addi %[[RB]], %[[BEFORE:[a-zA-Z0-9_]+]] : i32
+// CHECK: memref.store %[[R]], %[[RANK]][%[[ITEM]]] : memref<?xi32>
 // CHECK: gpu.barrier
-// Thread 0 writes the exclusive offsets.
-// CHECK: arith.cmpi eq, %[[TX]], %c0{{(_[0-9]+)?}} : index
-// CHECK: memref.store %c0_i32{{(_[0-9]+)?}}, %[[OFF]][%c0{{(_[0-9]+)?}}] : memref<9xi32>
-// CHECK: scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c8 step
+// The bucket's last lane of the round adds the round's count.
+// CHECK: %[[B1P:[a-zA-Z0-9_]+]] = arith.addi %[[BEFORE]], %c1_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[LAST:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[TOTAL:[a-zA-Z0-9_]+]], %[[B1P]] : i32
+// CHECK: arith.andi %[[VALID]], %[[LAST]] : i1
+// CHECK: %[[OLD:[a-zA-Z0-9_]+]] = memref.load %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}]
+// CHECK: %[[NEW:[a-zA-Z0-9_]+]] = arith.addi %[[OLD]], %[[TOTAL]] : i32
+// CHECK: memref.store %[[NEW]], %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}]
+// CHECK: gpu.barrier
+// The chunk's histogram, counts[bucket * chunks + chunk].
+// CHECK: arith.cmpi ult, %[[C]], %[[NC]] : index
+// CHECK: %[[AT0:[a-zA-Z0-9_]+]] = arith.muli %{{[a-zA-Z0-9_#]+}}, %[[NC]] : index
+// CHECK: %[[AT:[a-zA-Z0-9_]+]] = arith.addi %[[AT0]], %[[C]] : index
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[CNT]][%[[AT]]] : memref<?xi32>
+// CHECK: gpu.terminator
+// 2. One warp per bucket (ceil(9 / 8) blocks): exclusive prefix over the
+//    chunks, 32 at a time (inclusive warp scan with 5 up shuffles), total.
+// CHECK: %[[B2:[a-zA-Z0-9_]+]] = arith.ceildivui %c9{{(_[0-9]+)?}}, %c8{{(_[0-9]+)?}} : index
+// CHECK: %[[G2:[a-zA-Z0-9_]+]] = arith.maxui %[[B2]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G2]], {{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}},
+// CHECK: %[[SUM:[a-zA-Z0-9_]+]] = scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[NC]] step %c32{{(_[0-9]+)?}} iter_args(%[[ACC:[a-zA-Z0-9_]+]] = %c0_i32) -> (i32) {
+// CHECK: memref.load %[[CNT]]
+// CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[CNT]][%{{[a-zA-Z0-9_#]+}}] : memref<?xi32>
+// CHECK: gpu.shuffle  idx %{{[a-zA-Z0-9_#]+}}, %c31_i32
+// CHECK: memref.store %[[SUM]], %[[TOT]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32>
+// CHECK: gpu.terminator
+// 3. One thread per slot. Each block scans the totals into the bucket
+//    offsets (workgroup), block 0 also writes them to the offsets result;
+//    then the slot goes to offsets[bucket] + counts[bucket][chunk] + rank,
+//    guarded by 0 <= pos < T*k.
+// CHECK: %[[NB3:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %c256{{(_[0-9]+)?}} : index
+// CHECK: %[[G3:[a-zA-Z0-9_]+]] = arith.maxui %[[NB3]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[BX3:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G3]], {{.*}}) threads(%[[TX3:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[OFFS:[a-zA-Z0-9_]+]] : memref<9xi32, #gpu.address_space<workgroup>>, %[[WS:[a-zA-Z0-9_]+]] : memref<8xi32, #gpu.address_space<workgroup>>) {
 // CHECK: memref.load %[[TOT]]
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[OFF]][%{{[a-z0-9_]+}}] : memref<9xi32>
+// CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[WS]][%{{[a-zA-Z0-9_#]+}}] : memref<8xi32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// Stable placement at offsets[bucket] + rank, guarded by pos < T*k.
-// CHECK: %[[RANK:[a-z0-9_]+]] = memref.load %[[CNT]][%[[TX]], %{{[a-z0-9_]+}}] : memref<1024x9xi32>
-// CHECK: %[[BASE:[a-z0-9_]+]] = memref.load %[[OFF]]
-// CHECK: %[[POS:[a-z0-9_]+]] = arith.addi %[[BASE]], %[[RANK]] : i32
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[OFFS]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: arith.cmpi eq, %[[BX3]], %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[O:[a-zA-Z0-9_]+]] = memref.load %[[OFFS]][%{{[a-zA-Z0-9_#]+}}]
+// CHECK: memref.store %[[O]], %[[OFF]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32>
+// CHECK: %[[SLOT:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_#]+}}, %[[TX3]] : index
+// CHECK: arith.cmpi ult, %[[SLOT]], %[[M]] : index
+// CHECK: %[[CH:[a-zA-Z0-9_]+]] = arith.divui %[[SLOT]], %[[CHUNK]] : index
+// CHECK: %[[PRE:[a-zA-Z0-9_]+]] = memref.load %[[CNT]][%{{[a-zA-Z0-9_#]+}}] : memref<?xi32>
+// CHECK: %[[BASE:[a-zA-Z0-9_]+]] = memref.load %[[OFFS]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[P0:[a-zA-Z0-9_]+]] = arith.addi %[[BASE]], %[[PRE]] : i32
+// CHECK: %[[RK:[a-zA-Z0-9_]+]] = memref.load %[[RANK]][%[[SLOT]]] : memref<?xi32>
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.addi %[[P0]], %[[RK]] : i32
 // CHECK: arith.cmpi slt, %[[POS]], %[[M32]] : i32
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[REV]]
-// CHECK: memref.store %{{[a-z0-9_]+}}, %[[TOK]]
+// CHECK: arith.cmpi sge, %[[POS]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[REV]]
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[TOK]]
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
-// CHECK: %[[O:[a-z0-9_]+]] = bufferization.to_tensor %[[OFF]] restrict writable : memref<9xi32> to tensor<9xi32>
-// CHECK: %[[R:[a-z0-9_]+]] = bufferization.to_tensor %[[REV]] restrict writable : memref<?xi32> to tensor<?xi32>
-// CHECK: %[[K:[a-z0-9_]+]] = bufferization.to_tensor %[[TOK]] restrict writable : memref<?xi32> to tensor<?xi32>
-// CHECK: return %[[O]], %[[R]], %[[K]]
+// CHECK: %[[OT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[OFF]] restrict writable : memref<9xi32> to tensor<9xi32>
+// CHECK: %[[RT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[REV]] restrict writable : memref<?xi32> to tensor<?xi32>
+// CHECK: %[[KT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[TOK]] restrict writable : memref<?xi32> to tensor<?xi32>
+// CHECK: return %[[OT]], %[[RT]], %[[KT]]
 func.func @dispatch_dynamic(%ids: tensor<?x2xi32>) -> (tensor<9xi32>, tensor<?xi32>, tensor<?xi32>) {
   %o, %r, %t = moe.dispatch %ids num_experts = 8 : tensor<?x2xi32> -> tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
   return %o, %r, %t : tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
 }
 
-// Static T = 4, k = 2, E = 64: the scratch is 1024 x 65, not E*T.
+// Static T = 4, k = 2, E = 64: one chunk; counts 65 x 1, nothing of size
+// E*T; three launches.
 // CHECK-LABEL: func.func @dispatch_static(
 // CHECK: memref.alloc() : memref<65xi32>
 // CHECK: memref.alloc() : memref<8xi32>
 // CHECK: memref.alloc() : memref<8xi32>
-// CHECK: memref.alloc() : memref<1024x65xi32>
+// CHECK: memref.alloc(%{{[a-zA-Z0-9_]+}}) : memref<?xi32>
 // CHECK: memref.alloc() : memref<65xi32>
+// CHECK: memref.alloc(%{{[a-zA-Z0-9_]+}}) : memref<?xi32>
 // CHECK-NOT: memref.alloc
+// CHECK: gpu.launch {{.*}} workgroup(%{{[a-zA-Z0-9_]+}} : memref<8x65xi32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} workgroup(%{{[a-zA-Z0-9_]+}} : memref<65xi32, #gpu.address_space<workgroup>>, %{{[a-zA-Z0-9_]+}} : memref<8xi32, #gpu.address_space<workgroup>>)
 // CHECK-NOT: gpu.launch
 // CHECK: return
 func.func @dispatch_static(%ids: tensor<4x2xi32>) -> (tensor<65xi32>, tensor<8xi32>, tensor<8xi32>) {
   %o, %r, %t = moe.dispatch %ids num_experts = 64 : tensor<4x2xi32> -> tensor<65xi32>, tensor<8xi32>, tensor<8xi32>
   return %o, %r, %t : tensor<65xi32>, tensor<8xi32>, tensor<8xi32>
+}
+
+// E = 2000: fewer warps a block (4), so that the per-warp counters stay
+// within 32 KiB.
+// CHECK-LABEL: func.func @dispatch_many_experts(
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_]+}} = %c128{{(_[0-9]+)?}}, {{.*}}) workgroup(%{{[a-zA-Z0-9_]+}} : memref<4x2001xi32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @dispatch_many_experts(%ids: tensor<?x8xi32>) -> (tensor<2001xi32>, tensor<?xi32>, tensor<?xi32>) {
+  %o, %r, %t = moe.dispatch %ids num_experts = 2000 : tensor<?x8xi32> -> tensor<2001xi32>, tensor<?xi32>, tensor<?xi32>
+  return %o, %r, %t : tensor<2001xi32>, tensor<?xi32>, tensor<?xi32>
+}
+
+// E = 10000 > 8191: the one-block counting sort, one launch of 1024
+// threads with a 1024 x (E + 1) scratch.
+// CHECK-LABEL: func.func @dispatch_huge_expert_count(
+// CHECK: memref.alloc() : memref<1024x10001xi32>
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_]+}} = %c1024{{(_[0-9]+)?}},
+// CHECK-COUNT-3: gpu.barrier
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @dispatch_huge_expert_count(%ids: tensor<?x2xi32>) -> (tensor<10001xi32>, tensor<?xi32>, tensor<?xi32>) {
+  %o, %r, %t = moe.dispatch %ids num_experts = 10000 : tensor<?x2xi32> -> tensor<10001xi32>, tensor<?xi32>, tensor<?xi32>
+  return %o, %r, %t : tensor<10001xi32>, tensor<?xi32>, tensor<?xi32>
 }

@@ -1,11 +1,16 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
 
-// Routing ops become one-thread-per-token-row kernels: 256-thread blocks,
-// grid max(ceil(T / 256), 1), a guard `row < T`, operands read through
-// read-only to_buffer views and results written to fresh allocations
-// returned by `to_tensor restrict writable`. moe.route_dispatch becomes the
-// route kernel followed by the one-block dispatch kernel.
+// Routing ops with E <= 512 (and n_group <= 32) become one-warp-per-row
+// kernels: 128-thread blocks of 4 warps, grid max(ceil(T / 4), 1), warp
+// w = tid / 32 of block b takes row 4 * b + w behind a warp-uniform guard
+// `row < T`, lane l = tid % 32 holds the entries l * R + r (R = ceil(E /
+// 32)). Each of the k picks is an i64 selection key maximum (keys below
+// the previous pick's), a butterfly of 5 xor steps with two i32 shuffles
+// each. Operands are read through read-only to_buffer views, results are
+// written to fresh allocations returned by `to_tensor restrict writable`.
+// Larger E or n_group keep the one-thread-per-row kernel. moe.route_dispatch
+// becomes the route kernel followed by the three dispatch kernels.
 
 // NOMOE-NOT: moe.
 
@@ -14,90 +19,178 @@
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: func.func @topk_dynamic(
-// CHECK-SAME: %[[ARG:[a-z0-9_]+]]: tensor<?x8xf32>
-// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer %[[ARG]] read_only : tensor<?x8xf32> to memref<?x8xf32, strided<[?, ?], offset: ?>>
-// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IN]], %c0
-// CHECK: %[[VALS:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
-// CHECK: %[[IDX:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
-// CHECK: %[[NB:[a-z0-9_]+]] = arith.ceildivui %[[T]], %c256 : index
-// CHECK: %[[GRID:[a-z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}) in (%{{[a-z0-9_#]+}} = %[[GRID]], %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-z0-9_]+]], %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}) in (%{{[a-z0-9_#]+}} = %c256{{(_[0-9]+)?}}, %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}})
-// CHECK: %[[BASE:[a-z0-9_]+]] = arith.muli %[[BX]], %c256{{(_[0-9]+)?}} : index
-// CHECK: %[[ROW:[a-z0-9_]+]] = arith.addi %[[BASE]], %[[TX]] : index
-// CHECK: %[[OK:[a-z0-9_]+]] = arith.cmpi ult, %[[ROW]], %[[T]] : index
-// CHECK: scf.if %[[OK]]
-// k = 2 selection passes over E = 8 experts.
-// CHECK: scf.for %[[J:[a-z0-9_]+]] = %{{[a-z0-9_#]+}} to %c2 step
-// CHECK: scf.for %{{[a-z0-9_#]+}} = %{{[a-z0-9_#]+}} to %c8 step
-// CHECK: memref.load %[[IN]][%[[ROW]], %{{[a-z0-9_#]+}}]
-// The pick is clamped to [0, E - 1] before it is used as an index.
-// CHECK: arith.maxsi %{{[a-z0-9_#]+}}, %c0_i32
-// CHECK: %[[PICK:[a-z0-9_]+]] = arith.minsi %{{[a-z0-9_#]+}}, %c7_i32 : i32
-// CHECK: %[[PI:[a-z0-9_]+]] = arith.index_cast %[[PICK]] : i32 to index
-// CHECK: %[[V:[a-z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[PI]]]
-// CHECK: memref.store %[[V]], %[[VALS]][%[[ROW]], %[[J]]] : memref<?x2xf32>
-// CHECK: memref.store %[[PICK]], %[[IDX]][%[[ROW]], %[[J]]] : memref<?x2xi32>
+// CHECK-SAME: %[[ARG:[a-zA-Z0-9_]+]]: tensor<?x8xf32>
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %[[ARG]] read_only : tensor<?x8xf32> to memref<?x8xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
+// CHECK: %[[VALS:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
+// CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
+// CHECK-NOT: memref.alloc
+// CHECK: %[[NB:[a-zA-Z0-9_]+]] = arith.ceildivui %[[T]], %c4 : index
+// CHECK: %[[GRID:[a-zA-Z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[BX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[GRID]], %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}})
+// CHECK: %[[WARP:[a-zA-Z0-9_]+]] = arith.divui %[[TX]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[LANE:[a-zA-Z0-9_]+]] = arith.remui %[[TX]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[BASE:[a-zA-Z0-9_]+]] = arith.muli %[[BX]], %c4{{(_[0-9]+)?}} : index
+// CHECK: %[[ROW:[a-zA-Z0-9_]+]] = arith.addi %[[BASE]], %[[WARP]] : index
+// CHECK: %[[OK:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ROW]], %[[T]] : index
+// CHECK: scf.if %[[OK]] {
+// E = 8 < 32: one entry per lane, lanes >= 8 read a clamped column and get
+// key 0 (never selected).
+// CHECK: %[[COL:[a-zA-Z0-9_]+]] = arith.minui %{{[a-zA-Z0-9_]+}}, %c7 : index
+// CHECK: %[[V:[a-zA-Z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[COL]]]
+// Order key: -0 -> +0, sign-flipped bits, NaN 0; then key << 32 | ~entry.
+// CHECK: arith.cmpf oeq, %[[V]], %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
+// CHECK: arith.cmpf uno, %[[V]], %[[V]] : f32
+// CHECK: arith.shli %{{[a-zA-Z0-9_]+}}, %c32_i64 : i64
+// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.ori %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i64
+// CHECK: %[[INE:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c8 : index
+// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i64 : i64
+// k = 2 passes; the state is the previous key and the lane's slot pick.
+// CHECK: %[[PICKS:[a-zA-Z0-9_]+]]:2 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[PREV:[a-zA-Z0-9_]+]] = %c-1_i64, %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i64, i32) {
+// CHECK: %[[BELOW:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[SEL]], %[[PREV]] : i64
+// CHECK: arith.select %[[BELOW]], %[[SEL]], %c0_i64{{(_[0-9]+)?}} : i64
+// CHECK: arith.maxui
+// CHECK-COUNT-10: gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c{{(16|8|4|2|1)}}_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[BEST:[a-zA-Z0-9_]+]] = arith.maxui %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i64
+// The pick is ~low half, clamped to [0, E - 1].
+// CHECK: %[[LO:[a-zA-Z0-9_]+]] = arith.trunci %[[BEST]] : i64 to i32
+// CHECK: %[[E:[a-zA-Z0-9_]+]] = arith.xori %[[LO]], %c-1_i32{{(_[0-9]+)?}} : i32
+// CHECK: arith.maxsi %[[E]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[PICK:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
+// Lane j keeps pick j.
+// CHECK: %[[IS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[J]], %{{[a-zA-Z0-9_]+}} : index
+// CHECK: %[[NEXT:[a-zA-Z0-9_]+]] = arith.select %[[IS]], %[[PICK]], %[[MINE]] : i32
+// CHECK: scf.yield %[[BEST]], %[[NEXT]] : i64, i32
+// CHECK-NOT: gpu.shuffle
+// Lane j < k stores slot j: the value at the pick and the pick.
+// CHECK: %[[SLOT:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_]+}}, %[[LANE]] : index
+// CHECK: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[SLOT]], %c2{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[HAS]] {
+// CHECK: %[[PI:[a-zA-Z0-9_]+]] = arith.index_cast %[[PICKS]]#1 : i32 to index
+// CHECK: %[[PV:[a-zA-Z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[PI]]]
+// CHECK: memref.store %[[PV]], %[[VALS]][%[[ROW]], %[[SLOT]]] : memref<?x2xf32>
+// CHECK: memref.store %[[PICKS]]#1, %[[IDX]][%[[ROW]], %[[SLOT]]] : memref<?x2xi32>
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
-// CHECK: %[[RV:[a-z0-9_]+]] = bufferization.to_tensor %[[VALS]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
-// CHECK: %[[RI:[a-z0-9_]+]] = bufferization.to_tensor %[[IDX]] restrict writable : memref<?x2xi32> to tensor<?x2xi32>
+// CHECK: %[[RV:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[VALS]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
+// CHECK: %[[RI:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[IDX]] restrict writable : memref<?x2xi32> to tensor<?x2xi32>
 // CHECK: return %[[RV]], %[[RI]]
 func.func @topk_dynamic(%x: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
   %v, %i = moe.topk %x k = 2 : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %v, %i : tensor<?x2xf32>, tensor<?x2xi32>
 }
 
-// T = 0: the grid is clamped to one block whose threads all fail the guard.
+// T = 0: the grid is clamped to one block whose warps all fail the guard.
 // CHECK-LABEL: func.func @topk_zero_tokens(
 // CHECK-NOT: memref.dim
 // CHECK: memref.alloc() : memref<0x2xf16>
 // CHECK: memref.alloc() : memref<0x2xi32>
-// CHECK: %[[NB:[a-z0-9_]+]] = arith.ceildivui %[[C0:c0(_[0-9]+)?]], %c256 : index
-// CHECK: %[[GRID:[a-z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_#]+}} = %[[GRID]],
-// CHECK: arith.cmpi ult, %{{[a-z0-9_#]+}}, %[[C0]] : index
+// CHECK: %[[NB:[a-zA-Z0-9_]+]] = arith.ceildivui %[[C0:c0(_[0-9]+)?]], %c4 : index
+// CHECK: %[[GRID:[a-zA-Z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %[[GRID]],
+// CHECK: arith.cmpi ult, %{{[a-zA-Z0-9_#]+}}, %[[C0]] : index
 // CHECK: return
 func.func @topk_zero_tokens(%x: tensor<0x8xf16>) -> (tensor<0x2xf16>, tensor<0x2xi32>) {
   %v, %i = moe.topk %x k = 2 : tensor<0x8xf16> -> tensor<0x2xf16>, tensor<0x2xi32>
   return %v, %i : tensor<0x2xf16>, tensor<0x2xi32>
 }
 
+// k = 40 > 32 over E = 40: R = 2 entries per lane (lanes >= 20 hold none),
+// two slot registers per lane (slots l and l + 32), stored behind
+// `slot < 40` for the second only.
+// CHECK-LABEL: func.func @topk_two_regs(
+// CHECK: gpu.launch
+// CHECK: arith.muli %{{[a-zA-Z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
+// CHECK: arith.minui %{{[a-zA-Z0-9_]+}}, %c39 : index
+// CHECK: scf.for {{.*}} to %c40{{(_[0-9]+)?}} step {{.*}} -> (i64, i32, i32) {
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: scf.yield
+// CHECK-NOT: scf.if
+// CHECK: memref.store %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}[%{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}] : memref<?x40xf32>
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_]+}}[%{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}] : memref<?x40xi32>
+// CHECK: arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c40{{(_[0-9]+)?}} : index
+// CHECK: scf.if
+// CHECK: memref.store
+// CHECK: memref.store
+// CHECK: gpu.terminator
+func.func @topk_two_regs(%x: tensor<?x40xf32>) -> (tensor<?x40xf32>, tensor<?x40xi32>) {
+  %v, %i = moe.topk %x k = 40 : tensor<?x40xf32> -> tensor<?x40xf32>, tensor<?x40xi32>
+  return %v, %i : tensor<?x40xf32>, tensor<?x40xi32>
+}
+
+// E = 1024 > 512: one thread per row (256-thread blocks), k selection
+// passes over the row, no shuffles.
+// CHECK-LABEL: func.func @topk_wide(
+// CHECK: arith.ceildivui %{{[a-zA-Z0-9_]+}}, %c256 : index
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}},
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c2 step
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c1024 step
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.terminator
+func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+  %v, %i = moe.topk %x k = 2 : tensor<?x1024xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  return %v, %i : tensor<?x2xf32>, tensor<?x2xi32>
+}
+
 //===----------------------------------------------------------------------===//
 // moe.route
 //===----------------------------------------------------------------------===//
 
-// Softmax + normalize from f16 logits: a row max (maximumf) and a sum of
-// exps before the selection, no scratch buffers (n_group = 1).
+// Softmax + normalize from f16 logits, E = 8: the row max as a maximumf
+// butterfly, the exponentials once, the row sum added in expert order
+// (lane l adds its entries to the running sum, which it then broadcasts
+// to lane l + 1: 8 idx shuffles from lanes 0..7), the scores; no scratch
+// buffers. Each pick also fetches its score from the lane holding it
+// (entry / R) and adds it to the normalising sum in slot order.
 // CHECK-LABEL: func.func @route_softmax(
-// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_#]+}} read_only : tensor<?x8xf16> to memref<?x8xf16, strided<[?, ?], offset: ?>>
-// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IN]], %c0
-// CHECK: %[[W:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
-// CHECK: %[[IDX:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x8xf16> to memref<?x8xf16, strided<[?, ?], offset: ?>>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
+// CHECK: %[[W:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
+// CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
 // CHECK-NOT: memref.alloc
-// CHECK: %[[NB:[a-z0-9_]+]] = arith.ceildivui %[[T]], %c256 : index
-// CHECK: %[[GRID:[a-z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_#]+}} = %[[GRID]], {{.*}}) threads({{.*}}) in (%{{[a-z0-9_#]+}} = %c256{{(_[0-9]+)?}},
-// CHECK: %[[OK:[a-z0-9_]+]] = arith.cmpi ult, %[[ROW:[a-z0-9_]+]], %[[T]] : index
+// CHECK: %[[NB:[a-zA-Z0-9_]+]] = arith.ceildivui %[[T]], %c4 : index
+// CHECK: %[[GRID:[a-zA-Z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %[[GRID]], {{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}},
+// CHECK: %[[OK:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ROW:[a-zA-Z0-9_]+]], %[[T]] : index
 // CHECK: scf.if %[[OK]]
-// Row max of the sanitised logits.
-// CHECK: %[[MAX:[a-z0-9_]+]] = scf.for {{.*}} -> (f32)
-// CHECK: arith.extf %{{[a-z0-9_#]+}} : f16 to f32
-// CHECK: arith.maximumf
-// Row sum of exp(x - max).
-// CHECK: %[[SUM:[a-z0-9_]+]] = scf.for {{.*}} -> (f32)
-// CHECK: arith.subf %{{[a-z0-9_#]+}}, %[[MAX]] : f32
-// CHECK: math.exp
-// Selection of the k = 2 picks.
-// CHECK: scf.for %{{[a-z0-9_#]+}} = %{{[a-z0-9_#]+}} to %c2 step
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[IDX]][%[[ROW]], %{{[a-z0-9_#]+}}] : memref<?x2xi32>
-// Normalisation by the sum of the picked scores (1 when the sum is not > 0).
-// CHECK: %[[PSUM:[a-z0-9_]+]] = scf.for {{.*}} -> (f32)
-// CHECK: arith.divf %{{[a-z0-9_#]+}}, %[[SUM]] : f32
-// CHECK: %[[POS:[a-z0-9_]+]] = arith.cmpf ogt, %[[PSUM]], %{{[a-z0-9_#]+}} : f32
-// CHECK: %[[DEN:[a-z0-9_]+]] = arith.select %[[POS]], %[[PSUM]], %{{[a-z0-9_#]+}} : f32
-// CHECK: scf.for
-// CHECK: arith.divf %{{[a-z0-9_#]+}}, %[[DEN]] : f32
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[W]][%[[ROW]], %{{[a-z0-9_#]+}}] : memref<?x2xf32>
+// Sanitised logit (NaN -> -inf, +inf -> max finite), -inf past E.
+// CHECK: arith.extf %{{[a-zA-Z0-9_#]+}} : f16 to f32
+// CHECK: arith.cmpf uno
+// CHECK: %[[X:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}, %cst : f32
+// Row max.
+// CHECK: %[[M0:[a-zA-Z0-9_]+]] = arith.maximumf %cst, %[[X]] : f32
+// CHECK: gpu.shuffle  xor %[[M0]], %c16_i32
+// CHECK: gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32
+// CHECK: %[[MAX:[a-zA-Z0-9_]+]] = arith.maximumf %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: %[[D:[a-zA-Z0-9_]+]] = arith.subf %[[X]], %[[MAX]] : f32
+// CHECK: %[[EX:[a-zA-Z0-9_]+]] = math.exp %[[D]] : f32
+// Row sum, in expert order.
+// CHECK: %[[P0:[a-zA-Z0-9_]+]] = arith.addf %{{[a-zA-Z0-9_]+}}, %[[EX]] : f32
+// CHECK: %[[S0:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %[[P0]], %c0_i32, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[P1:[a-zA-Z0-9_]+]] = arith.addf %[[S0]], %[[EX]] : f32
+// CHECK: %[[S1:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %[[P1]], %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK-COUNT-6: gpu.shuffle  idx
+// CHECK: %[[DEAD:[a-zA-Z0-9_]+]] = arith.cmpf oeq, %[[MAX]], %cst : f32
+// CHECK: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[EX]], %[[SUM:[a-zA-Z0-9_]+]] : f32
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = arith.select %[[DEAD]], %{{[a-zA-Z0-9_]+}}, %[[Q]] : f32
+// CHECK: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
+// Selection of the k = 2 picks, carrying the score sum and the lane's
+// slot (pick, score).
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%{{[a-zA-Z0-9_#]+}} = %c-1_i64, %[[PSUM:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}) -> (i64, f32, i32, f32) {
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: %[[OWNER:[a-zA-Z0-9_]+]] = arith.divui %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[PS:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %{{[a-zA-Z0-9_]+}}, %[[OWNER]], %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: arith.addf %[[PSUM]], %[[PS]] : f32
+// CHECK: scf.yield
+// Normalisation by the sum of the picked scores (1 when it is not > 0).
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#1, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#1, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: scf.if
+// CHECK: memref.store %[[LOOP]]#2, %[[IDX]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xi32>
+// CHECK: arith.divf %[[LOOP]]#3, %[[DEN]] : f32
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[W]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xf32>
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 // CHECK: bufferization.to_tensor %[[W]] restrict writable
@@ -109,57 +202,61 @@ func.func @route_softmax(%l: tensor<?x8xf16>) -> (tensor<?x2xf32>, tensor<?x2xi3
 }
 
 // Sigmoid + bias + group-limited top2_sum (E = 16, 8 groups of 2, keep 3)
-// + scaling: T x n_group scratch buffers for the group scores and the kept
-// mask, the bias added to the selection key only.
+// + scaling: no scratch buffers. The bias goes into the selection key only.
+// A group is 2 lanes here: each lane's top-2, one xor-1 merge step (two
+// shuffles), the sum, group g's score broadcast from lane 2g; the kept
+// mask has bit g set when fewer than 3 groups rank before g (ugt for a
+// later group, uge for an earlier one); experts of dropped groups get key
+// 0.
 // CHECK-LABEL: func.func @route_sigmoid_bias_groups(
-// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_#]+}} read_only : tensor<?x16xbf16> to memref<?x16xbf16, strided<[?, ?], offset: ?>>
-// CHECK: %[[BIAS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_#]+}} read_only : tensor<16xf32> to memref<16xf32, strided<[?], offset: ?>>
-// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IN]], %c0
-// CHECK: %[[W:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x4xf32>
-// CHECK: %[[IDX:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x4xi32>
-// CHECK: %[[GS:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x8xf32>
-// CHECK: %[[KEPT:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x8xi32>
-// CHECK: %[[NB:[a-z0-9_]+]] = arith.ceildivui %[[T]], %c256 : index
-// CHECK: %[[GRID:[a-z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_#]+}} = %[[GRID]],
-// CHECK: %[[OK:[a-z0-9_]+]] = arith.cmpi ult, %[[ROW:[a-z0-9_]+]], %[[T]] : index
-// CHECK: scf.if %[[OK]]
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x16xbf16> to memref<?x16xbf16, strided<[?, ?], offset: ?>>
+// CHECK: %[[BIAS:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<16xf32> to memref<16xf32, strided<[?], offset: ?>>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
+// CHECK: %[[W:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x4xf32>
+// CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x4xi32>
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.launch
+// CHECK: scf.if
 // Sigmoid scores: no softmax row max.
 // CHECK-NOT: arith.maximumf
-// Group scores: the two largest keys of each group of 2, summed.
-// CHECK: scf.for %[[G:[a-z0-9_]+]] = %{{[a-z0-9_#]+}} to %c8 step
-// CHECK: %[[TOP:[a-z0-9_]+]]:2 = scf.for
-// CHECK-NOT: arith.maximumf
-// CHECK: arith.extf %{{[a-z0-9_#]+}} : bf16 to f32
-// CHECK: %[[NEG:[a-z0-9_]+]] = arith.negf
-// CHECK-NEXT: %[[E:[a-z0-9_]+]] = math.exp %[[NEG]] : f32
-// CHECK: %[[D:[a-z0-9_]+]] = arith.addf %{{[a-z0-9_#]+}}, %[[E]] : f32
-// CHECK: %[[S:[a-z0-9_]+]] = arith.divf %{{[a-z0-9_#]+}}, %[[D]] : f32
-// CHECK: %[[B:[a-z0-9_]+]] = memref.load %[[BIAS]][%{{[a-z0-9_#]+}}] : memref<16xf32, strided<[?], offset: ?>>
+// CHECK: arith.extf %{{[a-zA-Z0-9_#]+}} : bf16 to f32
+// CHECK: %[[NEG:[a-zA-Z0-9_]+]] = arith.negf
+// CHECK-NEXT: %[[E:[a-zA-Z0-9_]+]] = math.exp %[[NEG]] : f32
+// CHECK: %[[D:[a-zA-Z0-9_]+]] = arith.addf %{{[a-zA-Z0-9_#]+}}, %[[E]] : f32
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = arith.divf %{{[a-zA-Z0-9_#]+}}, %[[D]] : f32
+// CHECK: %[[B:[a-zA-Z0-9_]+]] = memref.load %[[BIAS]][%{{[a-zA-Z0-9_#]+}}] : memref<16xf32, strided<[?], offset: ?>>
 // CHECK: arith.addf %[[S]], %[[B]] : f32
-// CHECK: %[[SUM2:[a-z0-9_]+]] = arith.addf %[[TOP]]#0, %[[TOP]]#1 : f32
-// CHECK: memref.store %[[SUM2]], %[[GS]][%[[ROW]], %[[G]]] : memref<?x8xf32>
-// Kept when fewer than topk_group = 3 groups rank before it.
-// CHECK: scf.for %[[G2:[a-z0-9_]+]] = %{{[a-z0-9_#]+}} to %c8{{(_[0-9]+)?}} step
-// CHECK: memref.load %[[GS]][%[[ROW]], %[[G2]]]
-// CHECK: %[[BEFORE:[a-z0-9_]+]] = scf.for {{.*}} -> (i32)
-// CHECK: %[[LT:[a-z0-9_]+]] = arith.cmpi slt, %[[BEFORE]], %c3_i32 : i32
-// CHECK: %[[K:[a-z0-9_]+]] = arith.extui %[[LT]] : i1 to i32
-// CHECK: memref.store %[[K]], %[[KEPT]][%[[ROW]], %[[G2]]] : memref<?x8xi32>
-// Selection of k = 4 among the experts of kept groups (group = col / 2).
-// CHECK: scf.for %{{[a-z0-9_#]+}} = %{{[a-z0-9_#]+}} to %c4 step
-// CHECK: scf.for %[[COL:[a-z0-9_]+]] = %{{[a-z0-9_#]+}} to %c16{{(_[0-9]+)?}} step
-// CHECK: %[[GRP:[a-z0-9_]+]] = arith.divui %[[COL]], %c2{{(_[0-9]+)?}} : index
-// CHECK: memref.load %[[KEPT]][%[[ROW]], %[[GRP]]] : memref<?x8xi32>
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[IDX]][%[[ROW]], %{{[a-z0-9_#]+}}] : memref<?x4xi32>
+// CHECK-NOT: arith.maximumf
+// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}, %c0_i64 : i64
+// CHECK: %[[G0:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32, %c32_i32 : f32
+// CHECK: %[[G1:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[GS:[a-zA-Z0-9_]+]] = arith.addf %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: gpu.shuffle  idx %[[GS]], %c0_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: gpu.shuffle  idx %[[GS]], %c2_i32, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: gpu.shuffle  idx %[[GS]], %c14_i32, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[LG:[a-zA-Z0-9_]+]] = arith.divui %{{[a-zA-Z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
+// Group 0: all 7 others rank before it only with a strictly larger key.
+// CHECK-COUNT-7: arith.cmpi ugt
+// CHECK: arith.cmpi slt, %{{[a-zA-Z0-9_]+}}, %c3_i32 : i32
+// CHECK: arith.cmpi uge
+// CHECK: %[[GI:[a-zA-Z0-9_]+]] = arith.minui %[[LG]], %c31 : index
+// CHECK-NEXT: %[[G32:[a-zA-Z0-9_]+]] = arith.index_cast %[[GI]] : index to i32
+// CHECK: %[[SH:[a-zA-Z0-9_]+]] = arith.shrui %{{[a-zA-Z0-9_]+}}, %[[G32]] : i32
+// CHECK: %[[ALLOWED:[a-zA-Z0-9_]+]] = arith.cmpi ne, %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %[[SEL]], %c0_i64{{(_[0-9]+)?}} : i64
+// Selection of k = 4 over the allowed keys.
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c4{{(_[0-9]+)?}} step %{{[a-zA-Z0-9_#]+}} iter_args({{.*}}) -> (i64, f32, i32, f32) {
+// CHECK: arith.cmpi ult, %[[KEY]], %{{[a-zA-Z0-9_#]+}} : i64
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: scf.yield
 // Weights: unbiased sigmoid score / normaliser * 2.5.
-// CHECK: %[[PSUM:[a-z0-9_]+]] = scf.for {{.*}} -> (f32)
-// CHECK: %[[POS:[a-z0-9_]+]] = arith.cmpf ogt, %[[PSUM]], %{{[a-z0-9_#]+}} : f32
-// CHECK: %[[DEN:[a-z0-9_]+]] = arith.select %[[POS]], %[[PSUM]], %{{[a-z0-9_#]+}} : f32
-// CHECK: %[[SCALE:[a-z0-9_]+]] = arith.constant 2.500000e+00 : f32
-// CHECK: %[[Q:[a-z0-9_]+]] = arith.divf %{{[a-z0-9_#]+}}, %[[DEN]] : f32
-// CHECK-NEXT: %[[WV:[a-z0-9_]+]] = arith.mulf %[[Q]], %[[SCALE]] : f32
-// CHECK-NEXT: memref.store %[[WV]], %[[W]][%[[ROW]], %{{[a-z0-9_#]+}}] : memref<?x4xf32>
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#1, %{{[a-zA-Z0-9_#]+}} : f32
+// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#1, %{{[a-zA-Z0-9_#]+}} : f32
+// CHECK: memref.store %[[LOOP]]#2, %[[IDX]][%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}] : memref<?x4xi32>
+// CHECK: %[[SCALE:[a-zA-Z0-9_]+]] = arith.constant 2.500000e+00 : f32
+// CHECK-NEXT: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[LOOP]]#3, %[[DEN]] : f32
+// CHECK-NEXT: %[[WV:[a-zA-Z0-9_]+]] = arith.mulf %[[Q]], %[[SCALE]] : f32
+// CHECK-NEXT: memref.store %[[WV]], %[[W]][%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}] : memref<?x4xf32>
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 // CHECK: bufferization.to_tensor %[[W]] restrict writable
@@ -173,17 +270,20 @@ func.func @route_sigmoid_bias_groups(%l: tensor<?x16xbf16>, %b: tensor<16xf32>) 
   return %w, %i : tensor<?x4xf32>, tensor<?x4xi32>
 }
 
-// group_score = max: the group score is the top key alone (no addf of the
-// two running maxima).
+// group_score = max, no normalisation (E = 8, 4 groups of 2, keep 2): the
+// group score is the merged maximum alone (one shuffle per merge step, no
+// addf of two maxima), no score sum is carried.
 // CHECK-LABEL: func.func @route_softmax_group_max(
-// CHECK: %[[GS:[a-z0-9_]+]] = memref.alloc(%c4) : memref<?x4xf32>
-// CHECK: memref.alloc(%c4) : memref<?x4xi32>
+// CHECK-NOT: memref.alloc(%
 // CHECK: gpu.launch
-// CHECK: scf.for %[[G:[a-z0-9_]+]] = %{{[a-z0-9_#]+}} to %c4{{(_[0-9]+)?}} step
-// CHECK: %[[TOP:[a-z0-9_]+]]:2 = scf.for
-// CHECK: scf.yield
-// CHECK-NEXT: }
-// CHECK-NEXT: memref.store %[[TOP]]#0, %[[GS]][%{{[a-z0-9_#]+}}, %[[G]]] : memref<?x4xf32>
+// CHECK: arith.divf
+// CHECK: %[[M:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK-NEXT: %[[GT:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %{{[a-zA-Z0-9_]+}}, %[[M]] : f32
+// CHECK-NEXT: %[[GSC:[a-zA-Z0-9_]+]] = arith.select %[[GT]], %{{[a-zA-Z0-9_]+}}, %[[M]] : f32
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: gpu.shuffle  idx %[[GSC]], %c0_i32
+// CHECK: scf.for {{.*}} -> (i64, i32, f32) {
 // CHECK: return
 func.func @route_softmax_group_max(%l: tensor<4x8xf32>) -> (tensor<4x3xbf16>, tensor<4x3xi32>) {
   %w, %i = moe.route %l k = 3 scoring = softmax
@@ -192,47 +292,51 @@ func.func @route_softmax_group_max(%l: tensor<4x8xf32>) -> (tensor<4x3xbf16>, te
   return %w, %i : tensor<4x3xbf16>, tensor<4x3xi32>
 }
 
+// n_group = 64 > 32: the one-thread-per-row kernel with its T x n_group
+// scratch buffers for the group scores and the kept mask.
+// CHECK-LABEL: func.func @route_many_groups(
+// CHECK: memref.alloc(%{{[a-zA-Z0-9_]+}}) : memref<?x64xf32>
+// CHECK: memref.alloc(%{{[a-zA-Z0-9_]+}}) : memref<?x64xi32>
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}},
+// CHECK-NOT: gpu.shuffle
+// CHECK: gpu.terminator
+func.func @route_many_groups(%l: tensor<?x128xf32>) -> (tensor<?x4xf32>, tensor<?x4xi32>) {
+  %w, %i = moe.route %l k = 4 scoring = sigmoid
+      {n_group = 64 : i64, topk_group = 4 : i64}
+      : tensor<?x128xf32> -> tensor<?x4xf32>, tensor<?x4xi32>
+  return %w, %i : tensor<?x4xf32>, tensor<?x4xi32>
+}
+
 //===----------------------------------------------------------------------===//
 // moe.route_dispatch
 //===----------------------------------------------------------------------===//
 
-// Route kernel (one thread per row), then the dispatch counting sort on the
-// route's indices: one block of 1024 threads with a 1024 x (E + 1) scratch
-// of per-thread histograms; no E*T-sized buffer.
+// The route kernel (one warp per row), then the three dispatch kernels on
+// the route's indices (see dispatch.mlir); no E*T-sized buffer.
 // CHECK-LABEL: func.func @route_dispatch(
-// CHECK: %[[IN:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_#]+}} read_only : tensor<?x8xf32>
-// CHECK: %[[T:[a-z0-9_]+]] = memref.dim %[[IN]], %c0
-// CHECK: %[[W:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
-// CHECK: %[[IDX:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
-// CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_#]+}} = %c256{{(_[0-9]+)?}},
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x8xf32>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
+// CHECK: %[[W:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
+// CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
+// CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}},
 // CHECK: math.exp
+// CHECK: gpu.shuffle
 // CHECK: gpu.terminator
-// CHECK: %[[WT:[a-z0-9_]+]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
-// CHECK: %[[IT:[a-z0-9_]+]] = bufferization.to_tensor %[[IDX]] restrict writable : memref<?x2xi32> to tensor<?x2xi32>
-// CHECK: %[[IB:[a-z0-9_]+]] = bufferization.to_buffer %[[IT]] read_only : tensor<?x2xi32> to memref<?x2xi32, strided<[?, ?], offset: ?>>
-// CHECK: %[[T2:[a-z0-9_]+]] = memref.dim %[[IB]], %c0
-// CHECK: %[[M:[a-z0-9_]+]] = arith.muli %[[T2]], %c2{{(_[0-9]+)?}} : index
-// CHECK: %[[OFF:[a-z0-9_]+]] = memref.alloc() : memref<9xi32>
-// CHECK: %[[REV:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
-// CHECK: %[[TOK:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
-// CHECK: %[[CNT:[a-z0-9_]+]] = memref.alloc() : memref<1024x9xi32>
-// CHECK: %[[TOT:[a-z0-9_]+]] = memref.alloc() : memref<9xi32>
+// CHECK: %[[WT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
+// CHECK: %[[IT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[IDX]] restrict writable : memref<?x2xi32> to tensor<?x2xi32>
+// CHECK: %[[IB:[a-zA-Z0-9_]+]] = bufferization.to_buffer %[[IT]] read_only : tensor<?x2xi32> to memref<?x2xi32, strided<[?, ?], offset: ?>>
+// CHECK: %[[T2:[a-zA-Z0-9_]+]] = memref.dim %[[IB]], %c0
+// CHECK: %[[M:[a-zA-Z0-9_]+]] = arith.muli %[[T2]], %c2{{(_[0-9]+)?}} : index
+// CHECK: %[[OFF:[a-zA-Z0-9_]+]] = memref.alloc() : memref<9xi32>
+// CHECK: %[[REV:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
+// CHECK: %[[TOK:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
+// CHECK-COUNT-3: memref.alloc
 // CHECK-NOT: memref.alloc
-// CHECK: %[[ONE:[a-z0-9_]+]] = arith.maxui %c1{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_#]+}} = %[[ONE]], %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_#]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-z0-9_]+]], %{{[a-z0-9_#]+}}, %{{[a-z0-9_#]+}}) in (%{{[a-z0-9_#]+}} = %c1024{{(_[0-9]+)?}},
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[CNT]][%[[TX]], %{{[a-z0-9_#]+}}] : memref<1024x9xi32>
-// CHECK: gpu.barrier
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[TOT]][%{{[a-z0-9_#]+}}] : memref<9xi32>
-// CHECK: gpu.barrier
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[OFF]][%{{[a-z0-9_#]+}}] : memref<9xi32>
-// CHECK: gpu.barrier
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[REV]][%{{[a-z0-9_#]+}}] : memref<?xi32>
-// CHECK: memref.store %{{[a-z0-9_#]+}}, %[[TOK]][%{{[a-z0-9_#]+}}] : memref<?xi32>
-// CHECK: gpu.terminator
+// CHECK-COUNT-3: gpu.launch
 // CHECK-NOT: gpu.launch
-// CHECK: %[[O:[a-z0-9_]+]] = bufferization.to_tensor %[[OFF]] restrict writable : memref<9xi32> to tensor<9xi32>
-// CHECK: %[[R:[a-z0-9_]+]] = bufferization.to_tensor %[[REV]] restrict writable
-// CHECK: %[[TK:[a-z0-9_]+]] = bufferization.to_tensor %[[TOK]] restrict writable
+// CHECK: %[[O:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[OFF]] restrict writable : memref<9xi32> to tensor<9xi32>
+// CHECK: %[[R:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[REV]] restrict writable
+// CHECK: %[[TK:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[TOK]] restrict writable
 // CHECK: return %[[WT]], %[[IT]], %[[O]], %[[R]], %[[TK]]
 func.func @route_dispatch(%l: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>) {
   %w, %ids, %o, %r, %t = moe.route_dispatch %l k = 2 scoring = softmax {normalize = true} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>

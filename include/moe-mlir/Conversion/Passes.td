@@ -64,14 +64,21 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     `index` (64-bit on the device), so offsets past 2^31 are safe.
 
     Kernels:
-    - `expert_gemm`: tiled GEMM over ragged groups (tile-m x tile-n per
-      block, 4 x 4 outputs per thread, tile-k steps through shared memory,
-      f32 accumulation), gather prologue, bias + GLU + row-scale epilogue,
-      scatter store; blocks find their expert from the offsets on the
+    - `expert_gemm`: built by the GEMM emitter from a kernel configuration
+      (options `gemm`, `chip`, `wgmma-*`): on sm_90a for 16-bit operands the
+      Hopper engine (warp-specialised, TMA weights, cp.async gathered rows,
+      mbarrier pipeline, wgmma, persistent grid over the ragged tiles) under
+      a run-time layout guard, else (and as the guard's fallback) the SIMT
+      engine (tile-m x tile-n per block, 4 x 4 outputs per thread, f32
+      accumulation); both with the gather prologue, bias + GLU + row-scale
+      epilogue and scatter store, experts found from the offsets on the
       device;
-    - routing (`topk`, `route`): one thread per token row;
-    - dispatch metadata: per-row kernels plus one-block ordered passes
-      (counting sort for `moe.dispatch`, chunked scan for `moe.cumsum`);
+    - routing (`topk`, `route`): one warp per token row (scores in lane
+      registers, warp-wide argmax per pick, ties to the lower index);
+    - dispatch metadata: `moe.dispatch` as three kernels (per-chunk ranks
+      and histograms, per-expert scan, placement), bitwise the ordered
+      counting sort; per-row kernels plus one-block ordered passes for
+      `moe.cumsum`;
     - movement (`gather`, `combine`, `glu`, `scatter`): one thread per
       element, coalesced along rows; `scatter` resolves duplicate
       destinations with an atomic-max owner map (later row wins,

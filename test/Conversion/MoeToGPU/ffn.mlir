@@ -18,16 +18,17 @@
 //   dispatched rows, undispatched slots), get_indptr 1, gather 1,
 //   grouped_matmul 2 (fill + GEMM), glu 1, grouped_matmul 2, scatter 3
 //   (owner fill, atomic max, copy), combine 1.
-// After --moe-decompose --moe-fuse: 9 kernels:
-//   route 1 + dispatch 1 (route_dispatch), gather-GEMM-GLU 2 (zero fill of
+// After --moe-decompose --moe-fuse: 11 kernels:
+//   route 1 + dispatch 3 (route_dispatch: per-chunk ranks and histograms,
+//   per-expert scan of the chunk counts, placement), gather-GEMM-GLU 2 (zero fill of
 //   the rows no expert owns + GEMM), GEMM-scale-scatter 4 (clear a flag
 //   per output row, flag the scatter targets, zero the unflagged rows,
 //   GEMM), combine 1.
 // By default (gemm=auto, sm_90a) both bf16 GEMMs (K = 64 and K = 48, both
 // multiples of 8) get the Hopper wgmma kernel as well, under the host-side
 // layout guard, with the SIMT kernel as its else branch: one more kernel
-// per GEMM, 21 unfused and 11 fused (one of each pair runs). The f32 layer
-// has no Hopper kernel: 19 and 9 kernels by default too.
+// per GEMM, 21 unfused and 13 fused (one of each pair runs). The f32 layer
+// has no Hopper kernel: 19 and 11 kernels by default too.
 
 // SPLIT-LABEL: func.func @ffn_mixtral(
 // SPLIT-COUNT-21: gpu.launch
@@ -103,23 +104,23 @@
 // MEMS: return
 
 // FUSED-LABEL: func.func @ffn_mixtral(
-// FUSED-COUNT-11: gpu.launch
+// FUSED-COUNT-13: gpu.launch
 // FUSED-NOT: gpu.launch
 // FUSED: return
 // FUSED-LABEL: func.func @ffn_mixtral_f32(
 // FUSED-NOT: nvvm.
 // FUSED-NOT: dynamic_shared_memory
-// FUSED-COUNT-9: gpu.launch
+// FUSED-COUNT-11: gpu.launch
 // FUSED-NOT: gpu.launch
 // FUSED-NOT: nvvm.
 // FUSED: return
 
 // SIMTF-LABEL: func.func @ffn_mixtral(
-// SIMTF-COUNT-9: gpu.launch
+// SIMTF-COUNT-11: gpu.launch
 // SIMTF-NOT: gpu.launch
 // SIMTF: return
 // SIMTF-LABEL: func.func @ffn_mixtral_f32(
-// SIMTF-COUNT-9: gpu.launch
+// SIMTF-COUNT-11: gpu.launch
 // SIMTF-NOT: gpu.launch
 // SIMTF: return
 
@@ -133,8 +134,8 @@
 // MEMF: gpu.launch
 // MEMF: %[[WT:[a-z0-9_]+]] = bufferization.to_tensor %[[W]] restrict writable
 // dispatch
-// MEMF: memref.alloc() : memref<1024x9xi32>
-// MEMF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c1024{{(_[0-9]+)?}},
+// (three kernels: chunk ranks + histograms, scan, placement)
+// MEMF-COUNT-3: gpu.launch
 // gather + GEMM + GLU: the wgmma kernel (gathered lhs rows, GLU on the
 // fragments) under the layout guard, the SIMT kernel with three workgroup
 // tiles in the else branch

@@ -29,10 +29,14 @@ struct MoeGpuModuleToBinaryPass
     std::optional<gpu::CompilationTarget> target =
         llvm::StringSwitch<std::optional<gpu::CompilationTarget>>(
             compilationTarget)
-            .Cases("offloading", "llvm", gpu::CompilationTarget::Offload)
-            .Cases("assembly", "isa", gpu::CompilationTarget::Assembly)
-            .Cases("binary", "bin", gpu::CompilationTarget::Binary)
-            .Cases("fatbinary", "fatbin", gpu::CompilationTarget::Fatbin)
+            .Case("offloading", gpu::CompilationTarget::Offload)
+            .Case("llvm", gpu::CompilationTarget::Offload)
+            .Case("assembly", gpu::CompilationTarget::Assembly)
+            .Case("isa", gpu::CompilationTarget::Assembly)
+            .Case("binary", gpu::CompilationTarget::Binary)
+            .Case("bin", gpu::CompilationTarget::Binary)
+            .Case("fatbinary", gpu::CompilationTarget::Fatbin)
+            .Case("fatbin", gpu::CompilationTarget::Fatbin)
             .Default(std::nullopt);
     if (!target) {
       getOperation()->emitError("moe-gpu-module-to-binary: invalid format '")

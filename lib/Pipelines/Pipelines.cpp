@@ -118,16 +118,17 @@ mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
 void mlir::moe::buildMoeLowerToNvvmPipeline(
     OpPassManager &pm, const MoeLowerToNvvmOptions &options) {
   // moe -> gpu.launch kernels on buffers, bridged to tensors.
+  MoeGemmOptions gemm = gemmOptionsOf(options);
   ConvertMoeToGPUPassOptions kernels;
-  kernels.tileM = options.tileM;
-  kernels.tileN = options.tileN;
-  kernels.tileK = options.tileK;
-  kernels.gemm = options.gemm;
-  kernels.chip = options.chip;
-  kernels.wgmmaTileM = options.wgmmaTileM;
-  kernels.wgmmaTileN = options.wgmmaTileN;
-  kernels.wgmmaStages = options.wgmmaStages;
-  kernels.wgmmaTma = gemmOptionsOf(options).wgmmaTma;
+  kernels.tileM = gemm.simt.tileM;
+  kernels.tileN = gemm.simt.tileN;
+  kernels.tileK = gemm.simt.tileK;
+  kernels.gemm = gemm.engine;
+  kernels.chip = gemm.chip;
+  kernels.wgmmaTileM = gemm.wgmmaTileM;
+  kernels.wgmmaTileN = gemm.wgmmaTileN;
+  kernels.wgmmaStages = gemm.wgmmaStages;
+  kernels.wgmmaTma = gemm.wgmmaTma;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

@@ -654,6 +654,35 @@ extern "C" void mgpuSetDefaultDevice(int32_t device) {
 
 static void *cachedTensorMap(const CUtensorMap &map, const char *where);
 
+/// Encodes a tiled tensor map (dimensions innermost first, strides of
+/// dimensions 1.. in bytes, unit element strides) and returns its cached
+/// device copy; null (error recorded) on failure.
+static void *encodeTiledTensorMap(int64_t rank, void *address,
+                                  int64_t dataType,
+                                  const cuuint64_t *globalDim,
+                                  const cuuint64_t *globalStrides,
+                                  const cuuint32_t *boxDim, int64_t interleave,
+                                  int64_t swizzle, int64_t l2Promotion,
+                                  int64_t oobFill, const char *where) {
+  const cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  ContextGuard guard(where);
+  if (!guard.ok())
+    return nullptr;
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof(map));
+  if (!checkCu(cuTensorMapEncodeTiled(
+                   &map, static_cast<CUtensorMapDataType>(dataType),
+                   static_cast<cuuint32_t>(rank), address, globalDim,
+                   globalStrides, boxDim, elementStrides,
+                   static_cast<CUtensorMapInterleave>(interleave),
+                   static_cast<CUtensorMapSwizzle>(swizzle),
+                   static_cast<CUtensorMapL2promotion>(l2Promotion),
+                   static_cast<CUtensorMapFloatOOBfill>(oobFill)),
+               "cuTensorMapEncodeTiled", where))
+    return nullptr;
+  return cachedTensorMap(map, where);
+}
+
 extern "C" void *mgpuTensorMapEncodeTiledMemref(
     int64_t rank, void *descriptor, int64_t dataType, int64_t interleave,
     int64_t swizzle, int64_t l2Promotion, int64_t oobFill, int64_t *boxDims) {
@@ -681,7 +710,6 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
   cuuint64_t globalDim[5] = {1, 1, 1, 1, 1};
   cuuint64_t globalStrides[4] = {0, 0, 0, 0};
   cuuint32_t boxDim[5] = {1, 1, 1, 1, 1};
-  cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
   for (int64_t i = 0; i < rank; ++i) {
     globalDim[i] = static_cast<cuuint64_t>(sizes[rank - 1 - i]);
     boxDim[i] = static_cast<cuuint32_t>(boxDims[rank - 1 - i]);
@@ -690,23 +718,9 @@ extern "C" void *mgpuTensorMapEncodeTiledMemref(
     globalStrides[i] =
         static_cast<cuuint64_t>(strides[rank - 2 - i] * elementBytes);
   void *globalAddress = memref->aligned + memref->offset * elementBytes;
-
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return nullptr;
-  CUtensorMap map;
-  std::memset(&map, 0, sizeof(map));
-  if (!CU_CHECK(cuTensorMapEncodeTiled, &map,
-                static_cast<CUtensorMapDataType>(dataType),
-                static_cast<cuuint32_t>(rank), globalAddress, globalDim,
-                globalStrides, boxDim, elementStrides,
-                static_cast<CUtensorMapInterleave>(interleave),
-                static_cast<CUtensorMapSwizzle>(swizzle),
-                static_cast<CUtensorMapL2promotion>(l2Promotion),
-                static_cast<CUtensorMapFloatOOBfill>(oobFill)))
-    return nullptr;
-
-  return cachedTensorMap(map, __func__);
+  return encodeTiledTensorMap(rank, globalAddress, dataType, globalDim,
+                              globalStrides, boxDim, interleave, swizzle,
+                              l2Promotion, oobFill, __func__);
 }
 
 /// A device copy of `map`, one per distinct map and context (maps describe
@@ -763,19 +777,8 @@ extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
   cuuint32_t boxDim[3] = {static_cast<cuuint32_t>(box0),
                           static_cast<cuuint32_t>(box1),
                           static_cast<cuuint32_t>(box2)};
-  cuuint32_t elementStrides[3] = {1, 1, 1};
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return nullptr;
-  CUtensorMap map;
-  std::memset(&map, 0, sizeof(map));
-  if (!CU_CHECK(cuTensorMapEncodeTiled, &map,
-                static_cast<CUtensorMapDataType>(dataType), 3, address,
-                globalDim, globalStrides, boxDim, elementStrides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE,
-                static_cast<CUtensorMapSwizzle>(swizzle),
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
-    return nullptr;
-  return cachedTensorMap(map, __func__);
+  return encodeTiledTensorMap(3, address, dataType, globalDim, globalStrides,
+                              boxDim, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, __func__);
 }

@@ -42,17 +42,19 @@
 //   mbarrier per stage, then fence.mbarrier.init and a block barrier; the
 //   full barrier counts the 128 producer threads' cp.async arrivals, plus
 //   with TMA thread 0's arrive.expect_tx of the rhs tile bytes (129);
-// - producer (warpgroup 0): setmaxregister decrease 104; per K step it
+// - producer (warpgroup 0): setmaxregister decrease 40; per K step it
 //   waits until the stage is empty, issues its 16-byte cp.async (8 lhs rows
 //   per thread; with cp.async rhs also 8 rhs rows / K rows), with TMA
 //   thread 0 expects 128 x 128 B = 16384 bytes on the full barrier and
 //   issues the tensor copies, and every thread arrives (noinc) on the full
 //   barrier when its copies land;
-// - consumers: setmaxregister increase 200; per K step: wait full,
+// - consumers: setmaxregister increase 232; per K step: wait full,
 //   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
 //   wait for <= 1 group in flight, release the previous stage; then the
-//   epilogue (bias, GLU, scale, scatter) on the accumulator fragments.
+//   epilogue: bias, GLU and scale on the accumulator fragments, staged
+//   in shared memory per consumer warpgroup (64 rows x 256 bytes), and
+//   whole rows written (scattered) with 16-byte stores.
 //
 // CHECK lines hold in every run: the f32 kernels, and the SIMT kernels of
 // the 16-bit ops (alone with gemm=simt, in the else branch otherwise). AUTO
@@ -73,9 +75,11 @@
 // CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x256xf32>
 // Zero fill first: rows no expert owns stay zero. Without a scatter those
-// are the rows outside [offsets[0], offsets[E]) (clamped): one block per
-// row, the others leave at once.
-// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}})
+// are the rows outside [offsets[0], offsets[E]) (clamped): min(rows, 1056)
+// blocks stride over the rows, skipping the others at once.
+// CHECK: arith.minui %[[M]], %c1056 : index
+// CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%[[GX:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
+// CHECK-NEXT: scf.for %[[ROW:[a-z0-9_]+]] = %[[BX]] to %[[M]] step %[[GX]] {
 // CHECK: memref.load %[[OFF]][%c0{{(_[0-9]+)?}}]
 // CHECK: memref.load %[[OFF]][%c8{{(_[0-9]+)?}}]
 // CHECK: scf.if
@@ -219,14 +223,14 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO-NEXT: %[[G:[a-z0-9_]+]] = arith.maxui %[[G0]], %c1{{(_[0-9]+)?}} : index
 // AUTO: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[G]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c384, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c231424_i32 {
 // AUTO-NEXT: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Thread 0: 7 stages x (full, empty) barriers.
+// Thread 0: 6 stages x (full, empty) barriers.
 // AUTO: arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}} : index
 // AUTO-NEXT: scf.if
 // TMA: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c129_i32 : !llvm.ptr<3>, i32
 // CPASYNC: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32 : !llvm.ptr<3>, i32
 // AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c256_i32 : !llvm.ptr<3>, i32
-// TMA-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
-// CPASYNC-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// TMA-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// CPASYNC-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
 // AUTO-NEXT: nvvm.fence.mbarrier.init
 // AUTO-NEXT: }
 // AUTO-NEXT: gpu.barrier
@@ -234,7 +238,7 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO: %[[WG:[a-z0-9_]+]] = arith.shrui %[[TID]], %c7{{(_[0-9]+)?}} : index
 // AUTO: %[[ISP:[a-z0-9_]+]] = arith.cmpi eq, %[[WG]], %c0{{(_[0-9]+)?}} : index
 // AUTO-NEXT: scf.if %[[ISP]] {
-// AUTO-NEXT: nvvm.setmaxregister decrease 104
+// AUTO-NEXT: nvvm.setmaxregister decrease 40
 // AUTO: nvvm.mbarrier.try_wait.parity
 // TMA-COUNT-8: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
 // CPASYNC-COUNT-16: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -247,7 +251,7 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.cp.async.mbarrier.arrive %{{[a-z0-9_]+}} {noinc = true} : !llvm.ptr<3>
 // AUTO: } else {
-// AUTO-NEXT: nvvm.setmaxregister increase 200
+// AUTO-NEXT: nvvm.setmaxregister increase 232
 // AUTO: nvvm.mbarrier.try_wait.parity
 // AUTO-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // AUTO: nvvm.wgmma.fence.aligned
@@ -257,14 +261,26 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO: nvvm.mbarrier.arrive
 // AUTO: nvvm.wgmma.wait.group.sync.aligned 0
 // AUTO: nvvm.mbarrier.arrive
-// Epilogue on the 64 accumulator values of a thread: bias, bf16 store.
+// Epilogue on the 64 accumulator values of a thread: bias, bf16, two
+// adjacent columns per store into the warpgroup's shared staging; a
+// warpgroup barrier (bar.sync 1 + consumer, 128); then a loop over the
+// staged rows: 16-byte copies to out (element stores where out's rows are
+// not 16-byte aligned or at the column tail); a barrier before reuse.
 // AUTO: llvm.extractvalue %{{[a-z0-9_]+}}[0]
 // AUTO: memref.load %[[BIAS]]
 // AUTO: arith.addf
 // AUTO: arith.truncf %{{[a-z0-9_]+}} : f32 to bf16
-// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
-// AUTO-COUNT-63: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// AUTO-COUNT-31: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+// AUTO-NOT: llvm.store {{.*}}!llvm.ptr<3>
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// AUTO: scf.for
+// AUTO: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// AUTO: } else {
+// AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
 // AUTO-NEXT: } else {
@@ -349,7 +365,8 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: %[[TI:[a-z0-9_]+]] = arith.index_cast %[[T]] : i32 to index
 // CHECK: memref.store %c1_i32{{(_[0-9]+)?}}, %[[FLAG]][%[[TI]]]
 // CHECK: gpu.terminator
-// CHECK: gpu.launch blocks(%[[ROW:[a-z0-9_]+]],
+// CHECK: gpu.launch blocks(
+// CHECK-NEXT: scf.for %[[ROW:[a-z0-9_]+]] =
 // CHECK: memref.load %[[FLAG]][%[[ROW]]]
 // CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}]
 // CHECK: gpu.terminator
@@ -368,8 +385,8 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO-NEXT: scf.if %[[OK]] {
 // AUTO: arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
-// AUTO-COUNT-14: nvvm.mbarrier.init
-// AUTO: nvvm.setmaxregister decrease 104
+// AUTO-COUNT-12: nvvm.mbarrier.init
+// AUTO: nvvm.setmaxregister decrease 40
 // AUTO-COUNT-8: memref.load %[[GATHER]]
 // AUTO-NOT: memref.load %[[GATHER]]
 // AUTO: nvvm.mbarrier.try_wait.parity
@@ -379,17 +396,32 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO: nvvm.cp.async.mbarrier.arrive
-// AUTO: nvvm.setmaxregister increase 200
+// AUTO: nvvm.setmaxregister increase 232
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
 // AUTO: nvvm.wgmma.wait.group.sync.aligned 0
+// Epilogue: the routing weights of the thread's two rows
+// (scale[scatter[row]]), then per output column both biases, silu(gate) *
+// up * weight, one bf16 into the staging; a warpgroup barrier; the staged
+// rows copied to out[scatter[row]] in 16-byte pieces.
+// AUTO: memref.load %[[SCATTER]]
+// AUTO: memref.load %[[SCALE]]
 // AUTO: memref.load %[[SCATTER]]
 // AUTO: memref.load %[[SCALE]]
 // AUTO: memref.load %[[BIAS]]
 // AUTO: memref.load %[[BIAS]]
 // AUTO: math.exp
-// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
-// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
+// AUTO-COUNT-31: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
+// AUTO-NOT: llvm.store {{.*}}!llvm.ptr<3>
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// AUTO: scf.for
+// AUTO: memref.load %[[SCATTER]]
+// AUTO: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// AUTO: } else {
+// AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
 // AUTO-NEXT: } else {
@@ -479,17 +511,22 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // SIMT-NOT: scf.if
 // AUTO: scf.if %{{[a-z0-9_]+}} {
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
-// AUTO: nvvm.setmaxregister decrease 104
+// AUTO: nvvm.setmaxregister decrease 40
 // TMA-COUNT-8: nvvm.cp.async.shared.global
 // CPASYNC-COUNT-16: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
 // TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// AUTO: nvvm.setmaxregister increase 200
+// AUTO: nvvm.setmaxregister increase 232
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
 // AUTO: math.erf
-// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
-// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
+// AUTO-COUNT-15: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
+// AUTO-NOT: llvm.store {{.*}}!llvm.ptr<3>
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// AUTO: } else {
+// AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
 // AUTO: gpu.terminator
 // AUTO-NEXT: }

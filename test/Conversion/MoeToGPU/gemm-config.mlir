@@ -26,21 +26,22 @@
 // (setmaxregister only with two consumers); a stage holds
 // (tile-m + tile-n) rows of 128 bytes; the cost model takes as many stages
 // as fit in 227 KiB (at most 8); dynamic shared memory is 1 KiB of
-// barriers + stages + 1 KiB of alignment slack; two mbarriers per stage
+// barriers + stages + the epilogue staging (16 KiB per consumer
+// warpgroup) + 1 KiB of alignment slack; two mbarriers per stage
 // (full: 128 producer arrivals + 1 for the TMA transaction; empty: 128 per
 // consumer warpgroup); per stage each producer thread issues tile-m / 16
 // 16-byte cp.async of lhs rows, and thread 0 the TMA copy of the rhs tile,
 // tile-n rows of 128 bytes (expect_tx); with wgmma-tma=false the rhs rows
 // are cp.async copies too (tile-n / 16 more per thread, full barrier 128).
 //                       threads stages  shared  lhs copies  rhs bytes  wgmma n
-//   default 128 x 128:  384     7       231424  8           16384      128
-//   wgmma-tile-n=256:   384     4       198656  8           32768      256
-//   wgmma-tile-n=64:    384     8       198656  8           8192       64
-//   wgmma-tile-m=64:    256     8       198656  4           16384      128
-//   wgmma-stages=3:     384     3       100352  8           16384      128
-//   wgmma-tma=false:    384     7       231424  8 + 8 rhs   -          128
+//   default 128 x 128:  384     6       231424  8           16384      128
+//   wgmma-tile-n=256:   384     4       231424  8           32768      256
+//   wgmma-tile-n=64:    384     8       231424  8           8192       64
+//   wgmma-tile-m=64:    256     8       215040  4           16384      128
+//   wgmma-stages=3:     384     3       133120  8           16384      128
+//   wgmma-tma=false:    384     6       231424  8 + 8 rhs   -          128
 //   wgmma-tma=false wgmma-tile-n=256:
-//                       384     4       198656  8 + 16 rhs  -          256
+//                       384     4       231424  8 + 16 rhs  -          256
 //
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=256 | FileCheck %s --check-prefix=TN256
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
@@ -60,17 +61,17 @@
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PASS-ST9
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=1 2>&1 | FileCheck %s --check-prefix=PASS-ST1
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=7" | FileCheck %s --check-prefix=FIT7
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6" | FileCheck %s --check-prefix=FIT6
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4" | FileCheck %s --check-prefix=FIT4
 //
 // RUN: not moe-opt %s --moe-lower-to-nvvm=gemm=foo 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PIPE-TN
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
@@ -78,7 +79,7 @@
 // PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PASS-ST9: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 9)
 // PASS-ST1: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 1)
-// PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 7 with a 128 x 128 tile needs more than 227 KiB of shared memory
 // PASS-SMEM256: error: convert-moe-to-gpu: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
 // PASS-SMEM64: error: convert-moe-to-gpu: wgmma-stages 6 with a 64 x 256 tile needs more than 227 KiB of shared memory
 
@@ -86,7 +87,7 @@
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PIPE-ST9: error: moe-lower-to-nvvm: wgmma-stages must be in [2, 8] (got 9)
-// PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 7 with a 128 x 128 tile needs more than 227 KiB of shared memory
 // PIPE-SMEM256: error: moe-lower-to-nvvm: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
 
 // AUTO-LABEL: func.func @bf16_kmajor(
@@ -94,15 +95,15 @@
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
 // AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
-// AUTO-COUNT-14: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
+// AUTO-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
-// AUTO: nvvm.setmaxregister decrease 104
+// AUTO: nvvm.setmaxregister decrease 40
 // AUTO-COUNT-8: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // AUTO: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO-NOT: nvvm.cp.async.shared.global
-// AUTO: nvvm.setmaxregister increase 200
+// AUTO: nvvm.setmaxregister increase 232
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
@@ -125,18 +126,18 @@
 // FORCE: } else {
 
 // TN256-LABEL: func.func @bf16_kmajor(
-// TN256: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TN256: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
 // TN256-COUNT-8: nvvm.mbarrier.init
 // TN256-NOT: nvvm.mbarrier.init
-// TN256: nvvm.setmaxregister decrease 104
+// TN256: nvvm.setmaxregister decrease 40
 // TN256-COUNT-8: nvvm.cp.async.shared.global
 // TN256-NOT: nvvm.cp.async.shared.global
 // TN256: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c32768_i32
-// TN256: nvvm.setmaxregister increase 200
+// TN256: nvvm.setmaxregister increase 232
 // TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
 
 // TN64-LABEL: func.func @bf16_kmajor(
-// TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
 // TN64-COUNT-16: nvvm.mbarrier.init
 // TN64-NOT: nvvm.mbarrier.init
 // TN64-COUNT-8: nvvm.cp.async.shared.global
@@ -150,7 +151,7 @@
 // TM64: gpu.terminator
 // TM64: scf.if %{{[a-z0-9_]+}} {
 // TM64: arith.ceildivui %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
-// TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c198656_i32 {
+// TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c215040_i32 {
 // TM64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|129}}_i32{{(_[0-9]+)?}} :
 // TM64-NOT: nvvm.mbarrier.init
 // TM64-NOT: nvvm.setmaxregister
@@ -163,32 +164,32 @@
 // TM64: } else {
 
 // ST3-LABEL: func.func @bf16_kmajor(
-// ST3: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c100352_i32 {
+// ST3: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c133120_i32 {
 // ST3-COUNT-6: nvvm.mbarrier.init
 // ST3-NOT: nvvm.mbarrier.init
 // ST3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // CPA-LABEL: func.func @bf16_kmajor(
 // CPA: dynamic_shared_memory_size %c231424_i32 {
-// CPA-COUNT-7: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32
-// CPA: nvvm.setmaxregister decrease 104
+// CPA-COUNT-6: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32
+// CPA: nvvm.setmaxregister decrease 40
 // CPA-COUNT-16: nvvm.cp.async.shared.global
 // CPA-NOT: nvvm.cp.async.shared.global
-// CPA: nvvm.setmaxregister increase 200
+// CPA: nvvm.setmaxregister increase 232
 // CPA: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // CPA256-LABEL: func.func @bf16_kmajor(
-// CPA256: dynamic_shared_memory_size %c198656_i32 {
-// CPA256: nvvm.setmaxregister decrease 104
+// CPA256: dynamic_shared_memory_size %c231424_i32 {
+// CPA256: nvvm.setmaxregister decrease 40
 // CPA256-COUNT-24: nvvm.cp.async.shared.global
 // CPA256-NOT: nvvm.cp.async.shared.global
-// CPA256: nvvm.setmaxregister increase 200
+// CPA256: nvvm.setmaxregister increase 232
 // CPA256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 
 // FIT7-LABEL: func.func @bf16_kmajor(
-// FIT7: dynamic_shared_memory_size %c231424_i32 {
+// FIT6: dynamic_shared_memory_size %c231424_i32 {
 // FIT4-LABEL: func.func @bf16_kmajor(
-// FIT4: dynamic_shared_memory_size %c198656_i32 {
+// FIT4: dynamic_shared_memory_size %c231424_i32 {
 func.func @bf16_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x256x64xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   // CHIP: gemm-config.mlir:[[@LINE+1]]:8: error: 'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs chip sm_90a (got 'sm_80')
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x256x64xbf16> -> tensor<?x256xbf16>

@@ -18,19 +18,19 @@ using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
 
 RowTarget gpu_lowering::rowTarget(LoweringBuilder &b, const GemmOperands &g,
-                                  Value row) {
+                                  Value row, bool withFactor) {
   Value dest = g.scatter ? b.load(g.scatter, {row}) : b.toI32(row);
   RowTarget t;
   t.valid = b.inRange(dest, b.i32(0), b.toI32(g.m));
   // Clamped so that the factor's load is in bounds even for a dropped row.
   t.dest = b.toIndex(b.select(t.valid, dest, b.i32(0)));
-  if (g.scale)
+  if (g.scale && withFactor)
     t.factor = b.toF32(b.load(g.scale, {t.dest}));
   return t;
 }
 
-void gpu_lowering::storeOutput(LoweringBuilder &b, const GemmOperands &g,
-                               const RowTarget &target, Value expert, Value c,
+Value gpu_lowering::outputValue(LoweringBuilder &b, const GemmOperands &g,
+                               Value factor, Value expert, Value c,
                                ArrayRef<Value> acc) {
   SmallVector<Value> v;
   for (auto [a, accValue] : llvm::enumerate(acc)) {
@@ -40,7 +40,14 @@ void gpu_lowering::storeOutput(LoweringBuilder &b, const GemmOperands &g,
     v.push_back(x);
   }
   Value y = g.glu ? gluValue(b, *g.glu, v[0], v[1]) : v[0];
-  if (target.factor)
-    y = b.mul(y, target.factor);
-  b.store(b.fromF32(y, g.outElem), g.out, {target.dest, c});
+  if (factor)
+    y = b.mul(y, factor);
+  return b.fromF32(y, g.outElem);
+}
+
+void gpu_lowering::storeOutput(LoweringBuilder &b, const GemmOperands &g,
+                               const RowTarget &target, Value expert, Value c,
+                               ArrayRef<Value> acc) {
+  b.store(outputValue(b, g, target.factor, expert, c, acc), g.out,
+          {target.dest, c});
 }

@@ -21,8 +21,13 @@ using namespace mlir::moe::gpu_lowering;
 
 /// Shared memory a block may use on sm_90 (227 KiB).
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
-/// Barrier area + the slack that aligns the tiles to 1024 bytes.
+/// Barrier area + the slack that aligns the tiles to 1024 bytes, and the
+/// epilogue staging (64 rows x 256 bytes per consumer warpgroup; see
+/// WgmmaEngine.cpp).
 constexpr int64_t kSharedOverheadBytes = 2048;
+static int64_t wgmmaEpilogueBytes(int64_t tileM) {
+  return tileM / 64 * 64 * 256;
+}
 
 static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN) {
   return (tileM + tileN) * 128; // 64 bf16 of K per row
@@ -53,7 +58,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
   int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
   if (options.wgmmaStages &&
-      kSharedOverheadBytes + options.wgmmaStages * wgmmaStageBytes(tm, tn) >
+      kSharedOverheadBytes + wgmmaEpilogueBytes(tm) +
+              options.wgmmaStages * wgmmaStageBytes(tm, tn) >
           kMaxSharedBytes)
     return "wgmma-stages " + std::to_string(options.wgmmaStages) +
            " with a " + std::to_string(tm) + " x " + std::to_string(tn) +
@@ -105,7 +111,8 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   int64_t gemmN = op.getRhs().getType().getDimSize(op.getTransposeRhs() ? 1 : 2);
   config.tileN = options.wgmmaTileN ? options.wgmmaTileN
                                     : (gemmN >= 512 ? 256 : 128);
-  int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes) /
+  int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes -
+                 wgmmaEpilogueBytes(config.tileM)) /
                 wgmmaStageBytes(config.tileM, config.tileN);
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
   bool concat = op.hasGluEpilogue() &&

@@ -112,7 +112,15 @@ struct RaggedTiles {
 struct RowTarget {
   Value dest, valid, factor;
 };
-RowTarget rowTarget(LoweringBuilder &b, const GemmOperands &g, Value row);
+/// Without `withFactor` the factor stays null (no load).
+RowTarget rowTarget(LoweringBuilder &b, const GemmOperands &g, Value row,
+                    bool withFactor = true);
+
+/// The value stored at output column `c` (in the output element type):
+/// `acc` as for storeOutput, `factor` the row's routing weight (or null).
+/// The bias is read at column `c`, so c < outN must hold.
+Value outputValue(LoweringBuilder &b, const GemmOperands &g, Value factor,
+                  Value expert, Value c, ArrayRef<Value> acc);
 
 /// Stores output column `c` of a valid row: `acc` holds the f32
 /// accumulators of gemmColumn(0, c) (and gemmColumn(1, c) with GLU); adds

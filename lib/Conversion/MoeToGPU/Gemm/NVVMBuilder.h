@@ -134,6 +134,52 @@ inline void fenceProxyAsyncShared(LoweringBuilder &b) {
       NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
 }
 
+/// `v` (i64) through an opaque move: LLVM cannot hoist what is computed
+/// from the result out of loops (used to keep per-store shared addresses
+/// from being hoisted and kept live in registers).
+inline Value opaque(LoweringBuilder &b, Value v) {
+  return LLVM::InlineAsmOp::create(
+             b, b.getI64Type(), ValueRange{v}, "mov.b64 $0, $1;", "=l,l",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             /*asm_dialect=*/LLVM::AsmDialectAttr(),
+             /*operand_attrs=*/ArrayAttr())
+      .getResult(0);
+}
+
+/// Stores `values` (one, or two of one type as a vector) at shared
+/// address `address`.
+inline void storeShared(LoweringBuilder &b, Value address,
+                        ArrayRef<Value> values) {
+  Value v = values[0];
+  unsigned bytes = v.getType().getIntOrFloatBitWidth() / 8;
+  if (values.size() > 1) {
+    auto type = VectorType::get({int64_t(values.size())}, v.getType());
+    v = LLVM::PoisonOp::create(b, type);
+    for (auto [i, x] : llvm::enumerate(values))
+      v = LLVM::InsertElementOp::create(
+          b, v, x, arith::ConstantIntOp::create(b, b.getI32Type(), i));
+    bytes *= values.size();
+  }
+  LLVM::StoreOp::create(b, v, sharedPtr(b, address), bytes);
+}
+inline Value loadShared(LoweringBuilder &b, Type type, Value address) {
+  return LLVM::LoadOp::create(b, type, sharedPtr(b, address),
+                              type.getIntOrFloatBitWidth() / 8);
+}
+/// Copies 16 bytes from shared address `src` to global address `dst`
+/// (both 16-byte aligned).
+inline void copySharedToGlobal16(LoweringBuilder &b, Value src, Value dst) {
+  auto type = VectorType::get({4}, b.getI32Type());
+  Value v = LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
+  LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
+}
+/// bar.sync `id` (i32), `threads`: a barrier of part of the block.
+inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
+  NVVM::BarrierOp::create(b, Type(), id, b.i32(threads),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
 inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {
   NVVM::SetMaxRegisterOp::create(
       b, b.getI32IntegerAttr(count),

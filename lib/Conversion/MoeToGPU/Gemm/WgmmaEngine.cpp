@@ -55,7 +55,13 @@ constexpr int64_t kTileK = 64;
 /// rounded down to 8); the consumers' increase is granted only from what
 /// the producer released, so (168 - P) * 128 >= (C - 168) * 256 must hold,
 /// else the consumers wait for registers forever.
-constexpr int64_t kEntryRegs = 168, kProducerRegs = 104, kConsumerRegs = 200;
+/// Epilogue staging per consumer warpgroup: 64 rows of 256 bytes (one
+/// pass of 128 16-bit or 64 f32 output columns), 16-byte chunk c of row r
+/// at chunk c ^ (r % 8), so the fragment stores and the row reads are
+/// free of bank conflicts.
+constexpr int64_t kEpilogueRowBytes = 256;
+constexpr int64_t kEpilogueBytes = 64 * kEpilogueRowBytes;
+constexpr int64_t kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
@@ -104,8 +110,15 @@ public:
 private:
   int64_t aBytes() const { return tileM * 128; }
   int64_t stageBytes() const { return (tileM + tileN) * 128; }
-  /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages.
-  int64_t sharedBytes() const { return 1024 + stages * stageBytes(); }
+  /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages,
+  /// then each consumer warpgroup's epilogue staging.
+  int64_t sharedBytes() const {
+    return 1024 + stages * stageBytes() + consumers * kEpilogueBytes;
+  }
+  Value epilogueAddress(LoweringBuilder &b, Value cw) {
+    return add64(b, add64(b, base, 1024 + stages * stageBytes()),
+                 mul64(b, nvvm::toI64(b, cw), kEpilogueBytes));
+  }
 
   Value add64(LoweringBuilder &b, Value a, Value c) {
     return arith::AddIOp::create(b, a, c);
@@ -154,6 +167,7 @@ private:
   RaggedTiles ragged;
   // Kernel-wide values.
   Value base, totalItems, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
+  Value outAddr, outStride, outVectorOk;
 };
 
 void WgmmaKernel::forEachItem(
@@ -409,48 +423,162 @@ void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
 
 void WgmmaKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
                            const WorkItem &item, Value acc) {
+  const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+  const int64_t passCols = kEpilogueRowBytes / outBytes;
+  const int64_t vec = 16 / outBytes;
+  const bool partialTiles = g.outN % outPerTile != 0;
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value quad = arith::AndIOp::create(b, lane, b.idx(3));
-  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+  // Fragment rows of this thread within the warpgroup's 64: row0, row0 + 8
+  // (both = lane / 4 mod 8, the swizzle key).
+  Value row0 = b.add(b.mul(warp, b.idx(16)),
                      arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value swizzle = arith::ShRUIOp::create(b, lane, b.idx(2));
+  Value wgRow0 = b.mul(cw, b.idx(64));
   Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  Value staging = epilogueAddress(b, cw);
   auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
     return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
   };
-  for (int64_t h = 0; h < 2; ++h) {
-    Value r = b.add(row0, b.idx(8 * h));
-    when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
-      RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
-      when(b, target.valid, [&](LoweringBuilder &b) {
-        auto store = [&](Value c, ArrayRef<Value> v) {
-          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-               [&](LoweringBuilder &b) {
-                 storeOutput(b, g, target, item.expert, c, v);
-               });
-        };
-        if (g.glu && !concat) {
-          // Interleaved: gate column 2c, up column 2c + 1 are adjacent.
-          for (int64_t j = 0; j < tileN / 8; ++j) {
-            Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
-            store(c, {value(b, 4 * j + 2 * h), value(b, 4 * j + 2 * h + 1)});
-          }
-        } else {
-          int64_t frags = concat ? tileN / 16 : tileN / 8;
-          for (int64_t j = 0; j < frags; ++j) {
-            for (int64_t p = 0; p < 2; ++p) {
-              Value c = b.add(colBase, b.add(b.idx(8 * j + p),
-                                             b.mul(quad, b.idx(2))));
-              int64_t i = 4 * j + 2 * h + p;
-              if (concat)
-                store(c, {value(b, i), value(b, i + 4 * frags)});
-              else
-                store(c, {value(b, i)});
-            }
-          }
+
+  // Routing weights of the thread's two rows (rows past the tile: 0).
+  Value factor[2] = {Value(), Value()};
+  for (int64_t h = 0; g.scale && h < 2; ++h) {
+    Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
+    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
+    factor[h] = b.ifElse(inTile, {b.getF32Type()},
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {rowTarget(b, g, b.add(item.rowStart, r))
+                                       .factor};
+                         },
+                         [&](LoweringBuilder &b) -> SmallVector<Value> {
+                           return {b.f32(0.0f)};
+                         })[0];
+  }
+
+  // Shared address of pass-local output column `cl` (+ `dynamic`
+  // elements, the quad's part) of fragment row row0 + 8h. Staging rows are
+  // 1024-aligned groups of 256 bytes, so for 16-bit outputs (chunk = a
+  // constant, the quad's bytes within it) the address is a per-thread base
+  // XOR a constant: two live registers instead of one per store.
+  Value rowBase[2];
+  for (int64_t h = 0; h < 2; ++h)
+    rowBase[h] = nvvm::opaque(
+        b, add64(b, staging,
+                 nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
+                                      b.idx(kEpilogueRowBytes)))));
+  auto sharedAddress = [&](LoweringBuilder &b, int64_t h, int64_t cl,
+                           Value dynamic) -> Value {
+    int64_t bytes = cl * outBytes;
+    if (outBytes == 2) {
+      // dynamic * 2 + bytes % 16 < 16: no carry out of the chunk.
+      Value key = b.add(b.mul(swizzle, b.idx(16)), b.mul(dynamic, b.idx(2)));
+      Value threadBase = arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
+      return arith::XOrIOp::create(b, threadBase, nvvm::i64(b, bytes));
+    }
+    Value all = b.add(b.idx(bytes), b.mul(dynamic, b.idx(outBytes)));
+    Value chunk = arith::ShRUIOp::create(b, all, b.idx(4));
+    Value within = arith::AndIOp::create(b, all, b.idx(15));
+    Value physical = b.add(
+        b.mul(arith::XOrIOp::create(b, chunk, swizzle), b.idx(16)), within);
+    return add64(b, rowBase[h], nvvm::toI64(b, physical));
+  };
+  auto outValue = [&](LoweringBuilder &b, int64_t h, Value c,
+                      ArrayRef<Value> v) {
+    Value col = partialTiles ? b.minIdx(c, b.idx(g.outN - 1)) : c;
+    return outputValue(b, g, factor[h], item.expert, col, v);
+  };
+
+  for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
+    const int64_t width = std::min(passCols, outPerTile - lo);
+    // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
+    // rows of a column at once, so its bias is read once and not kept.
+    if (g.glu && !concat) {
+      // Interleaved: output column 4j + quad from gate 2c, up 2c + 1.
+      for (int64_t j = lo / 4; j < (lo + width) / 4; ++j) {
+        Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
+        for (int64_t h = 0; h < 2; ++h) {
+          Value y = outValue(b, h, c,
+                             {value(b, 4 * j + 2 * h),
+                              value(b, 4 * j + 2 * h + 1)});
+          nvvm::storeShared(b, sharedAddress(b, h, 4 * j - lo, quad), {y});
         }
+      }
+    } else {
+      // Plain / concat: output columns 8j + 2 quad (+1), a pair per thread.
+      int64_t frags = concat ? tileN / 16 : tileN / 8;
+      Value quad2 = b.mul(quad, b.idx(2));
+      for (int64_t j = lo / 8; j < (lo + width) / 8; ++j) {
+        for (int64_t h = 0; h < 2; ++h) {
+          SmallVector<Value> pair;
+          for (int64_t p = 0; p < 2; ++p) {
+            Value c = b.add(colBase, b.add(b.idx(8 * j + p), quad2));
+            int64_t i = 4 * j + 2 * h + p;
+            pair.push_back(concat ? outValue(b, h, c,
+                                             {value(b, i),
+                                              value(b, i + 4 * frags)})
+                                  : outValue(b, h, c, {value(b, i)}));
+          }
+          nvvm::storeShared(b, sharedAddress(b, h, 8 * j - lo, quad2), pair);
+        }
+      }
+    }
+    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
+
+    // 2. Staging -> out: 16-byte chunks, a row's chunks in consecutive
+    // threads (coalesced; scattered rows are still whole segments).
+    const int64_t chunksPerRow = width * outBytes / 16;
+    const int64_t rowsPerIter = 128 / chunksPerRow;
+    Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
+    Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
+    // A loop, not unrolled: the accumulators of later passes are live.
+    forEach(b, rsub, b.idx(64), b.idx(rowsPerIter), [&](LoweringBuilder &b,
+                                                        Value rowW) {
+      Value r = b.add(wgRow0, rowW);
+      when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
+        RowTarget target =
+            rowTarget(b, g, b.add(item.rowStart, r), /*withFactor=*/false);
+        when(b, target.valid, [&](LoweringBuilder &b) {
+          Value col = b.add(b.add(colBase, b.idx(lo)),
+                            b.mul(chunk, b.idx(vec)));
+          Value physical = arith::XOrIOp::create(
+              b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
+          Value src = add64(
+              b, staging,
+              nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                   b.mul(physical, b.idx(16)))));
+          Value whole = b.cmpi(CmpI::ule, b.add(col, b.idx(vec)),
+                               b.idx(g.outN));
+          scf::IfOp::create(
+              b, b.andi(whole, outVectorOk),
+              [&](OpBuilder &nested, Location loc) {
+                LoweringBuilder b(loc, nested);
+                Value offset = b.add(b.mul(target.dest, outStride), col);
+                nvvm::copySharedToGlobal16(
+                    b, src,
+                    add64(b, outAddr,
+                          nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
+                scf::YieldOp::create(b);
+              },
+              [&](OpBuilder &nested, Location loc) {
+                LoweringBuilder b(loc, nested);
+                for (int64_t e = 0; e < vec; ++e) {
+                  Value c = b.add(col, b.idx(e));
+                  when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                       [&](LoweringBuilder &b) {
+                         Value v = nvvm::loadShared(
+                             b, g.outElem, add64(b, src, e * outBytes));
+                         b.store(v, g.out, {target.dest, c});
+                       });
+                }
+                scf::YieldOp::create(b);
+              });
+        });
       });
     });
+    // The next pass (or item) overwrites the staging.
+    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
   }
 }
 
@@ -485,6 +613,20 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
   rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
   rhsStride1 = nvvm::bufferStride(kb, g.rhs, 1);
+  outAddr = nvvm::bufferAddress(kb, g.out);
+  outStride = nvvm::bufferStride(kb, g.out, 0);
+  {
+    // 16-byte stores of output rows need unit columns, 16-byte rows.
+    int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+    Value ok = kb.cmpi(CmpI::eq, nvvm::bufferStride(kb, g.out, 1), kb.idx(1));
+    ok = kb.andi(ok, kb.cmpi(CmpI::eq,
+                             arith::RemUIOp::create(
+                                 kb, kb.mul(outStride, kb.idx(outBytes)),
+                                 kb.idx(16)),
+                             kb.idx(0)));
+    Value low = arith::AndIOp::create(kb, outAddr, nvvm::i64(kb, 15));
+    outVectorOk = kb.andi(ok, kb.cmpi(CmpI::eq, low, nvvm::i64(kb, 0)));
+  }
 
   Value wg = arith::ShRUIOp::create(kb, tid, kb.idx(7));
   Value isProducer = kb.cmpi(CmpI::eq, wg, kb.idx(0));

@@ -89,6 +89,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaTileM = options.wgmmaTileM;
   gemm.wgmmaTileN = options.wgmmaTileN;
   gemm.wgmmaStages = options.wgmmaStages;
+  gemm.wgmmaEpilogue = options.wgmmaEpilogue;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -129,6 +130,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTileN = gemm.wgmmaTileN;
   kernels.wgmmaStages = gemm.wgmmaStages;
   kernels.wgmmaTma = gemm.wgmmaTma;
+  kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

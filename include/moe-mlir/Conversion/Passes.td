@@ -116,6 +116,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
            "Hopper GEMM: weight tiles by TMA (tensor maps from the runtime's "
            "moeRuntimeTensorMap3D); false: by cp.async">,
+    Option<"wgmmaEpilogue", "wgmma-epilogue", "std::string",
+           /*default=*/"\"auto\"",
+           "Hopper GEMM output path: auto (cost model), staged (fragments "
+           "through shared memory, rows written with 16-byte stores), direct "
+           "(element stores from the fragments)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

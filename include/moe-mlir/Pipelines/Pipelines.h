@@ -86,6 +86,12 @@ struct MoeLowerToNvvmOptions
       *this, "wgmma-tma",
       llvm::cl::desc("Hopper GEMM: weight tiles by TMA (false: cp.async)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> wgmmaEpilogue{
+      *this, "wgmma-epilogue",
+      llvm::cl::desc("Hopper GEMM output path: auto (cost model), staged "
+                     "(through shared memory, 16-byte row stores), direct "
+                     "(element stores from the fragments)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

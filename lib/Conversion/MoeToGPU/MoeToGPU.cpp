@@ -91,6 +91,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTileN = wgmmaTileN;
     gemmOptions.wgmmaStages = wgmmaStages;
     gemmOptions.wgmmaTma = wgmmaTma;
+    gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -5,6 +5,7 @@
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
+// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-epilogue=staged | FileCheck %s --check-prefix=STAGED
 
 // Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
 // fill of the output rows no expert writes, then the GEMM kernel(s) of the
@@ -52,9 +53,12 @@
 //   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
 //   wait for <= 1 group in flight, release the previous stage; then the
-//   epilogue: bias, GLU and scale on the accumulator fragments, staged
-//   in shared memory per consumer warpgroup (64 rows x 256 bytes), and
-//   whole rows written (scattered) with 16-byte stores.
+//   epilogue: bias, GLU and scale on the accumulator fragments; without
+//   a GLU staged in shared memory per consumer warpgroup (64 rows x 256
+//   bytes) and whole rows written with 16-byte stores, with a GLU stored
+//   element by element from the fragments (wgmma-epilogue=auto);
+// - a consumer warpgroup whose rows all lie past the tile's rows skips the
+//   wgmma and the epilogue and only releases the stages.
 //
 // CHECK lines hold in every run: the f32 kernels, and the SIMT kernels of
 // the 16-bit ops (alone with gemm=simt, in the else branch otherwise). AUTO
@@ -281,6 +285,16 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
 // AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// The consumer warpgroup whose 64 rows all lie past the tile's rows (the
+// second, when the tile has at most 64): no wgmma and no stores; it waits
+// for each stage and releases it.
+// AUTO: } else {
+// AUTO: scf.for
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-NOT: nvvm.wgmma
+// AUTO: nvvm.mbarrier.arrive
+// AUTO-NEXT: }
+// AUTO-NEXT: }
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
 // AUTO-NEXT: } else {
@@ -399,29 +413,30 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO: nvvm.setmaxregister increase 232
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
 // AUTO: nvvm.wgmma.wait.group.sync.aligned 0
-// Epilogue: the routing weights of the thread's two rows
-// (scale[scatter[row]]), then per output column both biases, silu(gate) *
-// up * weight, one bf16 into the staging; a warpgroup barrier; the staged
-// rows copied to out[scatter[row]] in 16-byte pieces.
-// AUTO: memref.load %[[SCATTER]]
-// AUTO: memref.load %[[SCALE]]
+// With wgmma-epilogue=staged the GLU tile goes through shared memory too:
+// the routing weights of the thread's two rows first (scale[scatter[row]]),
+// per output column both biases, silu(gate) * up * weight, one bf16 into
+// the staging; a warpgroup barrier; rows copied to out[scatter[row]] in
+// 16-byte pieces.
+// STAGED-LABEL: func.func @expert_gemm_fused(
+// STAGED: nvvm.wgmma.wait.group.sync.aligned 0
+// STAGED: memref.load
+// STAGED: memref.load
+// STAGED: math.exp
+// STAGED: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
+// STAGED-COUNT-31: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
+// STAGED: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// STAGED: scf.for
+// STAGED: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// STAGED: gpu.terminator
 // AUTO: memref.load %[[SCATTER]]
 // AUTO: memref.load %[[SCALE]]
 // AUTO: memref.load %[[BIAS]]
 // AUTO: memref.load %[[BIAS]]
 // AUTO: math.exp
-// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
-// AUTO-COUNT-31: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
-// AUTO-NOT: llvm.store {{.*}}!llvm.ptr<3>
-// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
-// AUTO: scf.for
-// AUTO: memref.load %[[SCATTER]]
-// AUTO: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xi32>
-// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// AUTO: } else {
-// AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
-// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
 // AUTO-NEXT: } else {
@@ -520,13 +535,8 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // AUTO: nvvm.setmaxregister increase 232
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
 // AUTO: math.erf
-// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
-// AUTO-COUNT-15: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : vector<2xf16>, !llvm.ptr<3>
-// AUTO-NOT: llvm.store {{.*}}!llvm.ptr<3>
-// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
-// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// AUTO: } else {
-// AUTO-COUNT-8: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
+// AUTO-COUNT-31: memref.store %{{[a-z0-9_]+}}, %[[OUT]]
 // AUTO-NOT: memref.store
 // AUTO: gpu.terminator
 // AUTO-NEXT: }

@@ -47,6 +47,7 @@
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-m=64 | FileCheck %s --check-prefix=TM64
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-stages=3 | FileCheck %s --check-prefix=ST3
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-epilogue=direct | FileCheck %s --check-prefix=DIRECT
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256" | FileCheck %s --check-prefix=CPA256 \
@@ -57,37 +58,45 @@
 // is parsed. The largest stage counts that fit are accepted.
 //
 // RUN: not moe-opt %s --convert-moe-to-gpu=gemm=foo 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PASS-EPI
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PASS-TM
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PASS-ST9
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=1 2>&1 | FileCheck %s --check-prefix=PASS-ST1
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=OP-ST7
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6" | FileCheck %s --check-prefix=FIT6
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4" | FileCheck %s --check-prefix=FIT4
 //
 // RUN: not moe-opt %s --moe-lower-to-nvvm=gemm=foo 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PIPE-TN
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
+// PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
 // PASS-TM: error: convert-moe-to-gpu: wgmma-tile-m must be 64 or 128 (got 96)
 // PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PASS-ST9: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 9)
 // PASS-ST1: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 1)
-// PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 7 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// 7 stages of a 128 x 128 tile fit without the epilogue staging (GLU ops)
+// but not with it: the op reports it.
+// OP-ST7: error: 'moe.expert_gemm' op wgmma-stages 7 does not fit the 128 x 128 tile in shared memory (at most 6 stages)
 // PASS-SMEM256: error: convert-moe-to-gpu: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
 // PASS-SMEM64: error: convert-moe-to-gpu: wgmma-stages 6 with a 64 x 256 tile needs more than 227 KiB of shared memory
 
 // PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
+// PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PIPE-ST9: error: moe-lower-to-nvvm: wgmma-stages must be in [2, 8] (got 9)
-// PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 7 with a 128 x 128 tile needs more than 227 KiB of shared memory
+// PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
 // PIPE-SMEM256: error: moe-lower-to-nvvm: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
 
 // AUTO-LABEL: func.func @bf16_kmajor(
@@ -105,6 +114,9 @@
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.setmaxregister increase 232
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
+// AUTO: nvvm.wgmma.wait.group.sync.aligned 0
+// AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
+// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
 // AUTO-NEXT: } else {
@@ -113,6 +125,20 @@
 // AUTO-NOT: nvvm.
 // AUTO-NOT: gpu.launch
 // AUTO: return
+
+// Output path. The default (auto) stages a plain GEMM's tile in shared
+// memory (2 x 16 KiB, one stage less) and writes rows with 16-byte stores
+// (the AUTO lines above); wgmma-epilogue=direct stores the elements from the fragments, without
+// staging (7 stages), barrier or vector stores.
+// DIRECT-LABEL: func.func @bf16_kmajor(
+// DIRECT: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// DIRECT-COUNT-14: nvvm.mbarrier.init
+// DIRECT-NOT: nvvm.mbarrier.init
+// DIRECT: nvvm.wgmma.wait.group.sync.aligned 0
+// DIRECT-NOT: nvvm.barrier id
+// DIRECT-NOT: vector<4xi32>
+// DIRECT: memref.store
+// DIRECT: gpu.terminator
 
 // SIMT-LABEL: func.func @bf16_kmajor(
 // SIMT: gpu.launch

@@ -38,6 +38,10 @@ struct MoeGemmOptions {
   int64_t wgmmaTileM = 0, wgmmaTileN = 0, wgmmaStages = 0;
   /// Hopper engine: rhs (weight) tiles by TMA; false: by cp.async.
   bool wgmmaTma = true;
+  /// Hopper engine output path: `auto` (cost model), `staged` (through
+  /// shared memory, whole rows by 16-byte stores) or `direct` (element
+  /// stores from the accumulator fragments).
+  std::string wgmmaEpilogue = "auto";
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

@@ -67,6 +67,7 @@ struct GemmKernelConfig {
   int64_t stages = 4;       // wgmma: pipeline depth
   int64_t numSMs = 132;     // persistent grid size
   bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
+  bool stagedEpilogue = true; // wgmma: output through shared memory
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).

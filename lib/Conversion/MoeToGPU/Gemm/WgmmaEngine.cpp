@@ -98,6 +98,7 @@ public:
               Value rhsMap)
       : g(g), rhsMap(rhsMap), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
+        staged(config.stagedEpilogue),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -113,7 +114,7 @@ private:
   /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages,
   /// then each consumer warpgroup's epilogue staging.
   int64_t sharedBytes() const {
-    return 1024 + stages * stageBytes() + consumers * kEpilogueBytes;
+    return 1024 + stages * stageBytes() + (staged ? consumers * kEpilogueBytes : 0);
   }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 1024 + stages * stageBytes()),
@@ -156,12 +157,22 @@ private:
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
   void consumer(LoweringBuilder &b, Value tid, Value cw, const WorkItem &item);
-  void epilogue(LoweringBuilder &b, Value ct, Value cw, const WorkItem &item,
-                Value acc);
+  /// The MMA loop and epilogue of one consumer warpgroup on an item.
+  void consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                   const WorkItem &item);
+  /// Stores the tile: element stores from the fragments (direct) or
+  /// through the warpgroup's shared staging, whole rows by 16-byte stores
+  /// (staged).
+  void epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
+                      const WorkItem &item, Value acc);
+  void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
+                      const WorkItem &item, Value acc);
 
   const GemmOperands &g;
   Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
-  const int64_t tileM, tileN, stages, numSMs, consumers, kSteps;
+  const int64_t tileM, tileN, stages, numSMs;
+  const bool staged;
+  const int64_t consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
   RaggedTiles ragged;
@@ -379,6 +390,35 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
 
 void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
                            const WorkItem &item) {
+  if (consumers == 1)
+    return consumeTile(b, tid, cw, item);
+  // A warpgroup whose 64 rows all lie past the tile's rows (the last,
+  // short tile of an expert) issues no wgmma and no stores, so the other
+  // warpgroup has the tensor cores to itself; it still waits for each
+  // stage and releases it, which keeps both warpgroups' empty-barrier
+  // arrivals in the same phase.
+  Value active = b.cmpi(CmpI::ult, b.mul(cw, b.idx(64)), item.tileRows);
+  scf::IfOp::create(
+      b, active,
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        consumeTile(b, tid, cw, item);
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        forEach(b, b.idx(0), b.idx(kSteps), b.idx(1),
+                [&](LoweringBuilder &b, Value kt) {
+                  auto [s, round] = stageOf(b, b.add(item.step, kt));
+                  nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+                  nvvm::mbarrierArrive(b, emptyBarrier(b, s));
+                });
+        scf::YieldOp::create(b);
+      });
+}
+
+void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                              const WorkItem &item) {
   Value zero = b.idx(0);
   Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
   Value acc0 = LLVM::ZeroOp::create(b, accType);
@@ -418,11 +458,62 @@ void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
   Value last = arith::RemUIOp::create(
       b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
   nvvm::mbarrierArrive(b, emptyBarrier(b, last));
-  epilogue(b, arith::AndIOp::create(b, tid, b.idx(127)), cw, item, acc);
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  if (staged)
+    epilogueStaged(b, ct, cw, item, acc);
+  else
+    epilogueDirect(b, ct, cw, item, acc);
 }
 
-void WgmmaKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
+void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
                            const WorkItem &item, Value acc) {
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
+    return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
+  };
+  for (int64_t h = 0; h < 2; ++h) {
+    Value r = b.add(row0, b.idx(8 * h));
+    when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
+      RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
+      when(b, target.valid, [&](LoweringBuilder &b) {
+        auto store = [&](Value c, ArrayRef<Value> v) {
+          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+               [&](LoweringBuilder &b) {
+                 storeOutput(b, g, target, item.expert, c, v);
+               });
+        };
+        if (g.glu && !concat) {
+          // Interleaved: gate column 2c, up column 2c + 1 are adjacent.
+          for (int64_t j = 0; j < tileN / 8; ++j) {
+            Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
+            store(c, {value(b, 4 * j + 2 * h), value(b, 4 * j + 2 * h + 1)});
+          }
+        } else {
+          int64_t frags = concat ? tileN / 16 : tileN / 8;
+          for (int64_t j = 0; j < frags; ++j) {
+            for (int64_t p = 0; p < 2; ++p) {
+              Value c = b.add(colBase, b.add(b.idx(8 * j + p),
+                                             b.mul(quad, b.idx(2))));
+              int64_t i = 4 * j + 2 * h + p;
+              if (concat)
+                store(c, {value(b, i), value(b, i + 4 * frags)});
+              else
+                store(c, {value(b, i)});
+            }
+          }
+        }
+      });
+    });
+  }
+}
+
+void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
+                                 const WorkItem &item, Value acc) {
   const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
   const int64_t passCols = kEpilogueRowBytes / outBytes;
   const int64_t vec = 16 / outBytes;

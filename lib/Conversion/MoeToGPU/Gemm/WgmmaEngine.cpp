@@ -156,8 +156,9 @@ private:
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
-  void consumer(LoweringBuilder &b, Value tid, Value cw, const WorkItem &item);
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
+  /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
+  /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
   void consumeTile(LoweringBuilder &b, Value tid, Value cw,
                    const WorkItem &item);
   /// Stores the tile: element stores from the fragments (direct) or
@@ -386,35 +387,6 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
   for (int64_t p = 0; p < tileN / 64; ++p)
     nvvm::tmaLoad3D(b, add64(b, rhsBase, p * 64 * 128), rhsMap, barrier,
                     {b.toI32(columnOf(p, tileN / 64)), k0, expert});
-}
-
-void WgmmaKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
-                           const WorkItem &item) {
-  if (consumers == 1)
-    return consumeTile(b, tid, cw, item);
-  // A warpgroup whose 64 rows all lie past the tile's rows (the last,
-  // short tile of an expert) issues no wgmma and no stores, so the other
-  // warpgroup has the tensor cores to itself; it still waits for each
-  // stage and releases it, which keeps both warpgroups' empty-barrier
-  // arrivals in the same phase.
-  Value active = b.cmpi(CmpI::ult, b.mul(cw, b.idx(64)), item.tileRows);
-  scf::IfOp::create(
-      b, active,
-      [&](OpBuilder &nested, Location loc) {
-        LoweringBuilder b(loc, nested);
-        consumeTile(b, tid, cw, item);
-        scf::YieldOp::create(b);
-      },
-      [&](OpBuilder &nested, Location loc) {
-        LoweringBuilder b(loc, nested);
-        forEach(b, b.idx(0), b.idx(kSteps), b.idx(1),
-                [&](LoweringBuilder &b, Value kt) {
-                  auto [s, round] = stageOf(b, b.add(item.step, kt));
-                  nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-                  nvvm::mbarrierArrive(b, emptyBarrier(b, s));
-                });
-        scf::YieldOp::create(b);
-      });
 }
 
 void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
@@ -740,7 +712,7 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         Value cw = b.sub(wg, b.idx(1));
         forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
                                           const WorkItem &item) {
-          consumer(b, tid, cw, item);
+          consumeTile(b, tid, cw, item);
         });
         scf::YieldOp::create(b);
       });

@@ -224,6 +224,16 @@ void gpu_lowering::orderedBuckets(
       });
 }
 
+/// Sum (i32) of buffer[first, last), one thread's serial run.
+static Value sumRange(LoweringBuilder &b, Value buffer, Value first,
+                      Value last) {
+  return b.forLoop(first, last, {b.i32(0)},
+                   [&](LoweringBuilder &b, Value i,
+                       ValueRange acc) -> SmallVector<Value> {
+                     return {b.add(acc[0], b.load(buffer, {i}))};
+                   })[0];
+}
+
 void gpu_lowering::inclusiveScan(LoweringBuilder &b, Value buffer, Value n) {
   Type i32 = b.getI32Type();
   Value chunk = b.ceilDiv(n, kScanThreads);
@@ -236,12 +246,7 @@ void gpu_lowering::inclusiveScan(LoweringBuilder &b, Value buffer, Value n) {
            Value zero = kb.idx(0);
            Value first = kb.minIdx(kb.mul(t, chunk), n);
            Value last = kb.minIdx(kb.add(first, chunk), n);
-           Value sum = kb.forLoop(first, last, {kb.i32(0)},
-                                  [&](LoweringBuilder &kb, Value i,
-                                      ValueRange acc) -> SmallVector<Value> {
-                                    return {kb.add(acc[0],
-                                                   kb.load(buffer, {i}))};
-                                  })[0];
+           Value sum = sumRange(kb, buffer, first, last);
            kb.store(sum, partial, {t});
            gpu::BarrierOp::create(kb);
            when(kb, kb.cmpi(CmpI::eq, t, zero), [&](LoweringBuilder &kb) {
@@ -494,12 +499,7 @@ void gpu_lowering::stableBuckets(
         Value zero = kb.idx(0);
         Value first = kb.minIdx(kb.mul(t, kb.idx(perThread)), nb);
         Value last = kb.minIdx(kb.add(first, kb.idx(perThread)), nb);
-        Value runSum = kb.forLoop(first, last, {kb.i32(0)},
-                                  [&](LoweringBuilder &kb, Value i,
-                                      ValueRange acc) -> SmallVector<Value> {
-                                    return {kb.add(acc[0],
-                                                   kb.load(totals, {i}))};
-                                  })[0];
+        Value runSum = sumRange(kb, totals, first, last);
         Value incl = warpInclusiveSum(kb, runSum, lane);
         when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(kWarpSize - 1)),
              [&](LoweringBuilder &kb) { kb.store(incl, warpSums, {w}); });

@@ -26,7 +26,7 @@ constexpr int64_t kMaxSharedBytes = 227 * 1024;
 /// WgmmaEngine.cpp).
 constexpr int64_t kSharedOverheadBytes = 2048;
 static int64_t wgmmaEpilogueBytes(int64_t tileM) {
-  return tileM / 64 * 64 * 256;
+  return tileM / 64 * kWgmmaStagingBytes;
 }
 
 static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN) {

@@ -55,6 +55,10 @@ struct GemmOperands {
 
 GemmOperands gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op);
 
+/// Shared memory of the Hopper engine's epilogue staging per consumer
+/// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).
+constexpr int64_t kWgmmaStagingBytes = 64 * 256;
+
 /// Kernel engines.
 enum class GemmEngine { Simt, Wgmma };
 

@@ -33,7 +33,13 @@
 // - Epilogue on the accumulator fragments (row = 16 * warp + lane / 4
 //   (+8), column = 8 * j + 2 * (lane % 4) (+1)): GLU pairs are in one
 //   thread (interleaved: adjacent columns; concat: the tile holds the gate
-//   half and the up half of the same output columns), then Epilogue.cpp.
+//   half and the up half of the same output columns), then Epilogue.cpp
+//   (fragmentGroup describes the layout for both output paths). Direct:
+//   element stores from the fragments. Staged (wgmma-epilogue; the cost
+//   model's choice without a GLU): the values go to the warpgroup's
+//   staging in shared memory, then each row leaves as 16-byte stores.
+// - The L2 reuse of a weight tile across an expert's row tiles rests on
+//   the blocks that share it running in step (bench/NOTES.md v9).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,12 +61,11 @@ constexpr int64_t kTileK = 64;
 /// rounded down to 8); the consumers' increase is granted only from what
 /// the producer released, so (168 - P) * 128 >= (C - 168) * 256 must hold,
 /// else the consumers wait for registers forever.
-/// Epilogue staging per consumer warpgroup: 64 rows of 256 bytes (one
-/// pass of 128 16-bit or 64 f32 output columns), 16-byte chunk c of row r
-/// at chunk c ^ (r % 8), so the fragment stores and the row reads are
-/// free of bank conflicts.
-constexpr int64_t kEpilogueRowBytes = 256;
-constexpr int64_t kEpilogueBytes = 64 * kEpilogueRowBytes;
+/// Epilogue staging per consumer warpgroup (kWgmmaStagingBytes): 64 rows
+/// of 256 bytes (one pass of 128 16-bit or 64 f32 output columns), 16-byte
+/// chunk c of row r at chunk c ^ (r % 8), so the fragment stores and the
+/// row reads are free of bank conflicts.
+constexpr int64_t kEpilogueRowBytes = kWgmmaStagingBytes / 64;
 constexpr int64_t kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
@@ -114,11 +119,11 @@ private:
   /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages,
   /// then each consumer warpgroup's epilogue staging.
   int64_t sharedBytes() const {
-    return 1024 + stages * stageBytes() + (staged ? consumers * kEpilogueBytes : 0);
+    return 1024 + stages * stageBytes() + (staged ? consumers * kWgmmaStagingBytes : 0);
   }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 1024 + stages * stageBytes()),
-                 mul64(b, nvvm::toI64(b, cw), kEpilogueBytes));
+                 mul64(b, nvvm::toI64(b, cw), kWgmmaStagingBytes));
   }
 
   Value add64(LoweringBuilder &b, Value a, Value c) {
@@ -161,6 +166,39 @@ private:
   /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
   void consumeTile(LoweringBuilder &b, Value tid, Value cw,
                    const WorkItem &item);
+  /// The fragment layout of the output columns (m64nNk16 f32
+  /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
+  /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
+  /// j the thread has the columns local + quadStride() * (lane % 4) + p,
+  /// p < acc.size(), acc[p] the accumulator indices of column p (gate /
+  /// plain, and up with GLU). Interleaved GLU: groups of 4, one column per
+  /// thread (gate 2c, up 2c + 1 adjacent in the fragment); plain: groups
+  /// of 8, two columns; concat: the tile holds the gate half and the up
+  /// half of the same columns, groups of 8.
+  struct FragmentGroup {
+    int64_t local;
+    SmallVector<SmallVector<int64_t, 2>, 2> acc;
+  };
+  bool interleaved() const { return g.glu && !concat; }
+  int64_t groupWidth() const { return interleaved() ? 4 : 8; }
+  int64_t quadStride() const { return interleaved() ? 1 : 2; }
+  FragmentGroup fragmentGroup(int64_t j, int64_t h) const {
+    if (interleaved())
+      return {4 * j, {{4 * j + 2 * h, 4 * j + 2 * h + 1}}};
+    int64_t frags = concat ? tileN / 16 : tileN / 8;
+    FragmentGroup group{8 * j, {}};
+    for (int64_t p = 0; p < 2; ++p) {
+      int64_t i = 4 * j + 2 * h + p;
+      group.acc.push_back(concat ? SmallVector<int64_t, 2>{i, i + 4 * frags}
+                                 : SmallVector<int64_t, 2>{i});
+    }
+    return group;
+  }
+  /// The thread's part of a group's columns: quadStride() * (lane % 4).
+  Value quadColumn(LoweringBuilder &b, Value quad) const {
+    return quadStride() == 1 ? quad : b.mul(quad, b.idx(quadStride()));
+  }
+
   /// Stores the tile: element stores from the fragments (direct) or
   /// through the warpgroup's shared staging, whole rows by 16-byte stores
   /// (staged).
@@ -459,24 +497,15 @@ void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
                  storeOutput(b, g, target, item.expert, c, v);
                });
         };
-        if (g.glu && !concat) {
-          // Interleaved: gate column 2c, up column 2c + 1 are adjacent.
-          for (int64_t j = 0; j < tileN / 8; ++j) {
-            Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
-            store(c, {value(b, 4 * j + 2 * h), value(b, 4 * j + 2 * h + 1)});
-          }
-        } else {
-          int64_t frags = concat ? tileN / 16 : tileN / 8;
-          for (int64_t j = 0; j < frags; ++j) {
-            for (int64_t p = 0; p < 2; ++p) {
-              Value c = b.add(colBase, b.add(b.idx(8 * j + p),
-                                             b.mul(quad, b.idx(2))));
-              int64_t i = 4 * j + 2 * h + p;
-              if (concat)
-                store(c, {value(b, i), value(b, i + 4 * frags)});
-              else
-                store(c, {value(b, i)});
-            }
+        for (int64_t j = 0; j < outPerTile / groupWidth(); ++j) {
+          FragmentGroup group = fragmentGroup(j, h);
+          for (auto [p, indices] : llvm::enumerate(group.acc)) {
+            Value c = b.add(colBase, b.add(b.idx(group.local + p),
+                                           quadColumn(b, quad)));
+            SmallVector<Value, 2> v;
+            for (int64_t i : indices)
+              v.push_back(value(b, i));
+            store(c, v);
           }
         }
       });
@@ -557,34 +586,21 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     const int64_t width = std::min(passCols, outPerTile - lo);
     // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
     // rows of a column at once, so its bias is read once and not kept.
-    if (g.glu && !concat) {
-      // Interleaved: output column 4j + quad from gate 2c, up 2c + 1.
-      for (int64_t j = lo / 4; j < (lo + width) / 4; ++j) {
-        Value c = b.add(colBase, b.add(b.idx(4 * j), quad));
-        for (int64_t h = 0; h < 2; ++h) {
-          Value y = outValue(b, h, c,
-                             {value(b, 4 * j + 2 * h),
-                              value(b, 4 * j + 2 * h + 1)});
-          nvvm::storeShared(b, sharedAddress(b, h, 4 * j - lo, quad), {y});
+    Value dynamic = quadColumn(b, quad);
+    for (int64_t j = lo / groupWidth(); j < (lo + width) / groupWidth(); ++j) {
+      for (int64_t h = 0; h < 2; ++h) {
+        FragmentGroup group = fragmentGroup(j, h);
+        SmallVector<Value, 2> columns;
+        for (auto [p, indices] : llvm::enumerate(group.acc)) {
+          Value c = b.add(colBase, b.add(b.idx(group.local + p), dynamic));
+          SmallVector<Value, 2> v;
+          for (int64_t i : indices)
+            v.push_back(value(b, i));
+          columns.push_back(outValue(b, h, c, v));
         }
-      }
-    } else {
-      // Plain / concat: output columns 8j + 2 quad (+1), a pair per thread.
-      int64_t frags = concat ? tileN / 16 : tileN / 8;
-      Value quad2 = b.mul(quad, b.idx(2));
-      for (int64_t j = lo / 8; j < (lo + width) / 8; ++j) {
-        for (int64_t h = 0; h < 2; ++h) {
-          SmallVector<Value> pair;
-          for (int64_t p = 0; p < 2; ++p) {
-            Value c = b.add(colBase, b.add(b.idx(8 * j + p), quad2));
-            int64_t i = 4 * j + 2 * h + p;
-            pair.push_back(concat ? outValue(b, h, c,
-                                             {value(b, i),
-                                              value(b, i + 4 * frags)})
-                                  : outValue(b, h, c, {value(b, i)}));
-          }
-          nvvm::storeShared(b, sharedAddress(b, h, 8 * j - lo, quad2), pair);
-        }
+        // Adjacent columns of one thread go as one (vector) store.
+        nvvm::storeShared(b, sharedAddress(b, h, group.local - lo, dynamic),
+                          columns);
       }
     }
     nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);

@@ -90,6 +90,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaTileN = options.wgmmaTileN;
   gemm.wgmmaStages = options.wgmmaStages;
   gemm.wgmmaEpilogue = options.wgmmaEpilogue;
+  gemm.wgmmaCluster = options.wgmmaCluster;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -131,6 +132,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaStages = gemm.wgmmaStages;
   kernels.wgmmaTma = gemm.wgmmaTma;
   kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
+  kernels.wgmmaCluster = gemm.wgmmaCluster;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
@@ -155,6 +157,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // hide them from ptxas (run-time divisions by tile sizes, no folding).
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createMoeGpuClusterDimsPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   // bufferization.clone (returning a buffer the function does not own)

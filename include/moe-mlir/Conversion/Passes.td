@@ -121,6 +121,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Hopper GEMM output path: auto (cost model), staged (fragments "
            "through shared memory, rows written with 16-byte stores), direct "
            "(element stores from the fragments)">,
+    Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
+           "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
+           "one expert share each weight tile, multicast by TMA; needs "
+           "wgmma-tma and tile-n >= 128); 0: cost model">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -144,6 +148,34 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
     `gpu.memcpy`. A `memref.copy` with a non-identity layout and
     `memref.get_global` (host constants) outside kernels are reported as
     errors rather than left to fault on the device.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def MoeGpuClusterDimsPass : Pass<"moe-gpu-cluster-dims"> {
+  let summary = "Give outlined kernels the cluster shape their bodies ask for";
+  let description = [{
+    `gpu.launch` has no compile-time cluster shape that survives
+    `gpu-kernel-outlining`, so a kernel built for thread-block clusters
+    (the Hopper expert GEMM with `wgmma-cluster=2`) marks an op of its body
+    with `moe.cluster_dim = array<i32: x, y, z>`. After outlining, this pass
+    moves the marker onto the enclosing `gpu.func` as `nvvm.cluster_dim`
+    (PTX `.reqnctapercluster`: a plain launch of the kernel then forms
+    clusters of that shape, and its grid must be a multiple of it). Two
+    different shapes in one kernel, or a marker outside a `gpu.func`, are
+    errors.
+
+    Example:
+
+    ```mlir
+    gpu.func @k() kernel {
+      nvvm.cluster.arrive {moe.cluster_dim = array<i32: 2, 1, 1>}
+      ...
+    }
+    ```
+
+    becomes `gpu.func @k() kernel attributes {nvvm.cluster_dim =
+    array<i32: 2, 1, 1>}` with the marker removed.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -92,6 +92,12 @@ struct MoeLowerToNvvmOptions
                      "(through shared memory, 16-byte row stores), direct "
                      "(element stores from the fragments)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> wgmmaCluster{
+      *this, "wgmma-cluster",
+      llvm::cl::desc("Hopper GEMM CTAs per cluster: 1, or 2 (row-tile pairs "
+                     "share each weight tile by TMA multicast); 0: cost "
+                     "model"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

@@ -92,6 +92,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaStages = wgmmaStages;
     gemmOptions.wgmmaTma = wgmmaTma;
     gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
+    gemmOptions.wgmmaCluster = wgmmaCluster;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -42,6 +42,9 @@ struct MoeGemmOptions {
   /// shared memory, whole rows by 16-byte stores) or `direct` (element
   /// stores from the accumulator fragments).
   std::string wgmmaEpilogue = "auto";
+  /// Hopper engine CTAs per cluster (0: cost model; 1; 2: pairs of row
+  /// tiles share each weight tile, multicast by TMA to both CTAs).
+  int64_t wgmmaCluster = 0;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

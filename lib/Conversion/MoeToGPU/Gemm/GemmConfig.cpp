@@ -53,6 +53,9 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (epilogue != "auto" && epilogue != "staged" && epilogue != "direct")
     return "wgmma-epilogue must be one of auto, staged, direct (got '" +
            options.wgmmaEpilogue + "')";
+  if (options.wgmmaCluster < 0 || options.wgmmaCluster > 2)
+    return "wgmma-cluster must be 0 (cost model), 1 or 2 (got " +
+           std::to_string(options.wgmmaCluster) + ")";
   if (options.wgmmaStages != 0 &&
       (options.wgmmaStages < 2 || options.wgmmaStages > 8))
     return "wgmma-stages must be in [2, 8] (got " +
@@ -140,5 +143,12 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
            << fit << " stages)";
   config.stages =
       options.wgmmaStages ? options.wgmmaStages : std::min<int64_t>(fit, 8);
+  // 2-CTA clusters: each CTA multicasts half of the weight tile into both
+  // (TMA), so both halves must be whole boxes.
+  bool clusterable = config.rhsTma && config.tileN >= 128;
+  if (options.wgmmaCluster == 2 && !clusterable)
+    return op.emitOpError("wgmma-cluster=2 needs the weight tiles by TMA "
+                          "(wgmma-tma) and tile-n >= 128");
+  config.cluster = options.wgmmaCluster ? options.wgmmaCluster : 1;
   return config;
 }

@@ -72,6 +72,7 @@ struct GemmKernelConfig {
   int64_t numSMs = 132;     // persistent grid size
   bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory
+  int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast)
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).
@@ -104,6 +105,14 @@ struct RaggedTiles {
   std::pair<Value, Value> advance(LoweringBuilder &b, Value unit,
                                   Value expert, Value before,
                                   int64_t scale = 1) const;
+  /// advance for work units counted by `unitsOf(tiles)` per expert:
+  /// `before` counts the units of the experts before `expert`.
+  std::pair<Value, Value>
+  advanceUnits(LoweringBuilder &b, Value unit, Value expert, Value before,
+               function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
+  /// Sum of unitsOf(tilesOf(e)) over all experts.
+  Value totalUnits(LoweringBuilder &b,
+                   function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
   /// Upper bound of total() for consistent offsets: ceil(m / tileM) + E.
   Value upperBound(LoweringBuilder &b) const;
 };

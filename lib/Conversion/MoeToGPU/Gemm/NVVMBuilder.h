@@ -107,6 +107,45 @@ inline void tmaLoad3D(LoweringBuilder &b, Value dst, Value map, Value barrier,
       b.getBoolAttr(true), /*group=*/NVVM::CTAGroupKindAttr(),
       /*predicate=*/Value());
 }
+/// The multicast form of tmaLoad3D in a cluster: the box lands at the same
+/// CTA-relative shared offset in every CTA of `ctaMask` (i16) and completes
+/// the transaction bytes on each one's barrier at `barrier`'s offset.
+inline void tmaLoad3DMulticast(LoweringBuilder &b, Value dst, Value map,
+                               Value barrier, ArrayRef<Value> coordinates,
+                               Value ctaMask) {
+  Value cluster = LLVM::AddrSpaceCastOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, dst));
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, cluster,
+      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
+                               map),
+      coordinates, sharedPtr(b, barrier), /*im2colOffsets=*/ValueRange{},
+      ctaMask, /*l2CacheHint=*/Value(),
+      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
+      b.getBoolAttr(false), /*group=*/NVVM::CTAGroupKindAttr(),
+      /*predicate=*/Value());
+}
+/// Arrives on the barrier at CTA-relative shared address `address` of
+/// cluster CTA `rank` (i32). Release at CTA scope, as CUTLASS's consumer
+/// release does: what it orders are this CTA's completed reads of its own
+/// shared memory (a release.cluster fence on every K step measured far
+/// slower; bench/NOTES.md v12).
+inline void mbarrierArriveRemote(LoweringBuilder &b, Value address,
+                                 Value rank) {
+  Value remote = NVVM::MapaOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, address),
+      rank);
+  NVVM::MBarrierArriveOp::create(
+      b, Type(), remote, /*count=*/Value(),
+      NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
+}
+/// barrier.cluster.arrive + wait (every thread of every CTA of the
+/// cluster); returns the arrive op.
+inline Operation *clusterSync(LoweringBuilder &b) {
+  Operation *arrive = NVVM::ClusterArriveOp::create(b, UnitAttr());
+  NVVM::ClusterWaitOp::create(b, UnitAttr());
+  return arrive;
+}
 inline void fenceMbarrierInit(LoweringBuilder &b) {
   NVVM::FenceMbarrierInitOp::create(b);
 }

@@ -42,11 +42,13 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
   return b.add(b.ceilDiv(m, tileM), b.idx(numExperts));
 }
 
-std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
-                                             Value expert, Value before,
-                                             int64_t scale) const {
-  // while (expert < E - 1 && unit >= (before + tilesOf(expert)) * scale)
-  //   before += tilesOf(expert), ++expert;
+/// while (expert < E - 1 && unit >= limit(before, tiles(expert)))
+///   before = next(before, tiles(expert)), ++expert;
+static std::pair<Value, Value> advanceWhile(
+    const RaggedTiles &ragged, LoweringBuilder &b, Value unit, Value expert,
+    Value before,
+    function_ref<Value(LoweringBuilder &, Value, Value)> limit,
+    function_ref<Value(LoweringBuilder &, Value, Value)> next) {
   Type idxType = b.getIndexType();
   auto loop = scf::WhileOp::create(
       b, TypeRange{idxType, idxType}, ValueRange{expert, before},
@@ -54,20 +56,51 @@ std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
         LoweringBuilder nb(loc, nested);
         // Branch-free: the expert index is clamped, so the loads stay in
         // bounds whatever the condition's first half says.
-        Value last = nb.idx(numExperts - 1);
+        Value last = nb.idx(ragged.numExperts - 1);
         Value notLast = nb.cmpi(CmpI::ult, args[0], last);
         Value safe = nb.minIdx(args[0], last);
         Value past = nb.andi(
-            notLast,
-            nb.cmpi(CmpI::uge, unit,
-                    nb.mul(nb.add(args[1], tilesOf(nb, safe)),
-                           nb.idx(scale))));
+            notLast, nb.cmpi(CmpI::uge, unit,
+                             limit(nb, args[1], ragged.tilesOf(nb, safe))));
         scf::ConditionOp::create(nb, past, args);
       },
       [&](OpBuilder &nested, Location loc, ValueRange args) {
         LoweringBuilder nb(loc, nested);
-        Value next = nb.add(args[1], tilesOf(nb, args[0]));
-        scf::YieldOp::create(nb, ValueRange{nb.add(args[0], nb.idx(1)), next});
+        Value after = next(nb, args[1], ragged.tilesOf(nb, args[0]));
+        scf::YieldOp::create(nb,
+                             ValueRange{nb.add(args[0], nb.idx(1)), after});
       });
   return {loop.getResult(0), loop.getResult(1)};
+}
+
+std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
+                                             Value expert, Value before,
+                                             int64_t scale) const {
+  return advanceWhile(
+      *this, b, unit, expert, before,
+      [&](LoweringBuilder &b, Value before, Value tiles) {
+        return b.mul(b.add(before, tiles), b.idx(scale));
+      },
+      [&](LoweringBuilder &b, Value before, Value tiles) {
+        return b.add(before, tiles);
+      });
+}
+
+std::pair<Value, Value> RaggedTiles::advanceUnits(
+    LoweringBuilder &b, Value unit, Value expert, Value before,
+    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
+  auto after = [&](LoweringBuilder &b, Value before, Value tiles) {
+    return b.add(before, unitsOf(b, tiles));
+  };
+  return advanceWhile(*this, b, unit, expert, before, after, after);
+}
+
+Value RaggedTiles::totalUnits(
+    LoweringBuilder &b,
+    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
+  return b.forLoop(b.idx(0), b.idx(numExperts), {b.idx(0)},
+                   [&](LoweringBuilder &b, Value e,
+                       ValueRange acc) -> SmallVector<Value> {
+                     return {b.add(acc[0], unitsOf(b, tilesOf(b, e)))};
+                   })[0];
 }

@@ -95,6 +95,10 @@ namespace {
 /// One work item of the persistent loop.
 struct WorkItem {
   Value expert, rowStart, tileRows, colTile, step;
+  /// 2-CTA clusters: true when the pair shares the weight tile (each CTA
+  /// multicasts half of it), false when the CTAs take different column
+  /// tiles of one row tile (each loads its own). Null without clusters.
+  Value multicast;
 };
 
 class WgmmaKernel {
@@ -103,7 +107,7 @@ public:
               Value rhsMap)
       : g(g), rhsMap(rhsMap), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
-        staged(config.stagedEpilogue),
+        staged(config.stagedEpilogue), cluster(config.cluster),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -158,6 +162,17 @@ private:
 
   void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                    function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+  /// Work units of an expert with `tiles` row tiles in 2-CTA clusters:
+  /// tiles / 2 row-tile pairs x colTiles, plus ceil(colTiles / 2) column
+  /// pairs of an odd last row tile.
+  Value clusterUnits(LoweringBuilder &b, Value tiles) const;
+  void forEachClusterItem(
+      LoweringBuilder &b, Value blockX, Value gridX,
+      function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+  /// Consumers free stage `s`: every thread arrives on the CTA's empty
+  /// barrier; in a cluster one thread per warpgroup arrives on it and on
+  /// the peer's (whose producer multicasts into this CTA).
+  void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
@@ -211,6 +226,7 @@ private:
   Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
+  const int64_t cluster;
   const int64_t consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
@@ -218,11 +234,14 @@ private:
   // Kernel-wide values.
   Value base, totalItems, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
+  Value rank, peerRank; // cluster CTA rank (index), the peer's (i32)
 };
 
 void WgmmaKernel::forEachItem(
     LoweringBuilder &b, Value blockX, Value gridX,
     function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
+  if (cluster > 1)
+    return forEachClusterItem(b, blockX, gridX, body);
   Value zero = b.idx(0);
   b.forLoop(blockX, totalItems, gridX, {zero, zero, zero},
             [&](LoweringBuilder &b, Value item,
@@ -245,6 +264,75 @@ void WgmmaKernel::forEachItem(
               body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});
               return {expert, before, b.add(state[2], b.idx(kSteps))};
             });
+}
+
+Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
+  Value pairs = arith::ShRUIOp::create(b, tiles, b.idx(1));
+  Value odd = arith::AndIOp::create(b, tiles, b.idx(1));
+  return b.add(b.mul(pairs, b.idx(colTiles)),
+               b.mul(odd, b.idx((colTiles + 1) / 2)));
+}
+
+void WgmmaKernel::forEachClusterItem(
+    LoweringBuilder &b, Value blockX, Value gridX,
+    function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
+  // Clusters are consecutive block pairs; both CTAs walk the same units.
+  Value zero = b.idx(0);
+  Value clusterId = arith::ShRUIOp::create(b, blockX, b.idx(1));
+  Value clusters = arith::ShRUIOp::create(b, gridX, b.idx(1));
+  auto unitsOf = [&](LoweringBuilder &b, Value tiles) {
+    return clusterUnits(b, tiles);
+  };
+  b.forLoop(
+      clusterId, totalItems, clusters, {zero, zero, zero},
+      [&](LoweringBuilder &b, Value unit,
+          ValueRange state) -> SmallVector<Value> {
+        // Expert e's units: first its row-tile pairs, the pair index
+        // fastest (the pairs of a wave share each weight tile in L2), then
+        // the column pairs of an odd last row tile.
+        auto [expert, before] =
+            ragged.advanceUnits(b, unit, state[0], state[1], unitsOf);
+        Value tiles = ragged.tilesOf(b, expert);
+        Value pairs = arith::ShRUIOp::create(b, tiles, b.idx(1));
+        Value pairUnits = b.mul(pairs, b.idx(colTiles));
+        Value local = b.sub(unit, before);
+        Value shared = b.cmpi(CmpI::ult, local, pairUnits);
+        Value safePairs = b.maxIdx(pairs, b.idx(1));
+        Value pairCol = arith::DivUIOp::create(b, local, safePairs);
+        Value pair = arith::RemUIOp::create(b, local, safePairs);
+        Value oddUnit = b.select(shared, zero, b.sub(local, pairUnits));
+        Value colTile = b.select(
+            shared, pairCol, b.add(b.mul(oddUnit, b.idx(2)), rank));
+        Value rowTile =
+            b.select(shared, b.add(b.mul(pair, b.idx(2)), rank),
+                     b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
+        Value lo = ragged.offsetAt(b, expert);
+        Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+        Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
+        // The second CTA of an odd column count's last pair has no tile.
+        Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
+                           b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
+        Value tileRows = b.select(
+            has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
+        body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
+                         shared});
+        return {expert, before, b.add(state[2], b.idx(kSteps))};
+      });
+}
+
+void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
+  if (cluster == 1) {
+    nvvm::mbarrierArrive(b, emptyBarrier(b, s));
+    return;
+  }
+  // One thread per warpgroup on each CTA (its wgmma.wait_group covers the
+  // whole warpgroup's MMA): with per-thread local arrivals the peer, once
+  // released, could run a round ahead and arrive in a phase this CTA's
+  // late threads have not finished.
+  when(b, b.cmpi(CmpI::eq, ct, b.idx(0)), [&](LoweringBuilder &b) {
+    nvvm::mbarrierArrive(b, emptyBarrier(b, s));
+    nvvm::mbarrierArriveRemote(b, emptyBarrier(b, s), peerRank);
+  });
 }
 
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
@@ -401,6 +489,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
 /// end, so K and N tails need no masking.
 void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
+  // In a cluster both halves of a shared tile land here (one multicast by
+  // each CTA): the expected bytes are the whole tile either way.
   nvvm::mbarrierArriveExpectTx(b, barrier, tileN * 128);
   Value k0 = b.toI32(b.mul(kt, b.idx(kTileK)));
   Value expert = b.toI32(item.expert);
@@ -416,20 +506,61 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
     return up ? b.add(c, b.idx(g.outN)) : c;
   };
   Value rhsBase = add64(b, stage, aBytes());
-  if (g.transposed) {
-    for (int64_t p = 0; p < 2; ++p)
-      nvvm::tmaLoad3D(b, add64(b, rhsBase, p * half * 128), rhsMap, barrier,
-                      {k0, b.toI32(columnOf(p, 2)), expert});
+  // Box p of the tile's boxes: K-major two of tileN / 2 rows, MN-major
+  // tileN / 64 of 64 columns.
+  const int64_t boxes = g.transposed ? 2 : tileN / 64;
+  auto loadBox = [&](LoweringBuilder &b, int64_t p, Value ctaMask) {
+    Value dst = add64(b, rhsBase, p * (tileN / boxes) * 128);
+    SmallVector<Value, 3> at =
+        g.transposed
+            ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
+            : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0, expert};
+    if (ctaMask)
+      nvvm::tmaLoad3DMulticast(b, dst, rhsMap, barrier, at, ctaMask);
+    else
+      nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at);
+  };
+  if (cluster == 1) {
+    for (int64_t p = 0; p < boxes; ++p)
+      loadBox(b, p, Value());
     return;
   }
-  for (int64_t p = 0; p < tileN / 64; ++p)
-    nvvm::tmaLoad3D(b, add64(b, rhsBase, p * 64 * 128), rhsMap, barrier,
-                    {b.toI32(columnOf(p, tileN / 64)), k0, expert});
+  // Shared tile: CTA r multicasts boxes [r * boxes / 2, (r + 1) * boxes /
+  // 2) to both CTAs; otherwise each CTA loads its whole (own) tile.
+  scf::IfOp::create(
+      b, item.multicast,
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        Value mask = arith::ConstantIntOp::create(b, b.getI16Type(), 3);
+        Value upper = b.cmpi(CmpI::ne, rank, b.idx(0));
+        scf::IfOp::create(
+            b, upper,
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              for (int64_t p = boxes / 2; p < boxes; ++p)
+                loadBox(b, p, mask);
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              for (int64_t p = 0; p < boxes / 2; ++p)
+                loadBox(b, p, mask);
+              scf::YieldOp::create(b);
+            });
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        for (int64_t p = 0; p < boxes; ++p)
+          loadBox(b, p, Value());
+        scf::YieldOp::create(b);
+      });
 }
 
 void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                               const WorkItem &item) {
   Value zero = b.idx(0);
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
   Value acc0 = LLVM::ZeroOp::create(b, accType);
   bool bf16 = g.inElem.isBF16();
@@ -460,15 +591,14 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
         when(b, b.cmpi(CmpI::ugt, kt, zero), [&](LoweringBuilder &b) {
           Value prev = arith::RemUIOp::create(b, b.sub(step, b.idx(1)),
                                               b.idx(stages));
-          nvvm::mbarrierArrive(b, emptyBarrier(b, prev));
+          releaseStage(b, ct, prev);
         });
         return {acc};
       })[0];
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(
       b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
-  nvvm::mbarrierArrive(b, emptyBarrier(b, last));
-  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  releaseStage(b, ct, last);
   if (staged)
     epilogueStaged(b, ct, cw, item, acc);
   else
@@ -664,7 +794,10 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
 void WgmmaKernel::emit(LoweringBuilder &b) {
   Value one = b.idx(1);
   Value items = b.mul(ragged.upperBound(b), b.idx(colTiles));
-  Value grid = b.maxIdx(b.minIdx(items, b.idx(numSMs)), one);
+  // A multiple of the cluster size (an SM holds one block: 66 2-CTA
+  // clusters are resident on the H200's 132 SMs).
+  Value grid = b.mul(b.maxIdx(b.minIdx(items, b.idx(numSMs / cluster)), one),
+                     b.idx(cluster));
   int64_t threads = 128 * (1 + consumers);
   auto launchOp = gpu::LaunchOp::create(
       b, grid, one, one, b.idx(threads), one, one,
@@ -681,12 +814,30 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
     for (int64_t s = 0; s < stages; ++s) {
       // 128 producer threads' cp.async arrivals (+ the TMA expect_tx).
       nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), rhsMap ? 129 : 128);
-      nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 128 * consumers);
+      // Every consumer thread; in a cluster one thread per consumer
+      // warpgroup of either CTA (releaseStage).
+      nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)),
+                         cluster > 1 ? 2 * consumers : 128 * consumers);
     }
     nvvm::fenceMbarrierInit(b);
   });
-  gpu::BarrierOp::create(kb);
-  totalItems = kb.mul(ragged.total(kb), kb.idx(colTiles));
+  if (cluster > 1) {
+    // Both CTAs' barriers exist before either multicasts or arrives
+    // remotely; the marker becomes the kernel's nvvm.cluster_dim after
+    // outlining (moe-gpu-cluster-dims).
+    Operation *arrive = nvvm::clusterSync(kb);
+    arrive->setAttr("moe.cluster_dim",
+                    DenseI32ArrayAttr::get(kb.getContext(),
+                                           {int32_t(cluster), 1, 1}));
+    rank = arith::AndIOp::create(kb, blockX, kb.idx(1));
+    peerRank = kb.toI32(arith::XOrIOp::create(kb, rank, kb.idx(1)));
+    totalItems = ragged.totalUnits(kb, [&](LoweringBuilder &b, Value tiles) {
+      return clusterUnits(b, tiles);
+    });
+  } else {
+    gpu::BarrierOp::create(kb);
+    totalItems = kb.mul(ragged.total(kb), kb.idx(colTiles));
+  }
   lhsAddr = nvvm::bufferAddress(kb, g.lhs);
   rhsAddr = nvvm::bufferAddress(kb, g.rhs);
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
@@ -732,6 +883,9 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         });
         scf::YieldOp::create(b);
       });
+  // No CTA leaves while its peer may still arrive on its barriers.
+  if (cluster > 1)
+    nvvm::clusterSync(kb);
   gpu::TerminatorOp::create(kb);
 }
 

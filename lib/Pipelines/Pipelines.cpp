@@ -157,7 +157,6 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // hide them from ptxas (run-time divisions by tile sizes, no folding).
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
-  pm.addPass(createMoeGpuClusterDimsPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   // bufferization.clone (returning a buffer the function does not own)

@@ -152,34 +152,6 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
-def MoeGpuClusterDimsPass : Pass<"moe-gpu-cluster-dims"> {
-  let summary = "Give outlined kernels the cluster shape their bodies ask for";
-  let description = [{
-    `gpu.launch` has no compile-time cluster shape that survives
-    `gpu-kernel-outlining`, so a kernel built for thread-block clusters
-    (the Hopper expert GEMM with `wgmma-cluster=2`) marks an op of its body
-    with `moe.cluster_dim = array<i32: x, y, z>`. After outlining, this pass
-    moves the marker onto the enclosing `gpu.func` as `nvvm.cluster_dim`
-    (PTX `.reqnctapercluster`: a plain launch of the kernel then forms
-    clusters of that shape, and its grid must be a multiple of it). Two
-    different shapes in one kernel, or a marker outside a `gpu.func`, are
-    errors.
-
-    Example:
-
-    ```mlir
-    gpu.func @k() kernel {
-      nvvm.cluster.arrive {moe.cluster_dim = array<i32: 2, 1, 1>}
-      ...
-    }
-    ```
-
-    becomes `gpu.func @k() kernel attributes {nvvm.cluster_dim =
-    array<i32: 2, 1, 1>}` with the marker removed.
-  }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
-}
-
 def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",
                                     "::mlir::func::FuncOp"> {
   let summary = "Write results straight into out-parameter buffers";

@@ -434,6 +434,13 @@ extern "C" void mgpuLaunchClusterKernel(
   if (!checkLaunchDims(__func__, {clusterX, clusterY, clusterZ, gridX, gridY,
                                   gridZ, blockX, blockY, blockZ}))
     return;
+  // One block per cluster is a plain launch (every block is its own
+  // cluster either way); kernels whose cluster size is chosen at run time
+  // (the Hopper GEMM: 2 or 1) take the cheaper path for 1.
+  if (clusterX * clusterY * clusterZ == 1)
+    return mgpuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
+                            blockZ, sharedMemBytes, stream, params, extra,
+                            /*paramsCount=*/0);
   ContextGuard guard(__func__);
   if (!guard.ok())
     return;

@@ -1,11 +1,12 @@
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefixes=CHECK,AUTO,TMA
+// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefixes=CHECK,AUTO,TMA
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=CLUSTER
 // RUN: moe-opt %s --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefixes=CHECK,AUTO,CPASYNC \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 // RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefixes=CHECK,SIMT \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-epilogue=staged | FileCheck %s --check-prefix=STAGED
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=staged wgmma-cluster=1" | FileCheck %s --check-prefix=STAGED
 
 // Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
 // fill of the output rows no expert writes, then the GEMM kernel(s) of the
@@ -57,6 +58,12 @@
 //   a GLU staged in shared memory per consumer warpgroup (64 rows x 256
 //   bytes) and whole rows written with 16-byte stores, with a GLU stored
 //   element by element from the fragments (wgmma-epilogue=auto).
+//
+// By default (CLUSTER lines; the details are in gemm-config.mlir) the
+// kernel is built for 2-CTA clusters, launched in clusters (rows >= E x
+// 128: row-tile pairs share each weight tile, multicast by TMA) or without
+// them, chosen on the host; the AUTO runs describe the kernel without
+// clusters (wgmma-cluster=1).
 //
 // CHECK lines hold in every run: the f32 kernels, and the SIMT kernels of
 // the 16-bit ops (alone with gemm=simt, in the else branch otherwise). AUTO
@@ -342,6 +349,22 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // M is the gather length; two B tiles (gate column 2c, up column 2c + 1)
 // and 32 accumulators; the epilogue adds the bias at both columns, applies
 // silu(gate) * up, scales by scale[dest] and stores to row scatter[row].
+// CLUSTER-LABEL: func.func @expert_gemm_fused(
+// CLUSTER: scf.if %{{[a-z0-9_]+}} {
+// CLUSTER: %[[PAIRS:[a-z0-9_]+]] = arith.cmpi uge, %{{[a-z0-9_]+}}, %c1024 : index
+// CLUSTER: %[[CX:[a-z0-9_]+]] = arith.select %[[PAIRS]], %c2{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
+// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// CLUSTER: nvvm.cluster.arrive
+// CLUSTER: nvvm.mapa
+// CLUSTER: nvvm.cluster.arrive
+// CLUSTER-NEXT: nvvm.cluster.wait
+// CLUSTER-NEXT: gpu.terminator
+// CLUSTER-NEXT: }
+// CLUSTER-NEXT: } else {
+// CLUSTER-NOT: nvvm.
+// CLUSTER: gpu.launch {{.*}} workgroup(
+// CLUSTER: return
+
 // CHECK-LABEL: func.func @expert_gemm_fused(
 // CHECK: %[[LHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x64xbf16>
 // CHECK: %[[RHS:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<8x64x256xbf16>

@@ -1,14 +1,17 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=SPLIT
 // RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTS \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
+// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s --check-prefix=FUSED
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTF \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s --check-prefix=MEMF \
+// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=MEMF \
 // RUN:   --implicit-check-not=moe. --implicit-check-not=memref.atomic_rmw \
 // RUN:   --implicit-check-not='memref<1024xi32' --implicit-check-not='memref<?x96xbf16>'
 
+// (The MEMS and MEMF runs check the Hopper kernels without clusters,
+// wgmma-cluster=1; SPLIT and FUSED count the default.)
+//
 // A small Mixtral-like moe.ffn (softmax + normalize, k = 2, E = 8, H = 64,
 // I = 48, silu + concat, bf16, dynamic T), and the same layer in f32.
 //

@@ -9,7 +9,9 @@
 // gemm=simt. gemm=wgmma on an op the Hopper kernel cannot run is an error
 // on that op, with the reason.
 //
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s --check-prefix=AUTO
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s --check-prefix=CLUSTER
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=AUTO \
+// RUN:   --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=chip=sm_80 \
 // RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=gemm=simt \
@@ -19,7 +21,9 @@
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CHIP
 //
-// Hopper kernel configuration (on @bf16_kmajor: K = 64, N = 256, below the
+// Hopper kernel configuration, of the kernel without clusters (the
+// wgmma-cluster=1 runs; the 2-CTA cluster kernel is below, CLUSTER) (on
+// @bf16_kmajor: K = 64, N = 256, below the
 // 512 rhs columns from which the cost model takes 256-column tiles, see
 // gemm-config-tile-n.mlir). Block:
 // 128 threads per warpgroup, one producer + tile-m / 64 consumers
@@ -43,15 +47,18 @@
 //   wgmma-tma=false wgmma-tile-n=256:
 //                       384     4       231424  8 + 16 rhs  -          256
 //
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=256 | FileCheck %s --check-prefix=TN256
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1" | FileCheck %s --check-prefix=TN256
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-m=64 | FileCheck %s --check-prefix=TM64
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-stages=3 | FileCheck %s --check-prefix=ST3
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-epilogue=direct | FileCheck %s --check-prefix=DIRECT
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1" | FileCheck %s --check-prefix=TM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1" | FileCheck %s --check-prefix=ST3
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1" | FileCheck %s --check-prefix=DIRECT
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256" | FileCheck %s --check-prefix=CPA256 \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-cluster=2 | FileCheck %s --check-prefix=CLUSTER
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tma=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TMA
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=OP-CL-TN
 //
 // Invalid option values are rejected (validateGemmOptions), by the pass
 // before it converts anything and by --moe-lower-to-nvvm when the pipeline
@@ -60,6 +67,7 @@
 // RUN: not moe-opt %s --convert-moe-to-gpu=gemm=foo 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PASS-EPI
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PASS-TM
+// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-cluster=3 2>&1 | FileCheck %s --check-prefix=PASS-CL
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PASS-ST9
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=1 2>&1 | FileCheck %s --check-prefix=PASS-ST1
@@ -67,12 +75,13 @@
 // RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=OP-ST7
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6" | FileCheck %s --check-prefix=FIT6
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4" | FileCheck %s --check-prefix=FIT4
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1" | FileCheck %s --check-prefix=FIT6
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1" | FileCheck %s --check-prefix=FIT4
 //
 // RUN: not moe-opt %s --moe-lower-to-nvvm=gemm=foo 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PIPE-TM
+// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-cluster=-1 2>&1 | FileCheck %s --check-prefix=PIPE-CL
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PIPE-TN
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
 // RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
@@ -81,6 +90,9 @@
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
 // PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
 // PASS-TM: error: convert-moe-to-gpu: wgmma-tile-m must be 64 or 128 (got 96)
+// PASS-CL: error: convert-moe-to-gpu: wgmma-cluster must be 0 (cost model), 1 or 2 (got 3)
+// OP-CL-TMA: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
+// OP-CL-TN: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
 // PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PASS-ST9: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 9)
 // PASS-ST1: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 1)
@@ -94,6 +106,7 @@
 // PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
 // PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
+// PIPE-CL: error: moe-lower-to-nvvm: wgmma-cluster must be 0 (cost model), 1 or 2 (got -1)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)
 // PIPE-ST9: error: moe-lower-to-nvvm: wgmma-stages must be in [2, 8] (got 9)
 // PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
@@ -125,6 +138,54 @@
 // AUTO-NOT: nvvm.
 // AUTO-NOT: gpu.launch
 // AUTO: return
+
+// 2-CTA clusters (the cost model's choice with TMA weights and tile-n >=
+// 128, or wgmma-cluster=2; the AUTO lines above are the kernel without
+// them, wgmma-cluster=1). On the host, inside the layout guard: coupled =
+// rows >= E x tile-m (8 x 128 here) picks the launch: 2-CTA clusters and
+// an even grid of at most 66 clusters, else one block per cluster (a
+// plain launch) and the grid of the kernel without clusters; the same
+// kernel either way. In the kernel: the empty barriers count two arrivals
+// per consumer warpgroup (4), a cluster barrier follows the barrier init
+// and precedes the exit; thread 0 expects the whole weight tile (16384
+// bytes) and, for a shared tile, multicasts its half (one box) to both
+// CTAs (mask 0b11), else loads both boxes into its own CTA; one consumer
+// thread per warpgroup releases a stage here and on the peer (mapa of rank
+// ^ 1; uncoupled, of this CTA).
+// CLUSTER-LABEL: func.func @bf16_kmajor(
+// CLUSTER: scf.if %{{[a-z0-9_]+}} {
+// CLUSTER: %[[G1:[a-z0-9_]+]] = arith.maxui %{{[a-z0-9_]+}}, %c1{{(_[0-9]+)?}} : index
+// CLUSTER: %[[PAIRS:[a-z0-9_]+]] = arith.cmpi uge, %{{[a-z0-9_]+}}, %c1024 : index
+// CLUSTER: arith.minui %{{[a-z0-9_]+}}, %c66 : index
+// CLUSTER: %[[G2:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
+// CLUSTER-NEXT: %[[GRID:[a-z0-9_]+]] = arith.select %[[PAIRS]], %[[G2]], %[[G1]] : index
+// CLUSTER: %[[CX:[a-z0-9_]+]] = arith.select %[[PAIRS]], %c2{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
+// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GRID]], {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// CLUSTER-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|4}}_i32
+// CLUSTER: nvvm.fence.mbarrier.init
+// CLUSTER: nvvm.cluster.arrive
+// CLUSTER-NEXT: nvvm.cluster.wait
+// CLUSTER: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// CLUSTER: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %c3_i16 : !llvm.ptr<7>, !llvm.ptr
+// CLUSTER: } else {
+// CLUSTER: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} multicast_mask = %c3_i16 : !llvm.ptr<7>, !llvm.ptr
+// CLUSTER: } else {
+// CLUSTER-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
+// CLUSTER: nvvm.cp.async.mbarrier.arrive
+// CLUSTER: nvvm.wgmma.mma_async
+// CLUSTER: nvvm.mbarrier.arrive %{{[a-z0-9_]+}} : !llvm.ptr<3> -> i64
+// CLUSTER: nvvm.read.ptx.sreg.cluster.ctarank : i32
+// CLUSTER: nvvm.mapa %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : !llvm.ptr<3> -> !llvm.ptr<7>
+// CLUSTER-NEXT: nvvm.mbarrier.arrive %{{[a-z0-9_]+}} : !llvm.ptr<7>
+// CLUSTER: nvvm.cluster.arrive
+// CLUSTER-NEXT: nvvm.cluster.wait
+// CLUSTER-NEXT: gpu.terminator
+// CLUSTER-NEXT: }
+// CLUSTER-NEXT: } else {
+// CLUSTER-NOT: nvvm.
+// CLUSTER: gpu.launch {{.*}} workgroup(
+// CLUSTER-NOT: gpu.launch
+// CLUSTER: return
 
 // Output path. The default (auto) stages a plain GEMM's tile in shared
 // memory (2 x 16 KiB, one stage less) and writes rows with 16-byte stores

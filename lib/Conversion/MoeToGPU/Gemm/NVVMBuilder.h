@@ -70,9 +70,12 @@ inline Value dynamicSharedBase(LoweringBuilder &b, int64_t align) {
   return arith::AndIOp::create(b, up, i64(b, -align));
 }
 
-inline void mbarrierInit(LoweringBuilder &b, Value address, int64_t count) {
-  NVVM::MBarrierInitOp::create(b, sharedPtr(b, address), b.i32(count),
+inline void mbarrierInit(LoweringBuilder &b, Value address, Value count) {
+  NVVM::MBarrierInitOp::create(b, sharedPtr(b, address), count,
                                /*predicate=*/Value());
+}
+inline void mbarrierInit(LoweringBuilder &b, Value address, int64_t count) {
+  mbarrierInit(b, address, b.i32(count));
 }
 inline void mbarrierWait(LoweringBuilder &b, Value address, Value parity) {
   NVVM::MBarrierTryWaitParityOp::create(b, sharedPtr(b, address), parity,
@@ -140,11 +143,10 @@ inline void mbarrierArriveRemote(LoweringBuilder &b, Value address,
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
 }
 /// barrier.cluster.arrive + wait (every thread of every CTA of the
-/// cluster); returns the arrive op.
-inline Operation *clusterSync(LoweringBuilder &b) {
-  Operation *arrive = NVVM::ClusterArriveOp::create(b, UnitAttr());
+/// cluster; without a cluster launch, of the block).
+inline void clusterSync(LoweringBuilder &b) {
+  NVVM::ClusterArriveOp::create(b, UnitAttr());
   NVVM::ClusterWaitOp::create(b, UnitAttr());
-  return arrive;
 }
 inline void fenceMbarrierInit(LoweringBuilder &b) {
   NVVM::FenceMbarrierInitOp::create(b);

@@ -162,16 +162,18 @@ private:
 
   void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                    function_ref<void(LoweringBuilder &, const WorkItem &)> body);
-  /// Work units of an expert with `tiles` row tiles in 2-CTA clusters:
-  /// tiles / 2 row-tile pairs x colTiles, plus ceil(colTiles / 2) column
-  /// pairs of an odd last row tile.
+  /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
+  /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
+  /// odd last row tile; uncoupled, tiles x colTiles.
   Value clusterUnits(LoweringBuilder &b, Value tiles) const;
+  /// 1 (index) when coupled, else 0.
+  Value clusterShift(LoweringBuilder &b) const;
   void forEachClusterItem(
       LoweringBuilder &b, Value blockX, Value gridX,
       function_ref<void(LoweringBuilder &, const WorkItem &)> body);
   /// Consumers free stage `s`: every thread arrives on the CTA's empty
-  /// barrier; in a cluster one thread per warpgroup arrives on it and on
-  /// the peer's (whose producer multicasts into this CTA).
+  /// barrier; in cluster kernels one thread per warpgroup arrives on it
+  /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
@@ -234,7 +236,14 @@ private:
   // Kernel-wide values.
   Value base, totalItems, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
-  Value rank, peerRank; // cluster CTA rank (index), the peer's (i32)
+  /// This CTA's rank in its cluster (index), from the special register.
+  Value clusterRank(LoweringBuilder &b) const {
+    return arith::IndexCastUIOp::create(
+        b, b.getIndexType(), NVVM::ClusterId::create(b, b.getI32Type()));
+  }
+  /// Cluster kernels: whether this launch runs in 2-CTA clusters (i1, the
+  /// host's choice, see emit).
+  Value coupledFlag, coupledShift; // and 1 / 0 (index)
 };
 
 void WgmmaKernel::forEachItem(
@@ -266,9 +275,15 @@ void WgmmaKernel::forEachItem(
             });
 }
 
+Value WgmmaKernel::clusterShift(LoweringBuilder &) const {
+  return coupledShift;
+}
+
 Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
-  Value pairs = arith::ShRUIOp::create(b, tiles, b.idx(1));
-  Value odd = arith::AndIOp::create(b, tiles, b.idx(1));
+  // Uncoupled the shift is 0: tiles "pairs" of one tile, no odd tile.
+  Value shift = clusterShift(b);
+  Value pairs = arith::ShRUIOp::create(b, tiles, shift);
+  Value odd = arith::AndIOp::create(b, tiles, shift);
   return b.add(b.mul(pairs, b.idx(colTiles)),
                b.mul(odd, b.idx((colTiles + 1) / 2)));
 }
@@ -276,36 +291,42 @@ Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
 void WgmmaKernel::forEachClusterItem(
     LoweringBuilder &b, Value blockX, Value gridX,
     function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
-  // Clusters are consecutive block pairs; both CTAs walk the same units.
+  // Coupled: clusters are consecutive block pairs and both CTAs walk the
+  // same units; uncoupled (no clusters; every shift below is 0, the rank
+  // 0): every block walks the items on its own, as forEachItem.
   Value zero = b.idx(0);
-  Value clusterId = arith::ShRUIOp::create(b, blockX, b.idx(1));
-  Value clusters = arith::ShRUIOp::create(b, gridX, b.idx(1));
+  Value start = arith::ShRUIOp::create(b, blockX, clusterShift(b));
+  Value stride = arith::ShRUIOp::create(b, gridX, clusterShift(b));
   auto unitsOf = [&](LoweringBuilder &b, Value tiles) {
     return clusterUnits(b, tiles);
   };
+  Value units = ragged.totalUnits(b, unitsOf);
   b.forLoop(
-      clusterId, totalItems, clusters, {zero, zero, zero},
+      start, units, stride, {zero, zero, zero},
       [&](LoweringBuilder &b, Value unit,
           ValueRange state) -> SmallVector<Value> {
-        // Expert e's units: first its row-tile pairs, the pair index
-        // fastest (the pairs of a wave share each weight tile in L2), then
-        // the column pairs of an odd last row tile.
+        // Expert e's units: first its row-tile pairs (uncoupled: its row
+        // tiles), the pair index fastest (the pairs of a wave share each
+        // weight tile in L2), then the column pairs of an odd last row
+        // tile (coupled only).
         auto [expert, before] =
             ragged.advanceUnits(b, unit, state[0], state[1], unitsOf);
+        Value shift = clusterShift(b);
         Value tiles = ragged.tilesOf(b, expert);
-        Value pairs = arith::ShRUIOp::create(b, tiles, b.idx(1));
-        Value pairUnits = b.mul(pairs, b.idx(colTiles));
         Value local = b.sub(unit, before);
-        Value shared = b.cmpi(CmpI::ult, local, pairUnits);
+        Value pairs = arith::ShRUIOp::create(b, tiles, shift);
+        Value pairUnits = b.mul(pairs, b.idx(colTiles));
+        Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
         Value safePairs = b.maxIdx(pairs, b.idx(1));
         Value pairCol = arith::DivUIOp::create(b, local, safePairs);
         Value pair = arith::RemUIOp::create(b, local, safePairs);
-        Value oddUnit = b.select(shared, zero, b.sub(local, pairUnits));
-        Value colTile = b.select(
-            shared, pairCol, b.add(b.mul(oddUnit, b.idx(2)), rank));
-        Value rowTile =
-            b.select(shared, b.add(b.mul(pair, b.idx(2)), rank),
-                     b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
+        Value rank = clusterRank(b);
+        Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
+        Value colTile = b.select(inPairs, pairCol,
+                                 b.add(b.mul(oddUnit, b.idx(2)), rank));
+        Value rowTile = b.select(
+            inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
+            b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
         Value lo = ragged.offsetAt(b, expert);
         Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
         Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
@@ -315,7 +336,7 @@ void WgmmaKernel::forEachClusterItem(
         Value tileRows = b.select(
             has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
         body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
-                         shared});
+                         b.andi(coupledFlag, inPairs)});
         return {expert, before, b.add(state[2], b.idx(kSteps))};
       });
 }
@@ -325,13 +346,16 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
     nvvm::mbarrierArrive(b, emptyBarrier(b, s));
     return;
   }
-  // One thread per warpgroup on each CTA (its wgmma.wait_group covers the
-  // whole warpgroup's MMA): with per-thread local arrivals the peer, once
-  // released, could run a round ahead and arrive in a phase this CTA's
-  // late threads have not finished.
+  // One thread per warpgroup (its wgmma.wait_group covers the whole
+  // warpgroup's MMA) arrives on this CTA's barrier and on the peer's
+  // (rank ^ 1); uncoupled the "peer" is this CTA (rank 0, shift 0), so
+  // both arrivals land here and the count is the same. (With per-thread
+  // arrivals a released peer could run a round ahead and arrive in a
+  // phase this CTA's late threads have not finished.)
   when(b, b.cmpi(CmpI::eq, ct, b.idx(0)), [&](LoweringBuilder &b) {
     nvvm::mbarrierArrive(b, emptyBarrier(b, s));
-    nvvm::mbarrierArriveRemote(b, emptyBarrier(b, s), peerRank);
+    Value peer = arith::XOrIOp::create(b, clusterRank(b), clusterShift(b));
+    nvvm::mbarrierArriveRemote(b, emptyBarrier(b, s), b.toI32(peer));
   });
 }
 
@@ -532,7 +556,7 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
         Value mask = arith::ConstantIntOp::create(b, b.getI16Type(), 3);
-        Value upper = b.cmpi(CmpI::ne, rank, b.idx(0));
+        Value upper = b.cmpi(CmpI::ne, clusterRank(b), b.idx(0));
         scf::IfOp::create(
             b, upper,
             [&](OpBuilder &nested, Location loc) {
@@ -794,15 +818,41 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
 void WgmmaKernel::emit(LoweringBuilder &b) {
   Value one = b.idx(1);
   Value items = b.mul(ragged.upperBound(b), b.idx(colTiles));
-  // A multiple of the cluster size (an SM holds one block: 66 2-CTA
-  // clusters are resident on the H200's 132 SMs).
-  Value grid = b.mul(b.maxIdx(b.minIdx(items, b.idx(numSMs / cluster)), one),
-                     b.idx(cluster));
+  Value grid = b.maxIdx(b.minIdx(items, b.idx(numSMs)), one);
+  Value clusterX;
+  if (cluster > 1) {
+    // 2-CTA clusters when the experts average at least one row tile: with
+    // fewer rows almost every expert has one tile, nothing is shared, and
+    // a cluster launch was measured slower (H200, Qwen3-30B-A3B T=1: 118
+    // -> 142 us; bench/NOTES.md v12), so the same kernel then runs without
+    // clusters. Chosen here, on the host, from the rows: no
+    // synchronisation, one kernel for every T. The cluster grid is a
+    // multiple of 2 (an SM holds one block: 66 clusters are resident on
+    // the H200's 132 SMs).
+    Value pairRows =
+        b.cmpi(CmpI::uge, g.m, b.idx(g.numExperts * tileM));
+    Value pairGrid = b.mul(
+        b.maxIdx(b.minIdx(items, b.idx(numSMs / cluster)), one),
+        b.idx(cluster));
+    grid = b.select(pairRows, pairGrid, grid);
+    clusterX = b.select(pairRows, b.idx(cluster), one);
+    coupledFlag = pairRows;
+    coupledShift = b.select(pairRows, one, b.idx(0));
+  }
   int64_t threads = 128 * (1 + consumers);
   auto launchOp = gpu::LaunchOp::create(
       b, grid, one, one, b.idx(threads), one, one,
       b.i32(sharedBytes() + 1024), /*asyncTokenType=*/nullptr,
-      /*asyncDependencies=*/ValueRange{}, /*workgroupAttributions=*/TypeRange{});
+      /*asyncDependencies=*/ValueRange{}, /*workgroupAttributions=*/TypeRange{},
+      /*privateAttributions=*/TypeRange{}, clusterX, clusterX ? one : Value(),
+      clusterX ? one : Value());
+  // The builder leaves out the body's cluster id and size arguments (12 ..
+  // 17, before any attributions; the parser adds them).
+  if (clusterX)
+    for (int i = 0; i < 6; ++i)
+      launchOp.getBody().front().insertArgument(
+          unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
+          b.getIndexType(), b.getLoc());
   OpBuilder nested = OpBuilder::atBlockEnd(&launchOp.getBody().front());
   LoweringBuilder kb(b.getLoc(), nested);
   Value tid = launchOp.getThreadIds().x;
@@ -814,8 +864,8 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
     for (int64_t s = 0; s < stages; ++s) {
       // 128 producer threads' cp.async arrivals (+ the TMA expect_tx).
       nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), rhsMap ? 129 : 128);
-      // Every consumer thread; in a cluster one thread per consumer
-      // warpgroup of either CTA (releaseStage).
+      // Every consumer thread; in cluster kernels two arrivals per
+      // consumer warpgroup (releaseStage).
       nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)),
                          cluster > 1 ? 2 * consumers : 128 * consumers);
     }
@@ -823,17 +873,10 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   });
   if (cluster > 1) {
     // Both CTAs' barriers exist before either multicasts or arrives
-    // remotely; the marker becomes the kernel's nvvm.cluster_dim after
-    // outlining (moe-gpu-cluster-dims).
-    Operation *arrive = nvvm::clusterSync(kb);
-    arrive->setAttr("moe.cluster_dim",
-                    DenseI32ArrayAttr::get(kb.getContext(),
-                                           {int32_t(cluster), 1, 1}));
-    rank = arith::AndIOp::create(kb, blockX, kb.idx(1));
-    peerRank = kb.toI32(arith::XOrIOp::create(kb, rank, kb.idx(1)));
-    totalItems = ragged.totalUnits(kb, [&](LoweringBuilder &b, Value tiles) {
-      return clusterUnits(b, tiles);
-    });
+    // remotely (without clusters: a block barrier).
+    // (The unit count is computed in each role, forEachClusterItem: one
+    // value fewer live across the role split.)
+    nvvm::clusterSync(kb);
   } else {
     gpu::BarrierOp::create(kb);
     totalItems = kb.mul(ragged.total(kb), kb.idx(colTiles));
@@ -883,7 +926,8 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         });
         scf::YieldOp::create(b);
       });
-  // No CTA leaves while its peer may still arrive on its barriers.
+  // No CTA leaves while its peer may still arrive on its barriers or
+  // receive its multicasts.
   if (cluster > 1)
     nvvm::clusterSync(kb);
   gpu::TerminatorOp::create(kb);

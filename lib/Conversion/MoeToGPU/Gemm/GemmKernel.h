@@ -16,7 +16,8 @@
 //   SimtEngine.cpp    portable engine: shared-memory tiled f32 FMA
 //   WgmmaEngine.cpp   Hopper engine (sm_90a): warp-specialised producer /
 //                     consumer warpgroups, cp.async operand loaders with the
-//                     128-byte swizzle, mbarrier pipeline, wgmma
+//                     128-byte swizzle, TMA weights (multicast in 2-CTA
+//                     clusters), mbarrier pipeline, wgmma
 //   NVVMBuilder.h     the thin layer over the NVVM / LLVM ops the Hopper
 //                     engine uses (pointers, mbarriers, cp.async, wgmma)
 //
@@ -72,7 +73,8 @@ struct GemmKernelConfig {
   int64_t numSMs = 132;     // persistent grid size
   bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory
-  int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast)
+  int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast
+                            // when the host launches it in clusters)
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).

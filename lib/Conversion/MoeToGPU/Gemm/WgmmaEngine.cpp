@@ -40,6 +40,18 @@
 //   staging in shared memory, then each row leaves as 16-byte stores.
 // - The L2 reuse of a weight tile across an expert's row tiles rests on
 //   the blocks that share it running in step (bench/NOTES.md v9).
+// - 2-CTA clusters (config.cluster = 2, the cost model's default with TMA
+//   weights; bench/NOTES.md v12): the host launches the kernel in clusters
+//   of two when the experts average at least one row tile, else without
+//   clusters (the cluster size is a launch operand, one kernel either
+//   way). Coupled, a work unit is an expert's pair of row tiles x a column
+//   tile: each CTA multicasts half of the weight tile into both CTAs
+//   (TMA, mask 0b11) and gathers its own rows; an odd last row tile goes
+//   to the pair as two column tiles, each CTA loading its own weights. The
+//   empty barriers count two arrivals per consumer warpgroup: here and
+//   (mapa) on the peer, whose producer writes into this CTA; uncoupled
+//   both land here and the units are those of the kernel without
+//   clusters (every shift 0, rank 0).
 //
 //===----------------------------------------------------------------------===//
 

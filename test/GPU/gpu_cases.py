@@ -404,6 +404,13 @@ _EG = [
      (True, False, False, None)),
     ("expert_gemm_wg_f16", "f16", "f16", 8, 128, 128, {"transpose_rhs": True},
      (True, False, True, "f32")),
+    # 2-CTA clusters (rows >= E x 128: T >= 192 here): odd column-tile count
+    # (3), row-tile pairs and odd last row tiles, gather + scatter + scale;
+    # and the [E, K, N] weights, whose two 64-column boxes the pair splits.
+    ("expert_gemm_wg_cluster_odd_bf16", "bf16", "bf16", 3, 192, 320, {"transpose_rhs": True},
+     (True, False, True, "f32")),
+    ("expert_gemm_wg_cluster_mn_bf16", "bf16", "bf16", 2, 128, 384, {},
+     (False, True, False, None)),
 ]
 for _n, _F, _O, _E, _K, _N, _a, (_g, _b, _s, _sc) in _EG:
     _tr = _a.get("transpose_rhs", False)

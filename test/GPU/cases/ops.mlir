@@ -344,6 +344,16 @@ func.func @expert_gemm_wg_f16(%lhs: tensor<?x128xf16>, %gather: tensor<?xi32>, %
   return %result : tensor<?x128xf16>
 }
 
+func.func @expert_gemm_wg_cluster_odd_bf16(%lhs: tensor<?x192xbf16>, %gather: tensor<?xi32>, %rhs: tensor<3x320x192xbf16>, %offsets: tensor<4xi32>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x320xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<4xi32>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true} : tensor<?x192xbf16>, tensor<3x320x192xbf16> -> tensor<?x320xbf16>
+  return %result : tensor<?x320xbf16>
+}
+
+func.func @expert_gemm_wg_cluster_mn_bf16(%lhs: tensor<?x128xbf16>, %rhs: tensor<2x128x384xbf16>, %offsets: tensor<3xi32>, %bias: tensor<2x384xbf16>) -> tensor<?x384xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs, %rhs offsets(%offsets : tensor<3xi32>) bias(%bias : tensor<2x384xbf16>) : tensor<?x128xbf16>, tensor<2x128x384xbf16> -> tensor<?x384xbf16>
+  return %result : tensor<?x384xbf16>
+}
+
 func.func @route_dispatch_softmax_f32(%logits: tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>) attributes {llvm.emit_c_interface} {
   %weights, %indices, %offsets, %reverse_indices, %token_indices = moe.route_dispatch %logits k = 4 scoring = softmax {normalize = true} : tensor<?x32xf32> -> tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>
   return %weights, %indices, %offsets, %reverse_indices, %token_indices : tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>

@@ -342,11 +342,15 @@ void WgmmaKernel::forEachClusterItem(
         Value lo = ragged.offsetAt(b, expert);
         Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
         Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
-        // The second CTA of an odd column count's last pair has no tile.
+        // The second CTA of an odd column count's last pair has no tile:
+        // no rows, and the last column tile in its place, so that what it
+        // still reads (weights, the bias of every staged column) is in
+        // bounds (memcheck caught the bias read past the end).
         Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
                            b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
         Value tileRows = b.select(
             has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
+        colTile = b.minIdx(colTile, b.idx(colTiles - 1));
         body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
                          b.andi(coupledFlag, inPairs)});
         return {expert, before, b.add(state[2], b.idx(kSteps))};

@@ -67,7 +67,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     - `expert_gemm`: built by the GEMM emitter from a kernel configuration
       (options `gemm`, `chip`, `wgmma-*`): on sm_90a for 16-bit operands the
       Hopper engine (warp-specialised, TMA weights, cp.async gathered rows,
-      mbarrier pipeline, wgmma, persistent grid over the ragged tiles) under
+      mbarrier pipeline, wgmma, persistent grid over the ragged tiles; built
+      for 2-CTA clusters, `wgmma-cluster`: when the experts average at least
+      one row tile the host launches it in clusters whose two CTAs share
+      each weight tile by TMA multicast, else without clusters) under
       a run-time layout guard, else (and as the guard's fallback) the SIMT
       engine (tile-m x tile-n per block, 4 x 4 outputs per thread, f32
       accumulation); both with the gather prologue, bias + GLU + row-scale

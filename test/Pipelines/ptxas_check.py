@@ -4,7 +4,9 @@ kernel's PTX from the gpu.binary objects, and assembles each with ptxas for
 the given architecture. Prints one line per failure and a summary; exits 1
 if any kernel is rejected. With -v, prints a header per pipeline
 ("== <flags>: <n> kernels") and registers / spills per kernel (ptxas -v),
-which is where register-array spills would show up. With --ptx-insn
+which is where register-array spills would show up, and ptxas's
+"Potential Performance Loss" warnings (e.g. wgmma serialized), one line
+per warning ("<kernel>: ptxas warning: ..."). With --ptx-insn
 PREFIX (repeatable), a kernel line also lists the PTX instructions of the
 kernel that start with PREFIX, per opcode ("| ptx: <opcode> [<immediate
 operands>] x<count>, ..."), e.g. --ptx-insn setmaxnreg --ptx-insn wgmma.
@@ -122,6 +124,12 @@ def main():
                                     if "Used" in l or "spill" in l)
                     insns = ptx_insns(ptx, args.ptx_insn)
                     print(f"{name}: {info}" + (f" | ptx: {insns}" if insns else ""))
+                    # ptxas's performance warnings (e.g. C7520: wgmma
+                    # serialized), one line each.
+                    for l in asm.stderr.splitlines():
+                        if "Performance Loss" in l:
+                            print(f"{name}: ptxas warning: "
+                                  + l.split("info    :")[-1].strip())
     print(f"ptxas accepted {total - failed} of {total} kernels for {args.arch}")
     if failed:
         return 1

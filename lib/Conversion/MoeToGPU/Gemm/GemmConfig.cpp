@@ -147,9 +147,10 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // 2-CTA clusters (row-tile pairs sharing each weight tile; the kernel
   // without clusters below one row tile per expert, chosen at run time):
   // each CTA multicasts half of the weight tile into both (TMA), so both
-  // halves must be whole boxes. Measured on the H200 against cluster 1:
-  // DeepSeek-V3 T=4096 9236 -> 7622 us, Qwen3-30B-A3B T=16384 2714 ->
-  // 2510, Mixtral-8x7B T=4096 4892 -> 4730, no cell slower.
+  // halves must be whole boxes. Measured on the H200 (bench/results
+  // c4666f5 against 2a60201): DeepSeek-V3 T=4096 9290 -> 7699 us,
+  // gpt-oss-120b T=4096 2449 -> 2125, Mixtral-8x7B T=4096 4935 -> 4774, no
+  // cell slower beyond run-to-run noise.
   bool clusterable = config.rhsTma && config.tileN >= 128;
   if (options.wgmmaCluster == 2 && !clusterable)
     return op.emitOpError("wgmma-cluster=2 needs the weight tiles by TMA "

@@ -70,12 +70,9 @@ inline Value dynamicSharedBase(LoweringBuilder &b, int64_t align) {
   return arith::AndIOp::create(b, up, i64(b, -align));
 }
 
-inline void mbarrierInit(LoweringBuilder &b, Value address, Value count) {
-  NVVM::MBarrierInitOp::create(b, sharedPtr(b, address), count,
-                               /*predicate=*/Value());
-}
 inline void mbarrierInit(LoweringBuilder &b, Value address, int64_t count) {
-  mbarrierInit(b, address, b.i32(count));
+  NVVM::MBarrierInitOp::create(b, sharedPtr(b, address), b.i32(count),
+                               /*predicate=*/Value());
 }
 inline void mbarrierWait(LoweringBuilder &b, Value address, Value parity) {
   NVVM::MBarrierTryWaitParityOp::create(b, sharedPtr(b, address), parity,
@@ -97,35 +94,24 @@ inline void mbarrierArriveExpectTx(LoweringBuilder &b, Value address,
 /// TMA copy of one box of a 3-D tensor map (at global address `map`) to
 /// shared address `dst`, completing on the barrier at `barrier`;
 /// coordinates innermost first (i32). Boxes past the tensor's end read
-/// zeros and still count their whole size.
+/// zeros and still count their whole size. With `ctaMask` (i16, in a
+/// cluster) the box is multicast: it lands at the same CTA-relative offset
+/// in every CTA of the mask and completes the bytes on each one's barrier
+/// at `barrier`'s offset.
 inline void tmaLoad3D(LoweringBuilder &b, Value dst, Value map, Value barrier,
-                      ArrayRef<Value> coordinates) {
+                      ArrayRef<Value> coordinates, Value ctaMask = Value()) {
+  Value dstPtr = sharedPtr(b, dst);
+  if (ctaMask)
+    dstPtr = LLVM::AddrSpaceCastOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), 7), dstPtr);
   NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-      b, sharedPtr(b, dst),
+      b, dstPtr,
       LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
                                map),
       coordinates, sharedPtr(b, barrier), /*im2colOffsets=*/ValueRange{},
-      /*multicastMask=*/Value(), /*l2CacheHint=*/Value(),
+      /*multicastMask=*/ctaMask, /*l2CacheHint=*/Value(),
       NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
-      b.getBoolAttr(true), /*group=*/NVVM::CTAGroupKindAttr(),
-      /*predicate=*/Value());
-}
-/// The multicast form of tmaLoad3D in a cluster: the box lands at the same
-/// CTA-relative shared offset in every CTA of `ctaMask` (i16) and completes
-/// the transaction bytes on each one's barrier at `barrier`'s offset.
-inline void tmaLoad3DMulticast(LoweringBuilder &b, Value dst, Value map,
-                               Value barrier, ArrayRef<Value> coordinates,
-                               Value ctaMask) {
-  Value cluster = LLVM::AddrSpaceCastOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, dst));
-  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-      b, cluster,
-      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
-                               map),
-      coordinates, sharedPtr(b, barrier), /*im2colOffsets=*/ValueRange{},
-      ctaMask, /*l2CacheHint=*/Value(),
-      NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),
-      b.getBoolAttr(false), /*group=*/NVVM::CTAGroupKindAttr(),
+      /*isCTAOnly=*/b.getBoolAttr(!ctaMask), /*group=*/NVVM::CTAGroupKindAttr(),
       /*predicate=*/Value());
 }
 /// Arrives on the barrier at CTA-relative shared address `address` of

@@ -178,8 +178,6 @@ private:
   /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
   /// odd last row tile; uncoupled, tiles x colTiles.
   Value clusterUnits(LoweringBuilder &b, Value tiles) const;
-  /// 1 (index) when coupled, else 0.
-  Value clusterShift(LoweringBuilder &b) const;
   void forEachClusterItem(
       LoweringBuilder &b, Value blockX, Value gridX,
       function_ref<void(LoweringBuilder &, const WorkItem &)> body);
@@ -254,8 +252,10 @@ private:
         b, b.getIndexType(), NVVM::ClusterId::create(b, b.getI32Type()));
   }
   /// Cluster kernels: whether this launch runs in 2-CTA clusters (i1, the
-  /// host's choice, see emit).
-  Value coupledFlag, coupledShift; // and 1 / 0 (index)
+  /// host's choice, see emit), and the same as a shift (index 1 / 0): the
+  /// unit mapping and the peer rank use it, so that uncoupled they reduce
+  /// to those of the kernel without clusters.
+  Value coupledFlag, coupledShift;
 };
 
 void WgmmaKernel::forEachItem(
@@ -287,13 +287,9 @@ void WgmmaKernel::forEachItem(
             });
 }
 
-Value WgmmaKernel::clusterShift(LoweringBuilder &) const {
-  return coupledShift;
-}
-
 Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
   // Uncoupled the shift is 0: tiles "pairs" of one tile, no odd tile.
-  Value shift = clusterShift(b);
+  Value shift = coupledShift;
   Value pairs = arith::ShRUIOp::create(b, tiles, shift);
   Value odd = arith::AndIOp::create(b, tiles, shift);
   return b.add(b.mul(pairs, b.idx(colTiles)),
@@ -307,8 +303,8 @@ void WgmmaKernel::forEachClusterItem(
   // same units; uncoupled (no clusters; every shift below is 0, the rank
   // 0): every block walks the items on its own, as forEachItem.
   Value zero = b.idx(0);
-  Value start = arith::ShRUIOp::create(b, blockX, clusterShift(b));
-  Value stride = arith::ShRUIOp::create(b, gridX, clusterShift(b));
+  Value start = arith::ShRUIOp::create(b, blockX, coupledShift);
+  Value stride = arith::ShRUIOp::create(b, gridX, coupledShift);
   auto unitsOf = [&](LoweringBuilder &b, Value tiles) {
     return clusterUnits(b, tiles);
   };
@@ -323,7 +319,7 @@ void WgmmaKernel::forEachClusterItem(
         // tile (coupled only).
         auto [expert, before] =
             ragged.advanceUnits(b, unit, state[0], state[1], unitsOf);
-        Value shift = clusterShift(b);
+        Value shift = coupledShift;
         Value tiles = ragged.tilesOf(b, expert);
         Value local = b.sub(unit, before);
         Value pairs = arith::ShRUIOp::create(b, tiles, shift);
@@ -370,7 +366,7 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
   // phase this CTA's late threads have not finished.)
   when(b, b.cmpi(CmpI::eq, ct, b.idx(0)), [&](LoweringBuilder &b) {
     nvvm::mbarrierArrive(b, emptyBarrier(b, s));
-    Value peer = arith::XOrIOp::create(b, clusterRank(b), clusterShift(b));
+    Value peer = arith::XOrIOp::create(b, clusterRank(b), coupledShift);
     nvvm::mbarrierArriveRemote(b, emptyBarrier(b, s), b.toI32(peer));
   });
 }
@@ -555,10 +551,7 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
         g.transposed
             ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
             : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0, expert};
-    if (ctaMask)
-      nvvm::tmaLoad3DMulticast(b, dst, rhsMap, barrier, at, ctaMask);
-    else
-      nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at);
+    nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at, ctaMask);
   };
   if (cluster == 1) {
     for (int64_t p = 0; p < boxes; ++p)

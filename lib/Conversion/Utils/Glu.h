@@ -36,12 +36,17 @@ GluParams gluParamsOf(GluOp op);
 /// GLU parameters of an expert_gemm's epilogue (requires one).
 GluParams gluParamsOf(ExpertGemmOp op);
 
-/// act(gate) in f32 for the GLU activations of SPEC.md.
+/// act(gate) in f32 for the GLU activations of SPEC.md. `approximate`
+/// lets silu use approximate exp and division (`afn`; the GPU epilogues:
+/// an IEEE divide and expf per element were a large part of the Hopper
+/// GEMM's epilogue, bench/NOTES.md v15); the other activations are exact
+/// either way.
 Value applyActivation(LoweringBuilder &b, Activation activation, float alpha,
-                      Value x);
+                      Value x, bool approximate = false);
 
 /// act(clamped gate) * (clamped up + up_bias), all f32.
-Value gluValue(LoweringBuilder &b, const GluParams &p, Value gate, Value up);
+Value gluValue(LoweringBuilder &b, const GluParams &p, Value gate, Value up,
+               bool approximate = false);
 
 } // namespace moe
 } // namespace mlir

@@ -122,12 +122,12 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                                     : (gemmN >= 512 ? 256 : 128);
   // The output path: staged through shared memory (whole rows by 16-byte
   // stores; measured on the H200: the down GEMMs 10-37% faster, e.g.
-  // Qwen3-30B-A3B T=4096 419 -> 264 us) except for GLU epilogues, whose
-  // gathered gate/up GEMMs ran 7-20% slower staged (Qwen3 T=4096 473 ->
-  // 575 us), so they keep the direct element stores.
+  // Qwen3-30B-A3B T=4096 419 -> 264 us). The GLU GEMMs too since the
+  // approximate silu (bench/NOTES.md v15: Qwen3 T=4096 445 -> 399 us,
+  // gpt-oss-120b T=16384 4210 -> 3757; before it, with the IEEE divide
+  // and expf per element, they ran 7-20% slower staged).
   StringRef epilogue = options.wgmmaEpilogue;
-  config.stagedEpilogue =
-      epilogue == "staged" || (epilogue == "auto" && !op.hasGluEpilogue());
+  config.stagedEpilogue = epilogue != "direct";
   int64_t staging =
       config.stagedEpilogue ? wgmmaEpilogueBytes(config.tileM) : 0;
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /

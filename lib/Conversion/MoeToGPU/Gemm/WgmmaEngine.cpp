@@ -35,9 +35,10 @@
 //   thread (interleaved: adjacent columns; concat: the tile holds the gate
 //   half and the up half of the same output columns), then Epilogue.cpp
 //   (fragmentGroup describes the layout for both output paths). Direct:
-//   element stores from the fragments. Staged (wgmma-epilogue; the cost
-//   model's choice without a GLU): the values go to the warpgroup's
-//   staging in shared memory, then each row leaves as 16-byte stores.
+//   element stores from the fragments. Staged (the cost model's choice):
+//   the values go to the warpgroup's staging in shared memory, then each
+//   row leaves as 16-byte stores; the rows' destinations (a row table in
+//   shared memory) and routing weights are fetched before the MMAs.
 // - The L2 reuse of a weight tile across an expert's row tiles rests on
 //   the blocks that share it running in step (bench/NOTES.md v9).
 // - 2-CTA clusters (config.cluster = 2, the cost model's default with TMA
@@ -132,8 +133,10 @@ public:
 private:
   int64_t aBytes() const { return tileM * 128; }
   int64_t stageBytes() const { return (tileM + tileN) * 128; }
-  /// Barriers (16 * stages bytes) in the first 1024 bytes, then the stages,
-  /// then each consumer warpgroup's epilogue staging.
+  /// Barriers (16 * stages <= 128 bytes) and, from byte 512, the staged
+  /// epilogue's row tables (256 bytes per consumer warpgroup) in the first
+  /// 1024 bytes, then the stages, then each consumer warpgroup's epilogue
+  /// staging.
   int64_t sharedBytes() const {
     return 1024 + stages * stageBytes() + (staged ? consumers * kWgmmaStagingBytes : 0);
   }
@@ -231,8 +234,24 @@ private:
   /// (staged).
   void epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc);
+  /// Routing weights of a thread's two fragment rows (null without scale).
+  struct RowFactors {
+    Value h[2];
+  };
+  /// Staged epilogue, before the MMAs: the destination of each of the
+  /// warpgroup's 64 rows (-1 when out of the tile or dropped) into its
+  /// row table in shared memory (thread ct < 64 writes row ct), and this
+  /// thread's fragment-row routing weights.
+  RowFactors prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
+                                const WorkItem &item);
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
-                      const WorkItem &item, Value acc);
+                      const WorkItem &item, Value acc,
+                      const RowFactors &factors);
+  /// The row table of consumer warpgroup `cw` (64 i32 in the barrier
+  /// area's upper half).
+  Value rowTableAddress(LoweringBuilder &b, Value cw) {
+    return add64(b, add64(b, base, 512), mul64(b, nvvm::toI64(b, cw), 256));
+  }
 
   const GemmOperands &g;
   Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
@@ -598,6 +617,12 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   Value acc0 = LLVM::ZeroOp::create(b, accType);
   bool bf16 = g.inElem.isBF16();
   Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
+  // Staged: the rows' destinations and routing weights are fetched now, so
+  // that their loads complete under the MMAs (in the store loop they were
+  // one dependent global load per row: bench/NOTES.md v15).
+  RowFactors factors;
+  if (staged)
+    factors = prefetchRowTargets(b, ct, cw, item);
   Value acc = b.forLoop(
       zero, b.idx(kSteps), {acc0},
       [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
@@ -633,7 +658,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
       b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
   releaseStage(b, ct, last);
   if (staged)
-    epilogueStaged(b, ct, cw, item, acc);
+    epilogueStaged(b, ct, cw, item, acc, factors);
   else
     epilogueDirect(b, ct, cw, item, acc);
 }
@@ -676,8 +701,51 @@ void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
   }
 }
 
+WgmmaKernel::RowFactors
+WgmmaKernel::prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
+                                const WorkItem &item) {
+  Value wgRow0 = b.mul(cw, b.idx(64));
+  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
+    Value r = b.add(wgRow0, ct);
+    Value dest = b.ifElse(
+        b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          RowTarget t = rowTarget(b, g, b.add(item.rowStart, r),
+                                  /*withFactor=*/false);
+          return {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.i32(-1)};
+        })[0];
+    nvvm::storeShared(
+        b, add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
+        {dest});
+  });
+  // Routing weights of the thread's two fragment rows (rows past the
+  // tile: 0).
+  RowFactors factors;
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value row0 = b.add(b.mul(warp, b.idx(16)),
+                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  for (int64_t h = 0; g.scale && h < 2; ++h) {
+    Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
+    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
+    factors.h[h] = b.ifElse(inTile, {b.getF32Type()},
+                            [&](LoweringBuilder &b) -> SmallVector<Value> {
+                              return {rowTarget(b, g, b.add(item.rowStart, r))
+                                          .factor};
+                            },
+                            [&](LoweringBuilder &b) -> SmallVector<Value> {
+                              return {b.f32(0.0f)};
+                            })[0];
+  }
+  return factors;
+}
+
 void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
-                                 const WorkItem &item, Value acc) {
+                                 const WorkItem &item, Value acc,
+                                 const RowFactors &factors) {
   const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
   const int64_t passCols = kEpilogueRowBytes / outBytes;
   const int64_t vec = 16 / outBytes;
@@ -690,27 +758,14 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   Value row0 = b.add(b.mul(warp, b.idx(16)),
                      arith::ShRUIOp::create(b, lane, b.idx(2)));
   Value swizzle = arith::ShRUIOp::create(b, lane, b.idx(2));
-  Value wgRow0 = b.mul(cw, b.idx(64));
   Value colBase = b.mul(item.colTile, b.idx(outPerTile));
   Value staging = epilogueAddress(b, cw);
   auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
     return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
   };
 
-  // Routing weights of the thread's two rows (rows past the tile: 0).
-  Value factor[2] = {Value(), Value()};
-  for (int64_t h = 0; g.scale && h < 2; ++h) {
-    Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
-    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
-    factor[h] = b.ifElse(inTile, {b.getF32Type()},
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {rowTarget(b, g, b.add(item.rowStart, r))
-                                       .factor};
-                         },
-                         [&](LoweringBuilder &b) -> SmallVector<Value> {
-                           return {b.f32(0.0f)};
-                         })[0];
-  }
+  const Value *factor = factors.h;
+  Value rowTable = rowTableAddress(b, cw);
 
   // Shared address of pass-local output column `cl` (+ `dynamic`
   // elements, the quad's part) of fragment row row0 + 8h. Staging rows are
@@ -777,11 +832,13 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     // A loop, not unrolled: the accumulators of later passes are live.
     forEach(b, rsub, b.idx(64), b.idx(rowsPerIter), [&](LoweringBuilder &b,
                                                         Value rowW) {
-      Value r = b.add(wgRow0, rowW);
-      when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
-        RowTarget target =
-            rowTarget(b, g, b.add(item.rowStart, r), /*withFactor=*/false);
-        when(b, target.valid, [&](LoweringBuilder &b) {
+      // Written before the MMAs (prefetchRowTargets), ordered by the
+      // barrier above: -1 for rows past the tile or dropped.
+      Value dest = nvvm::loadShared(
+          b, b.getI32Type(),
+          add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
+      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+          Value destRow = b.toIndex(dest);
           Value col = b.add(b.add(colBase, b.idx(lo)),
                             b.mul(chunk, b.idx(vec)));
           Value physical = arith::XOrIOp::create(
@@ -796,7 +853,7 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
               b, b.andi(whole, outVectorOk),
               [&](OpBuilder &nested, Location loc) {
                 LoweringBuilder b(loc, nested);
-                Value offset = b.add(b.mul(target.dest, outStride), col);
+                Value offset = b.add(b.mul(destRow, outStride), col);
                 nvvm::copySharedToGlobal16(
                     b, src,
                     add64(b, outAddr,
@@ -811,12 +868,11 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                        [&](LoweringBuilder &b) {
                          Value v = nvvm::loadShared(
                              b, g.outElem, add64(b, src, e * outBytes));
-                         b.store(v, g.out, {target.dest, c});
+                         b.store(v, g.out, {destRow, c});
                        });
                 }
                 scf::YieldOp::create(b);
               });
-        });
       });
     });
     // The next pass (or item) overwrites the staging.

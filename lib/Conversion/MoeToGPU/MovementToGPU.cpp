@@ -4,9 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// - moe.gather / moe.combine: one thread per output element, rows on
-//   grid.x, a row's columns across a block (coalesced). combine sums the
-//   k slots in slot order in f32 (deterministic).
+// - moe.gather: one thread per output element, rows on grid.x, a row's
+//   columns across a block (coalesced).
+// - moe.combine: one thread per 16 bytes of an output row (16-byte loads
+//   and stores where the buffers' layouts allow, checked on the host; else
+//   element by element), summing the k slots in slot order in f32
+//   (deterministic, the same sums on both paths).
 // - moe.scatter: "the later row wins on a duplicate destination" becomes
 //   an owner map: owner[d] = max{i : indices[i] = d} by atomic max (order
 //   independent, so deterministic), then one thread per output element
@@ -16,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gemm/NVVMBuilder.h"
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
@@ -108,26 +112,112 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
     auto resultType = op.getResult().getType();
     Type f = resultType.getElementType();
     int64_t k = op.getInput().getType().getDimSize(1);
+    int64_t h = resultType.getDimSize(1);
     Value input = toBuffer(b, op.getInput());
     Value weights = op.getWeights() ? toBuffer(b, op.getWeights()) : Value();
     Value t = b.memDim(input, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, t));
+    // A thread sums `vec` adjacent columns (16 bytes): by 16-byte loads and
+    // stores where both buffers' rows allow it (checked here, on the host:
+    // unit inner strides, 16-byte aligned rows and bases), else element by
+    // element; the same f32 sums in slot order either way.
+    const int64_t bytes = f.getIntOrFloatBitWidth() / 8;
+    const int64_t vec = 16 / bytes;
+    Value vectorOk = rowsAligned16(b, input, {0, 1}, 2, bytes);
+    vectorOk = b.andi(vectorOk, rowsAligned16(b, out, {0}, 1, bytes));
+    Value inAddr = nvvm::bufferAddress(b, input);
+    Value outAddr = nvvm::bufferAddress(b, out);
+    Value inS0 = nvvm::bufferStride(b, input, 0);
+    Value inS1 = nvvm::bufferStride(b, input, 1);
+    Value outS0 = nvvm::bufferStride(b, out, 0);
+    auto vecType = VectorType::get({vec}, f);
     launchRowsCols(
-        b, t, b.idx(resultType.getDimSize(1)),
-        [&](LoweringBuilder &b, Value row, Value col) {
-          Value sum = b.forLoop(b.idx(0), b.idx(k), {b.f32(0.0)},
-                                [&](LoweringBuilder &b, Value j,
-                                    ValueRange acc) -> SmallVector<Value> {
-                                  Value x = b.toF32(b.load(input, {row, j, col}));
-                                  if (weights)
-                                    x = b.mul(b.toF32(b.load(weights, {row, j})),
-                                              x);
-                                  return {b.add(acc[0], x)};
-                                })[0];
-          b.store(b.fromF32(sum, f), out, {row, col});
+        b, t, b.idx(ceilDiv(h, vec)),
+        [&](LoweringBuilder &b, Value row, Value chunk) {
+          Value c0 = b.mul(chunk, b.idx(vec));
+          auto weightOf = [&](LoweringBuilder &b, Value j) -> Value {
+            return weights ? b.toF32(b.load(weights, {row, j})) : Value();
+          };
+          Value whole = b.cmpi(CmpI::ule, b.add(c0, b.idx(vec)), b.idx(h));
+          scf::IfOp::create(
+              b, b.andi(whole, vectorOk),
+              [&](OpBuilder &nested, Location loc) {
+                LoweringBuilder b(loc, nested);
+                SmallVector<Value> sum(vec, b.f32(0.0));
+                for (int64_t j = 0; j < k; ++j) {
+                  Value offset = b.add(b.add(b.mul(row, inS0),
+                                             b.mul(b.idx(j), inS1)),
+                                       c0);
+                  Value ptr = nvvm::globalPtr(
+                      b, arith::AddIOp::create(
+                             b, inAddr,
+                             nvvm::toI64(b, b.mul(offset, b.idx(bytes)))));
+                  Value v = LLVM::LoadOp::create(b, vecType, ptr, 16);
+                  Value w = weightOf(b, b.idx(j));
+                  for (int64_t e = 0; e < vec; ++e) {
+                    Value x = b.toF32(LLVM::ExtractElementOp::create(
+                        b, v, nvvm::i64(b, e)));
+                    if (w)
+                      x = b.mul(w, x);
+                    sum[e] = b.add(sum[e], x);
+                  }
+                }
+                Value result = LLVM::PoisonOp::create(b, vecType);
+                for (int64_t e = 0; e < vec; ++e)
+                  result = LLVM::InsertElementOp::create(
+                      b, result, b.fromF32(sum[e], f), nvvm::i64(b, e));
+                Value offset = b.add(b.mul(row, outS0), c0);
+                Value ptr = nvvm::globalPtr(
+                    b, arith::AddIOp::create(
+                           b, outAddr,
+                           nvvm::toI64(b, b.mul(offset, b.idx(bytes)))));
+                LLVM::StoreOp::create(b, result, ptr, 16);
+                scf::YieldOp::create(b);
+              },
+              [&](OpBuilder &nested, Location loc) {
+                LoweringBuilder b(loc, nested);
+                for (int64_t e = 0; e < vec; ++e) {
+                  Value col = b.add(c0, b.idx(e));
+                  when(b, b.cmpi(CmpI::ult, col, b.idx(h)),
+                       [&](LoweringBuilder &b) {
+                         Value sum = b.forLoop(
+                             b.idx(0), b.idx(k), {b.f32(0.0)},
+                             [&](LoweringBuilder &b, Value j,
+                                 ValueRange acc) -> SmallVector<Value> {
+                               Value x =
+                                   b.toF32(b.load(input, {row, j, col}));
+                               if (Value w = weightOf(b, j))
+                                 x = b.mul(w, x);
+                               return {b.add(acc[0], x)};
+                             })[0];
+                         b.store(b.fromF32(sum, f), out, {row, col});
+                       });
+                }
+                scf::YieldOp::create(b);
+              });
         });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
+  }
+
+private:
+  static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  /// Host-side: `memref`'s innermost dimension `inner` has unit stride, the
+  /// strides of `outer` are multiples of 16 bytes, and its base is 16-byte
+  /// aligned.
+  static Value rowsAligned16(LoweringBuilder &b, Value memref,
+                             ArrayRef<unsigned> outer, unsigned inner,
+                             int64_t bytes) {
+    Value ok = b.cmpi(CmpI::eq, nvvm::bufferStride(b, memref, inner), b.idx(1));
+    for (unsigned d : outer) {
+      Value rowBytes = b.mul(nvvm::bufferStride(b, memref, d), b.idx(bytes));
+      ok = b.andi(ok, b.cmpi(CmpI::eq,
+                             arith::RemUIOp::create(b, rowBytes, b.idx(16)),
+                             b.idx(0)));
+    }
+    Value low = arith::AndIOp::create(b, nvvm::bufferAddress(b, memref),
+                                      nvvm::i64(b, 15));
+    return b.andi(ok, b.cmpi(CmpI::eq, low, nvvm::i64(b, 0)));
   }
 };
 

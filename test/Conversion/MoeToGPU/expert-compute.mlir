@@ -84,14 +84,19 @@
 // CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x256xf32>
 // Zero fill first: rows no expert owns stay zero. Without a scatter those
-// are the rows outside [offsets[0], offsets[E]) (clamped): min(rows, 1056)
-// blocks stride over the rows, skipping the others at once.
-// CHECK: arith.minui %[[M]], %c1056 : index
+// are the rows outside [lo, hi) = [offsets[0], offsets[E]) (clamped):
+// min(rows, 264) blocks stride over their count lo + (M - max(lo, hi))
+// (none for a well-formed dispatch), row i < lo ? i : hi + i - lo.
+// CHECK: arith.minui %[[M]], %c264 : index
 // CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%[[GX:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
-// CHECK-NEXT: scf.for %[[ROW:[a-z0-9_]+]] = %[[BX]] to %[[M]] step %[[GX]] {
 // CHECK: memref.load %[[OFF]][%c0{{(_[0-9]+)?}}]
 // CHECK: memref.load %[[OFF]][%c8{{(_[0-9]+)?}}]
-// CHECK: scf.if
+// CHECK: %[[HI:[a-z0-9_]+]] = arith.maxui %{{[a-z0-9_]+}}, %[[LO:[a-z0-9_]+]] : index
+// CHECK: %[[REST:[a-z0-9_]+]] = arith.subi %[[M]], %[[HI]] : index
+// CHECK: %[[COUNT:[a-z0-9_]+]] = arith.addi %[[LO]], %[[REST]] : index
+// CHECK: scf.for %[[I:[a-z0-9_]+]] = %[[BX]] to %[[COUNT]] step %[[GX]] {
+// CHECK: %[[BELOW:[a-z0-9_]+]] = arith.cmpi ult, %[[I]], %[[LO]] : index
+// CHECK: %[[ROW:[a-z0-9_]+]] = arith.select %[[BELOW]], %[[I]], %{{[a-z0-9_]+}} : index
 // CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}] : memref<?x256xf32>
 // CHECK: gpu.terminator
 // f32 operands: the SIMT kernel alone, in both runs (no guard, no Hopper
@@ -390,9 +395,17 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CHECK: %[[TI:[a-z0-9_]+]] = arith.index_cast %[[T]] : i32 to index
 // CHECK: memref.store %c1_i32{{(_[0-9]+)?}}, %[[FLAG]][%[[TI]]]
 // CHECK: gpu.terminator
-// CHECK: gpu.launch blocks(
-// CHECK-NEXT: scf.for %[[ROW:[a-z0-9_]+]] =
-// CHECK: memref.load %[[FLAG]][%[[ROW]]]
+// One thread per row reads its flag; a block lists its unflagged rows in
+// shared memory (atomic count) and zeroes them together.
+// CHECK: %[[ZB:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c256{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}, {{.*}} workgroup(%[[LIST:[a-z0-9_]+]] : memref<256xi32, #gpu.address_space<workgroup>>, %[[CNT:[a-z0-9_]+]] : memref<1xi32, #gpu.address_space<workgroup>>) {
+// CHECK: memref.load %[[FLAG]][%{{[a-z0-9_]+}}]
+// CHECK: %[[AT:[a-z0-9_]+]] = memref.atomic_rmw addi %{{[a-z0-9_]+}}, %[[CNT]]
+// CHECK: memref.store %{{[a-z0-9_]+}}, %[[LIST]][%{{[a-z0-9_]+}}]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[CNT]]
+// CHECK: %[[LROW:[a-z0-9_]+]] = memref.load %[[LIST]]
+// CHECK: %[[ROW:[a-z0-9_]+]] = arith.index_cast %[[LROW]] : i32 to index
 // CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}]
 // CHECK: gpu.terminator
 // SIMT-NOT: scf.if

@@ -102,7 +102,9 @@ func.func @scatter_dynamic(%y: tensor<?x300xf32>, %rev: tensor<?xi32>) -> tensor
 //===----------------------------------------------------------------------===//
 
 // Weighted (f32 weights, bf16 rows): f32 sum over k = 2 slots in slot order,
-// each slot scaled by its weight, truncated once at the end.
+// each slot scaled by its weight, truncated once at the end. A thread sums 8
+// adjacent columns (16 bytes): by 16-byte loads and one 16-byte store when
+// the host-side layout check holds, else (scf.if's else) element by element.
 // CHECK-LABEL: func.func @combine_weighted(
 // CHECK: %[[P:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x2x64xbf16> to memref<?x2x64xbf16, strided<[?, ?, ?], offset: ?>>
 // CHECK: %[[W:[a-z0-9_]+]] = bufferization.to_buffer %{{[a-z0-9_]+}} read_only : tensor<?x2xf32> to memref<?x2xf32, strided<[?, ?], offset: ?>>
@@ -110,8 +112,17 @@ func.func @scatter_dynamic(%y: tensor<?x300xf32>, %rev: tensor<?xi32>) -> tensor
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x64xbf16>
 // CHECK: %[[GX:[a-z0-9_]+]] = arith.maxui %[[T]], %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[GX]],
-// CHECK: %[[COL:[a-z0-9_]+]] = arith.addi
-// CHECK: %[[SUM:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c2 step %{{[a-z0-9_]+}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (f32) {
+// CHECK: %[[C0:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c8{{(_[0-9]+)?}} : index
+// CHECK: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: memref.load %[[W]][%[[BX]], %c0{{(_[0-9]+)?}}]
+// CHECK-COUNT-8: arith.mulf
+// CHECK: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: memref.load %[[W]][%[[BX]], %c1{{(_[0-9]+)?}}]
+// CHECK-COUNT-8: arith.truncf %{{[a-z0-9_]+}} : f32 to bf16
+// CHECK: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+// CHECK-NEXT: } else {
+// CHECK: %[[COL:[a-z0-9_]+]] = arith.addi %[[C0]], %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[SUM:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %{{[a-z0-9_]+}} to %c2{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (f32) {
 // CHECK-NEXT: %[[XB:[a-z0-9_]+]] = memref.load %[[P]][%[[BX]], %[[J]], %[[COL]]]
 // CHECK-NEXT: %[[XF:[a-z0-9_]+]] = arith.extf %[[XB]] : bf16 to f32
 // CHECK-NEXT: %[[WV:[a-z0-9_]+]] = memref.load %[[W]][%[[BX]], %[[J]]]
@@ -131,7 +142,9 @@ func.func @combine_weighted(%p: tensor<?x2x64xbf16>, %w: tensor<?x2xf32>) -> ten
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc() : memref<4x16xf16>
 // CHECK: arith.maxui %c4, %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch
-// CHECK: %[[SUM:[a-z0-9_]+]] = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c3 step %{{[a-z0-9_]+}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (f32) {
+// CHECK-COUNT-3: llvm.load %{{[a-z0-9_]+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xf16>
+// CHECK: } else {
+// CHECK: %[[SUM:[a-z0-9_]+]] = scf.for %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}} to %c3{{(_[0-9]+)?}} step %{{[a-z0-9_]+}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (f32) {
 // CHECK-NEXT: memref.load
 // CHECK-NEXT: %[[XF:[a-z0-9_]+]] = arith.extf %{{[a-z0-9_]+}} : f16 to f32
 // CHECK-NEXT: %[[NX:[a-z0-9_]+]] = arith.addf %[[ACC]], %[[XF]] : f32

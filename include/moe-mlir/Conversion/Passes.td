@@ -122,10 +122,8 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaEpilogue", "wgmma-epilogue", "std::string",
            /*default=*/"\"auto\"",
            "Hopper GEMM output path: auto (cost model), staged (fragments "
-           "through shared memory, rows written with 16-byte stores), async "
-           "(staged, the rows written by a warpgroup of their own while the "
-           "consumers run the next tile), direct (element stores from the "
-           "fragments)">,
+           "through shared memory, rows written with 16-byte stores), direct "
+           "(element stores from the fragments)">,
     Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "

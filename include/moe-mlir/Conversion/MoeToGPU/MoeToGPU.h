@@ -39,10 +39,8 @@ struct MoeGemmOptions {
   /// Hopper engine: rhs (weight) tiles by TMA; false: by cp.async.
   bool wgmmaTma = true;
   /// Hopper engine output path: `auto` (cost model), `staged` (through
-  /// shared memory, whole rows by 16-byte stores), `async` (staged, the
-  /// rows stored by a warpgroup of their own while the consumers run the
-  /// next tile) or `direct` (element stores from the accumulator
-  /// fragments).
+  /// shared memory, whole rows by 16-byte stores) or `direct` (element
+  /// stores from the accumulator fragments).
   std::string wgmmaEpilogue = "auto";
   /// Hopper engine CTAs per cluster (0: cost model; 1; 2: pairs of row
   /// tiles share each weight tile, multicast by TMA to both CTAs).

@@ -51,9 +51,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
     return "wgmma-tile-n must be 64, 128 or 256 (got " +
            std::to_string(options.wgmmaTileN) + ")";
   StringRef epilogue = options.wgmmaEpilogue;
-  if (epilogue != "auto" && epilogue != "staged" && epilogue != "async" &&
-      epilogue != "direct")
-    return "wgmma-epilogue must be one of auto, staged, async, direct (got '" +
+  if (epilogue != "auto" && epilogue != "staged" && epilogue != "direct")
+    return "wgmma-epilogue must be one of auto, staged, direct (got '" +
            options.wgmmaEpilogue + "')";
   if (options.wgmmaCluster < 0 || options.wgmmaCluster > 2)
     return "wgmma-cluster must be 0 (cost model), 1 or 2 (got " +
@@ -66,8 +65,7 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   // reports (on the op) stages that do not fit the tile it picks.
   int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
   int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
-  int64_t staging =
-      epilogue == "staged" || epilogue == "async" ? wgmmaEpilogueBytes(tm) : 0;
+  int64_t staging = epilogue == "staged" ? wgmmaEpilogueBytes(tm) : 0;
   if (options.wgmmaStages &&
       kSharedOverheadBytes + staging +
               options.wgmmaStages * wgmmaStageBytes(tm, tn) >
@@ -130,10 +128,6 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // and expf per element, they ran 7-20% slower staged).
   StringRef epilogue = options.wgmmaEpilogue;
   config.stagedEpilogue = epilogue != "direct";
-  // async: a fourth warpgroup copies the staged tile out while the
-  // consumers run the next tile's MMAs.
-  config.storeWarpgroup = epilogue == "async";
-
   int64_t staging =
       config.stagedEpilogue ? wgmmaEpilogueBytes(config.tileM) : 0;
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
@@ -150,10 +144,6 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
            << fit << " stages)";
   config.stages =
       options.wgmmaStages ? options.wgmmaStages : std::min<int64_t>(fit, 8);
-  if (config.storeWarpgroup && (config.tileM != 128 || !config.rhsTma))
-    return op.emitOpError("wgmma-epilogue=async needs the 128-row tile "
-                          "(wgmma-tile-m=128) and the weights by TMA "
-                          "(wgmma-tma)");
   // 2-CTA clusters (row-tile pairs sharing each weight tile; the kernel
   // without clusters below one row tile per expert, chosen at run time):
   // each CTA multicasts half of the weight tile into both (TMA), so both

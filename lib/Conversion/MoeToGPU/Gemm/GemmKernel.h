@@ -73,8 +73,6 @@ struct GemmKernelConfig {
   int64_t numSMs = 132;     // persistent grid size
   bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory
-  bool storeWarpgroup = false; // wgmma, staged: a warpgroup of its own
-                               // stores the staged tiles (async epilogue)
   int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast
                             // when the host launches it in clusters)
 };

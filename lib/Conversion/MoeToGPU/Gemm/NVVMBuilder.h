@@ -207,13 +207,6 @@ inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
                           NVVM::BarrierReductionAttr(), Value());
 }
 
-/// bar.arrive `id` (i32), `threads`: arrive on a barrier of part of the
-/// block without waiting (the prior memory accesses are performed relative
-/// to the threads that wait on it).
-inline void namedBarrierArrive(LoweringBuilder &b, Value id, int64_t threads) {
-  NVVM::BarrierArriveOp::create(b, id, b.i32(threads));
-}
-
 inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {
   NVVM::SetMaxRegisterOp::create(
       b, b.getI32IntegerAttr(count),

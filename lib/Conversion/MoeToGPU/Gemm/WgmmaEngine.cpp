@@ -83,15 +83,6 @@ constexpr int64_t kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
-/// The same with the async epilogue, whose producer warpgroup also stores
-/// the staged tiles (a fourth warpgroup does not fit: 512 threads leave
-/// ptxas 128 registers, the m64n256 accumulators need 154).
-constexpr int64_t kAsyncProducerRegs = 88, kAsyncConsumerRegs = 208;
-static_assert((kEntryRegs - kAsyncProducerRegs) * 128 >=
-                  (kAsyncConsumerRegs - kEntryRegs) * 256,
-              "setmaxnreg would deadlock");
-/// Async epilogue: producer threads [64, 128) store.
-constexpr int64_t kStoreThreads = 64;
 
 Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
                                          const GemmOperands &g) {
@@ -129,9 +120,7 @@ public:
               Value rhsMap)
       : g(g), rhsMap(rhsMap), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
-        staged(config.stagedEpilogue),
-        storer(config.stagedEpilogue && config.storeWarpgroup),
-        cluster(config.cluster),
+        staged(config.stagedEpilogue), cluster(config.cluster),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -259,42 +248,15 @@ private:
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
   /// The row table of consumer warpgroup `cw` (64 i32 in the barrier
-  /// area's upper half); with the store warpgroup one table of the tile's
-  /// rows (its own), consumer `cw`'s 64 rows from entry 64 cw.
+  /// area's upper half).
   Value rowTableAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 512), mul64(b, nvvm::toI64(b, cw), 256));
   }
-  /// Producer threads that load (the rest store, with the async epilogue).
-  int64_t loaderThreads() const { return storer ? 128 - kStoreThreads : 128; }
-  /// Staging passes per tile (output columns per pass: kEpilogueRowBytes).
-  int64_t passes() const {
-    int64_t passCols = kEpilogueRowBytes / (g.outElem.getIntOrFloatBitWidth() / 8);
-    return (outPerTile + passCols - 1) / passCols;
-  }
-  /// Async epilogue hand-off: named barrier ids (i32) of consumer
-  /// warpgroup `cw` (its 128 threads and the 64 store threads): full (a
-  /// pass is staged) and empty (the store threads have read it). Ids 1, 2
-  /// are the consumers' (synchronous staged epilogue), 3 the store
-  /// threads'.
-  Value handOffBarrierId(LoweringBuilder &b, Value cw, bool empty) {
-    return b.toI32(b.add(b.mul(cw, b.idx(2)), b.idx(4 + (empty ? 1 : 0))));
-  }
-  /// Staging -> out for pass [lo, lo + width) of consumer warpgroup `cw`'s
-  /// 64 rows, by the 128 threads t of one warpgroup; `rowTable` holds the
-  /// rows' destinations.
-  void copyStagedRows(LoweringBuilder &b, Value t, Value cw,
-                      const WorkItem &item, int64_t lo, int64_t width,
-                      Value rowTable, int64_t threads = 128);
-  /// The store warpgroup's work on an item: the tile's row table, then
-  /// every pass of every consumer warpgroup as it is handed off.
-  void storeTile(LoweringBuilder &b, Value t, const WorkItem &item);
 
   const GemmOperands &g;
   Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
-  /// Async epilogue: warpgroup 1 + consumers stores the staged tiles.
-  const bool storer;
   const int64_t cluster;
   const int64_t consumers, kSteps;
   const bool concat;
@@ -431,12 +393,9 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                            const WorkItem &item) {
   // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
-  // (With the async epilogue only the first 64 producer threads load:
-  // 8 lhs rows per pass instead of 16.)
-  const int64_t lhsRowsPerPass = loaderThreads() / 8;
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
   Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
-                                   b.idx(lhsRowsPerPass - 1));
+                                   b.idx(15));
   Value swizzled = arith::XOrIOp::create(
       b, c, arith::AndIOp::create(b, rg, b.idx(7)));
   Value dstOffset = nvvm::toI64(
@@ -445,8 +404,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
 
   // Row start addresses and validity, fixed for the item.
   SmallVector<Value> aRow, aOk, bRow, bOk;
-  for (int64_t j = 0; j < tileM / lhsRowsPerPass; ++j) {
-    Value r = b.add(rg, b.idx(lhsRowsPerPass * j));
+  for (int64_t j = 0; j < tileM / 16; ++j) {
+    Value r = b.add(rg, b.idx(16 * j));
     Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
     Value row = b.add(item.rowStart, r);
     Value src;
@@ -555,9 +514,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
       nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
     };
-    for (int64_t j = 0; j < tileM / lhsRowsPerPass; ++j)
-      copy(add64(b, stage, 128 * lhsRowsPerPass * j), aRow[j], aOk[j],
-           lhsAddr);
+    for (int64_t j = 0; j < tileM / 16; ++j)
+      copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
     for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
       copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
     if (rhsMap)
@@ -747,8 +705,7 @@ WgmmaKernel::RowFactors
 WgmmaKernel::prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
                                 const WorkItem &item) {
   Value wgRow0 = b.mul(cw, b.idx(64));
-  // (With the store warpgroup the row table is its own: storeTile.)
-  when(b, b.cmpi(CmpI::ult, ct, b.idx(storer ? 0 : 64)), [&](LoweringBuilder &b) {
+  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
     Value r = b.add(wgRow0, ct);
     Value dest = b.ifElse(
         b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
@@ -791,6 +748,7 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                                  const RowFactors &factors) {
   const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
   const int64_t passCols = kEpilogueRowBytes / outBytes;
+  const int64_t vec = 16 / outBytes;
   const bool partialTiles = g.outN % outPerTile != 0;
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
@@ -844,14 +802,6 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
 
   for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
     const int64_t width = std::min(passCols, outPerTile - lo);
-    // Async: the store threads have read the staging's previous contents
-    // (named barriers: the consumer warpgroup's 128 threads wait, the 64
-    // store threads arrive; they arrive once at the start for the first
-    // pass. An mbarrier spin loop here made ptxas serialise the wgmma,
-    // C7520.)
-    if (storer)
-      nvvm::namedBarrier(b, handOffBarrierId(b, cw, /*empty=*/true),
-                         128 + kStoreThreads);
     // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
     // rows of a column at once, so its bias is read once and not kept.
     Value dynamic = quadColumn(b, quad);
@@ -871,42 +821,19 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                           columns);
       }
     }
-    if (storer) {
-      // Hand-off: the arrival (release) orders this thread's staging
-      // stores before the store warpgroup's reads.
-      nvvm::namedBarrierArrive(b, handOffBarrierId(b, cw, /*empty=*/false),
-                               128 + kStoreThreads);
-      continue;
-    }
     nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
 
-    // 2. Staging -> out.
-    copyStagedRows(b, ct, cw, item, lo, width, rowTable);
-    // The next pass (or item) overwrites the staging.
-    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
-  }
-}
-
-void WgmmaKernel::copyStagedRows(LoweringBuilder &b, Value t, Value cw,
-                                 const WorkItem &item, int64_t lo,
-                                 int64_t width, Value rowTable,
-                                 int64_t threads) {
-  const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
-  const int64_t vec = 16 / outBytes;
-  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
-  Value staging = epilogueAddress(b, cw);
-  // 16-byte chunks, a row's chunks in consecutive threads (coalesced;
-  // scattered rows are still whole segments).
-  {
+    // 2. Staging -> out: 16-byte chunks, a row's chunks in consecutive
+    // threads (coalesced; scattered rows are still whole segments).
     const int64_t chunksPerRow = width * outBytes / 16;
-    const int64_t rowsPerIter = threads / chunksPerRow;
-    Value chunk = arith::RemUIOp::create(b, t, b.idx(chunksPerRow));
-    Value rsub = arith::DivUIOp::create(b, t, b.idx(chunksPerRow));
+    const int64_t rowsPerIter = 128 / chunksPerRow;
+    Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
+    Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
     // A loop, not unrolled: the accumulators of later passes are live.
     forEach(b, rsub, b.idx(64), b.idx(rowsPerIter), [&](LoweringBuilder &b,
                                                         Value rowW) {
-      // -1 for rows past the tile or dropped (the row table is ordered
-      // before this by a barrier).
+      // Written before the MMAs (prefetchRowTargets), ordered by the
+      // barrier above: -1 for rows past the tile or dropped.
       Value dest = nvvm::loadShared(
           b, b.getI32Type(),
           add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
@@ -948,49 +875,8 @@ void WgmmaKernel::copyStagedRows(LoweringBuilder &b, Value t, Value cw,
               });
       });
     });
-  }
-}
-
-void WgmmaKernel::storeTile(LoweringBuilder &b, Value t,
-                            const WorkItem &item) {
-  Value table = rowTableAddress(b, b.idx(0));
-  Value barrierId = b.i32(1 + consumers);
-  // The tile's row table: thread t writes rows t and t + 64 (-1 when past
-  // the tile or dropped); the barrier after the previous item's copies
-  // keeps it from overwriting entries still being read.
-  nvvm::namedBarrier(b, barrierId, kStoreThreads);
-  for (int64_t e = 0; e < tileM / kStoreThreads; ++e) {
-    Value r = b.add(t, b.idx(kStoreThreads * e));
-    Value dest = b.ifElse(
-        b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          RowTarget target = rowTarget(b, g, b.add(item.rowStart, r),
-                                       /*withFactor=*/false);
-          return {b.select(target.valid, b.toI32(target.dest), b.i32(-1))};
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {b.i32(-1)};
-        })[0];
-    nvvm::storeShared(b, add64(b, table, nvvm::toI64(b, b.mul(r, b.idx(4)))),
-                      {dest});
-  }
-  nvvm::namedBarrier(b, barrierId, kStoreThreads);
-  const int64_t passCols =
-      kEpilogueRowBytes / (g.outElem.getIntOrFloatBitWidth() / 8);
-  for (int64_t p = 0; p < passes(); ++p) {
-    int64_t lo = p * passCols;
-    int64_t width = std::min(passCols, outPerTile - lo);
-    for (int64_t w = 0; w < consumers; ++w) {
-      Value cw = b.idx(w);
-      nvvm::namedBarrier(b, handOffBarrierId(b, cw, /*empty=*/false),
-                         128 + kStoreThreads);
-      copyStagedRows(b, t, cw, item, lo, width, add64(b, table, 256 * w),
-                     kStoreThreads);
-      // The staging may be overwritten once every store thread has read
-      // it (its stores to global memory need not have completed).
-      nvvm::namedBarrierArrive(b, handOffBarrierId(b, cw, /*empty=*/true),
-                               128 + kStoreThreads);
-    }
+    // The next pass (or item) overwrites the staging.
+    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
   }
 }
 
@@ -1042,14 +928,12 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
     for (int64_t s = 0; s < stages; ++s) {
       // 128 producer threads' cp.async arrivals (+ the TMA expect_tx).
-      nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)),
-                         loaderThreads() + (rhsMap ? 1 : 0));
+      nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), rhsMap ? 129 : 128);
       // Every consumer thread; in cluster kernels two arrivals per
       // consumer warpgroup (releaseStage).
       nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)),
                          cluster > 1 ? 2 * consumers : 128 * consumers);
     }
-
     nvvm::fenceMbarrierInit(b);
   });
   if (cluster > 1) {
@@ -1089,59 +973,22 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
-          nvvm::setMaxRegisters(b, storer ? kAsyncProducerRegs : kProducerRegs,
-                                /*increase=*/false);
-        auto load = [&](LoweringBuilder &b) {
-          forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
-                                            const WorkItem &item) {
-            producer(b, tid, item);
-          });
-        };
-        if (!storer) {
-          load(b);
-          scf::YieldOp::create(b);
-          return;
-        }
-        // Async epilogue: the first 64 threads load, the other 64 store
-        // the tiles the consumers stage.
-        scf::IfOp::create(
-            b, b.cmpi(CmpI::ult, tid, b.idx(loaderThreads())),
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder b(loc, nested);
-              load(b);
-              scf::YieldOp::create(b);
-            },
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder b(loc, nested);
-              Value t = b.sub(tid, b.idx(loaderThreads()));
-              // The staging starts empty (the consumers' first wait).
-              for (int64_t w = 0; w < consumers; ++w)
-                nvvm::namedBarrierArrive(
-                    b, handOffBarrierId(b, b.idx(w), /*empty=*/true),
-                    128 + kStoreThreads);
-              forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
-                                                const WorkItem &item) {
-                storeTile(b, t, item);
-              });
-              scf::YieldOp::create(b);
-            });
+          nvvm::setMaxRegisters(b, kProducerRegs, /*increase=*/false);
+        forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
+                                          const WorkItem &item) {
+          producer(b, tid, item);
+        });
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
-          nvvm::setMaxRegisters(b, storer ? kAsyncConsumerRegs : kConsumerRegs,
-                                /*increase=*/true);
+          nvvm::setMaxRegisters(b, kConsumerRegs, /*increase=*/true);
         Value cw = b.sub(wg, b.idx(1));
         forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
                                           const WorkItem &item) {
           consumeTile(b, tid, cw, item);
         });
-        // The store threads' arrival after the last pass (every arrival
-        // on the empty barrier has its wait).
-        if (storer)
-          nvvm::namedBarrier(b, handOffBarrierId(b, cw, /*empty=*/true),
-                             128 + kStoreThreads);
         scf::YieldOp::create(b);
       });
   // No CTA leaves while its peer may still arrive on its barriers or

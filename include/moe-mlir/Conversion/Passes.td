@@ -82,8 +82,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
       and histograms, per-expert scan, placement), bitwise the ordered
       counting sort; per-row kernels plus one-block ordered passes for
       `moe.cumsum`;
-    - movement (`gather`, `combine`, `glu`, `scatter`): one thread per
-      element, coalesced along rows; `scatter` resolves duplicate
+    - movement (`gather`, `glu`, `scatter`): one thread per element,
+      coalesced along rows; `combine`: one thread per 16 bytes of a row
+      (16-byte loads and stores where the layouts allow, checked on the
+      host; the k slots summed in order in f32); `scatter` resolves duplicate
       destinations with an atomic-max owner map (later row wins,
       deterministically).
 

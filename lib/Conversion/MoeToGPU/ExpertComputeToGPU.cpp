@@ -191,8 +191,8 @@ struct GluToGPU : OpRewritePattern<GluOp> {
                                           : b.add(gateCol, b.idx(1));
                      Value gate = b.toF32(b.load(input, {row, gateCol}));
                      Value up = b.toF32(b.load(input, {row, upCol}));
-                     b.store(b.fromF32(gluValue(b, p, gate, up, /*approximate=*/true), f), out,
-                             {row, col});
+                     Value y = gluValue(b, p, gate, up, /*approximate=*/true);
+                     b.store(b.fromF32(y, f), out, {row, col});
                    });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();

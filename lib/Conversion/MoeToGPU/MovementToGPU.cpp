@@ -123,8 +123,8 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
     // element; the same f32 sums in slot order either way.
     const int64_t bytes = f.getIntOrFloatBitWidth() / 8;
     const int64_t vec = 16 / bytes;
-    Value vectorOk = rowsAligned16(b, input, {0, 1}, 2, bytes);
-    vectorOk = b.andi(vectorOk, rowsAligned16(b, out, {0}, 1, bytes));
+    Value inputOk = nvvm::rowsAligned16(b, input, {0, 1}, 2);
+    Value vectorOk = b.andi(inputOk, nvvm::rowsAligned16(b, out, {0}, 1));
     Value inAddr = nvvm::bufferAddress(b, input);
     Value outAddr = nvvm::bufferAddress(b, out);
     Value inS0 = nvvm::bufferStride(b, input, 0);
@@ -132,7 +132,7 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
     Value outS0 = nvvm::bufferStride(b, out, 0);
     auto vecType = VectorType::get({vec}, f);
     launchRowsCols(
-        b, t, b.idx(ceilDiv(h, vec)),
+        b, t, b.idx(llvm::divideCeil(h, vec)),
         [&](LoweringBuilder &b, Value row, Value chunk) {
           Value c0 = b.mul(chunk, b.idx(vec));
           auto weightOf = [&](LoweringBuilder &b, Value j) -> Value {
@@ -200,25 +200,6 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
     return success();
   }
 
-private:
-  static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-  /// Host-side: `memref`'s innermost dimension `inner` has unit stride, the
-  /// strides of `outer` are multiples of 16 bytes, and its base is 16-byte
-  /// aligned.
-  static Value rowsAligned16(LoweringBuilder &b, Value memref,
-                             ArrayRef<unsigned> outer, unsigned inner,
-                             int64_t bytes) {
-    Value ok = b.cmpi(CmpI::eq, nvvm::bufferStride(b, memref, inner), b.idx(1));
-    for (unsigned d : outer) {
-      Value rowBytes = b.mul(nvvm::bufferStride(b, memref, d), b.idx(bytes));
-      ok = b.andi(ok, b.cmpi(CmpI::eq,
-                             arith::RemUIOp::create(b, rowBytes, b.idx(16)),
-                             b.idx(0)));
-    }
-    Value low = arith::AndIOp::create(b, nvvm::bufferAddress(b, memref),
-                                      nvvm::i64(b, 15));
-    return b.andi(ok, b.cmpi(CmpI::eq, low, nvvm::i64(b, 0)));
-  }
 };
 
 struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {

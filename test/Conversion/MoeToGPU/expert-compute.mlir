@@ -204,24 +204,28 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CHECK: memref.store %cst, %[[OUT]]
 // CHECK: gpu.terminator
 // SIMT-NOT: scf.if
-// The guard: unit inner strides (lhs dim 1, rhs dim 2), row strides (lhs
-// dim 0, rhs dims 0 and 1) multiples of 8 elements, 16-byte aligned
-// addresses of lhs and rhs.
+// The guard (nvvm::rowsAligned16 per operand): lhs unit inner stride
+// (dim 1), row stride (dim 0) a multiple of 16 bytes, 16-byte aligned
+// address; rhs the same with dim 2 inner and dims 0 and 1 as rows.
 // AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:2, %[[LS:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %[[LHS]]
 // AUTO-NEXT: arith.cmpi eq, %[[LS]]#1, %c1{{(_[0-9]+)?}} : index
+// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:2, %[[LS0:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %[[LHS]]
+// AUTO: %[[LB:[a-z0-9_]+]] = arith.muli %[[LS0]]#0, %c2{{(_[0-9]+)?}} : index
+// AUTO: arith.remui %[[LB]], %c16{{(_[0-9]+)?}} : index
+// AUTO: memref.extract_aligned_pointer_as_index %[[LHS]]
+// AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64{{(_[0-9]+)?}} : i64
 // AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
 // AUTO-NEXT: arith.cmpi eq, %[[RS]]#2, %c1{{(_[0-9]+)?}} : index
-// AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:2, %[[LS0:[a-z0-9_]+]]:2 = memref.extract_strided_metadata %[[LHS]]
-// AUTO: arith.remui %[[LS0]]#0, %c8{{(_[0-9]+)?}} : index
 // AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS0:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
-// AUTO: arith.remui %[[RS0]]#0, %c8{{(_[0-9]+)?}} : index
+// AUTO: %[[RB0:[a-z0-9_]+]] = arith.muli %[[RS0]]#0, %c2{{(_[0-9]+)?}} : index
+// AUTO: arith.remui %[[RB0]], %c16{{(_[0-9]+)?}} : index
 // AUTO: %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}:3, %[[RS1:[a-z0-9_]+]]:3 = memref.extract_strided_metadata %[[RHS]]
-// AUTO: arith.remui %[[RS1]]#1, %c8{{(_[0-9]+)?}} : index
-// AUTO: memref.extract_aligned_pointer_as_index %[[LHS]]
-// AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64 : i64
+// AUTO: %[[RB1:[a-z0-9_]+]] = arith.muli %[[RS1]]#1, %c2{{(_[0-9]+)?}} : index
+// AUTO: arith.remui %[[RB1]], %c16{{(_[0-9]+)?}} : index
 // AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
 // AUTO: arith.andi %{{[a-z0-9_]+}}, %c15_i64{{(_[0-9]+)?}} : i64
-// CPASYNC: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC: arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // The tensor map: bf16 (9), dims (K = 64, N = 32, E = 8), the byte strides
 // of N and E, a 64 x 64 x 1 box (half the 128-row tile), swizzle 128B (3).
 // TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c64_i64, %c32_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64
@@ -415,7 +419,8 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // the epilogue pairs gate column 2c and up column 2c + 1 of the fragments
 // (32 outputs per thread), with bias, silu, scale[dest] and the scatter.
 // AUTO: memref.extract_aligned_pointer_as_index %[[RHS]]
-// CPASYNC: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC: arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
+// CPASYNC-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // rhs [E, K, N]: dims (N = 256, K = 64, E = 8), a 64 x 64 x 1 box.
 // TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c256_i64, %c64_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64)
 // TMA: %[[HAS:[a-z0-9_]+]] = arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64

@@ -57,6 +57,24 @@ inline Value bufferStride(LoweringBuilder &b, Value memref, unsigned d) {
   return meta.getStrides()[d];
 }
 
+/// Whether `memref`'s rows allow 16-byte accesses (i1): unit stride along
+/// `inner`, the strides of the `outer` dimensions multiples of 16 bytes,
+/// the base 16-byte aligned.
+inline Value rowsAligned16(LoweringBuilder &b, Value memref,
+                           ArrayRef<unsigned> outer, unsigned inner) {
+  int64_t bytes = cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  auto eq = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
+  };
+  Value ok = eq(bufferStride(b, memref, inner), b.idx(1));
+  for (unsigned d : outer) {
+    Value rowBytes = b.mul(bufferStride(b, memref, d), b.idx(bytes));
+    ok = b.andi(ok, eq(arith::RemUIOp::create(b, rowBytes, b.idx(16)), b.idx(0)));
+  }
+  Value low = arith::AndIOp::create(b, bufferAddress(b, memref), i64(b, 15));
+  return b.andi(ok, eq(low, i64(b, 0)));
+}
+
 /// The dynamic shared memory of the launch, rounded up to `align` bytes
 /// (the launch asks for `align` bytes more): its shared-window address.
 inline Value dynamicSharedBase(LoweringBuilder &b, int64_t align) {

@@ -86,21 +86,8 @@ static_assert((kEntryRegs - kProducerRegs) * 128 >=
 
 Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
                                          const GemmOperands &g) {
-  auto isZeroMod = [&](Value v, int64_t d) {
-    return b.cmpi(CmpI::eq, arith::RemUIOp::create(b, v, b.idx(d)), b.idx(0));
-  };
-  auto addressAligned = [&](Value memref) {
-    Value address = nvvm::bufferAddress(b, memref);
-    Value low = arith::AndIOp::create(b, address, nvvm::i64(b, 15));
-    return b.cmpi(CmpI::eq, low, nvvm::i64(b, 0));
-  };
-  Value ok = b.cmpi(CmpI::eq, nvvm::bufferStride(b, g.lhs, 1), b.idx(1));
-  ok = b.andi(ok, b.cmpi(CmpI::eq, nvvm::bufferStride(b, g.rhs, 2), b.idx(1)));
-  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.lhs, 0), 8));
-  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.rhs, 0), 8));
-  ok = b.andi(ok, isZeroMod(nvvm::bufferStride(b, g.rhs, 1), 8));
-  ok = b.andi(ok, addressAligned(g.lhs));
-  return b.andi(ok, addressAligned(g.rhs));
+  Value lhsOk = nvvm::rowsAligned16(b, g.lhs, {0}, 1);
+  return b.andi(lhsOk, nvvm::rowsAligned16(b, g.rhs, {0, 1}, 2));
 }
 
 namespace {
@@ -953,18 +940,8 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   rhsStride1 = nvvm::bufferStride(kb, g.rhs, 1);
   outAddr = nvvm::bufferAddress(kb, g.out);
   outStride = nvvm::bufferStride(kb, g.out, 0);
-  {
-    // 16-byte stores of output rows need unit columns, 16-byte rows.
-    int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
-    Value ok = kb.cmpi(CmpI::eq, nvvm::bufferStride(kb, g.out, 1), kb.idx(1));
-    ok = kb.andi(ok, kb.cmpi(CmpI::eq,
-                             arith::RemUIOp::create(
-                                 kb, kb.mul(outStride, kb.idx(outBytes)),
-                                 kb.idx(16)),
-                             kb.idx(0)));
-    Value low = arith::AndIOp::create(kb, outAddr, nvvm::i64(kb, 15));
-    outVectorOk = kb.andi(ok, kb.cmpi(CmpI::eq, low, nvvm::i64(kb, 0)));
-  }
+  // 16-byte stores of output rows need unit columns, 16-byte rows.
+  outVectorOk = nvvm::rowsAligned16(kb, g.out, {0}, 1);
 
   Value wg = arith::ShRUIOp::create(kb, tid, kb.idx(7));
   Value isProducer = kb.cmpi(CmpI::eq, wg, kb.idx(0));

@@ -91,6 +91,8 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaStages = options.wgmmaStages;
   gemm.wgmmaEpilogue = options.wgmmaEpilogue;
   gemm.wgmmaCluster = options.wgmmaCluster;
+  gemm.wgmmaSplitShort = options.wgmmaSplitShort;
+  gemm.elideFills = options.elideFills;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -133,6 +135,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTma = gemm.wgmmaTma;
   kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
   kernels.wgmmaCluster = gemm.wgmmaCluster;
+  kernels.wgmmaSplitShort = gemm.wgmmaSplitShort;
+  kernels.elideFills = gemm.elideFills;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

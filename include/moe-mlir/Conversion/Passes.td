@@ -130,6 +130,18 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "
            "wgmma-tma and tile-n >= 128); 0: cost model">,
+    Option<"wgmmaSplitShort", "wgmma-split-short", "bool", /*default=*/"false",
+           "Hopper GEMM with two consumer warpgroups: a tile of at most 64 "
+           "rows (an expert's short last tile) splits its K steps between "
+           "the two warpgroups, which add their partial sums, instead of "
+           "one of them computing empty rows (not yet measured on the "
+           "H200: off by default)">,
+    Option<"elideFills", "elide-fills", "bool", /*default=*/"false",
+           "Expert GEMMs zero only the output rows that can be read: none "
+           "when the result feeds only expert GEMMs over the same offsets "
+           "(as their lhs, without a gather), and through a dispatch's "
+           "reverse_indices (a permutation) only the targets of the rows no "
+           "expert owns (not yet measured on the H200: off by default)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

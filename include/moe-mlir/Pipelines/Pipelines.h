@@ -98,6 +98,18 @@ struct MoeLowerToNvvmOptions
                      "share each weight tile by TMA multicast); 0: cost "
                      "model"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> wgmmaSplitShort{
+      *this, "wgmma-split-short",
+      llvm::cl::desc("Hopper GEMM: tiles of at most 64 rows split their K "
+                     "steps between the two consumer warpgroups"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> elideFills{
+      *this, "elide-fills",
+      llvm::cl::desc("Expert GEMMs zero only the output rows that can be "
+                     "read (none before a GEMM over the same offsets; the "
+                     "uncovered rows' targets through a dispatch "
+                     "permutation)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

@@ -11,8 +11,8 @@
 // engine. The Hopper engine's loaders need unit inner strides and 16-byte
 // aligned rows, which only the run time knows: the kernel is guarded by
 // that check and falls back to the SIMT engine when it fails. Rows no
-// expert owns are zero-filled first (only those outside [offsets[0],
-// offsets[E]) without a scatter; see zeroUncoveredRows).
+// expert owns are zero-filled first, by the cheapest kernel the op's
+// context allows (none, when nothing reads them; see uncoveredFillOf).
 //
 // moe.glu is one elementwise kernel (one thread per output element).
 //
@@ -39,16 +39,59 @@ constexpr int64_t kZeroFillBlocks = 264;
 
 namespace {
 
-/// The output rows no expert writes must read zero. Every GEMM row in
-/// [offsets[0], offsets[E]) (clamped) is owned by some expert (a path from
-/// offsets[0] to offsets[E] crosses every row in between upwards) and both
-/// engines write all rows their experts own. Without a scatter, output row
-/// r is GEMM row r: only the rows outside that range are zeroed (a
-/// well-formed dispatch has none). With a scatter, the rows written are the
-/// in-range scatter targets of those GEMM rows: a flag per output row is
-/// set for each, and the unflagged rows are zeroed (a permutation leaves
-/// none) instead of zero-filling the whole output first.
-void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g) {
+/// How the output rows no expert writes get their zeros (Rows / Flags
+/// only, unless the `elide-fills` option is set).
+///
+/// Every GEMM row in [offsets[0], offsets[E]) (clamped) is owned by some
+/// expert (a path from offsets[0] to offsets[E] crosses every row in
+/// between upwards) and both engines write all rows their experts own, so
+/// only the GEMM rows outside that range ("uncovered") matter:
+/// - Unread: the result feeds only expert GEMMs that read it as their lhs,
+///   without a gather, over the same offsets: they read the covered rows
+///   alone (the first GEMM of a fused layer), so nothing is filled.
+/// - Rows: without a scatter, output row r is GEMM row r: the uncovered
+///   rows are zeroed (a well-formed dispatch has none).
+/// - PermutedRows: the scatter is a dispatch's reverse_indices, a
+///   permutation of [0, M) (SPEC.md, moe.get_indices): every output row is
+///   the target of exactly one GEMM row, so the targets of the uncovered
+///   rows are zeroed.
+/// - Flags: any other scatter: a flag per output row is set for each
+///   in-range target of a covered row, and the unflagged rows are zeroed.
+enum class UncoveredFill { Unread, Rows, PermutedRows, Flags };
+
+/// Whether `scatter` is the reverse_indices result of a dispatch op.
+bool isDispatchPermutation(Value scatter) {
+  Operation *def = scatter.getDefiningOp();
+  if (auto op = dyn_cast_if_present<RouteDispatchOp>(def))
+    return op.getReverseIndices() == scatter;
+  if (auto op = dyn_cast_if_present<DispatchOp>(def))
+    return op.getReverseIndices() == scatter;
+  if (auto op = dyn_cast_if_present<GetIndicesOp>(def))
+    return op.getReverseIndices() == scatter;
+  return false;
+}
+
+UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
+  if (!elide)
+    return op.getScatter() ? UncoveredFill::Flags : UncoveredFill::Rows;
+  if (op.getScatter())
+    return isDispatchPermutation(op.getScatter()) ? UncoveredFill::PermutedRows
+                                                  : UncoveredFill::Flags;
+  Value result = op.getResult();
+  bool unread =
+      !result.use_empty() &&
+      llvm::all_of(result.getUses(), [&](OpOperand &use) {
+        auto user = dyn_cast<ExpertGemmOp>(use.getOwner());
+        return user && &use == &user.getLhsMutable() && !user.getGather() &&
+               user.getOffsets() == op.getOffsets();
+      });
+  return unread ? UncoveredFill::Unread : UncoveredFill::Rows;
+}
+
+void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
+                       UncoveredFill fill) {
+  if (fill == UncoveredFill::Unread)
+    return;
   Value zero = b.scalar(g.outElem);
   RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
   auto zeroRow = [&](LoweringBuilder &b, const KernelIds &ids, Value row) {
@@ -57,7 +100,7 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g) {
               b.store(zero, g.out, {row, c});
             });
   };
-  if (!g.scatter) {
+  if (fill == UncoveredFill::Rows || fill == UncoveredFill::PermutedRows) {
     // The uncovered rows are [0, lo) and [max(lo, hi), m): the blocks
     // stride over their count only (each block reads two offsets and, for
     // a well-formed dispatch, stops; the stride over all rows checking
@@ -72,7 +115,13 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g) {
                      [&](LoweringBuilder &b, Value i) {
                        Value row = b.select(b.cmpi(CmpI::ult, i, lo), i,
                                             b.add(hi, b.sub(i, lo)));
-                       zeroRow(b, ids, row);
+                       if (fill == UncoveredFill::Rows)
+                         return zeroRow(b, ids, row);
+                       Value dest = b.load(g.scatter, {row});
+                       when(b, b.inRange(dest, b.i32(0), b.toI32(g.m)),
+                            [&](LoweringBuilder &b) {
+                              zeroRow(b, ids, b.toIndex(dest));
+                            });
                      });
            });
     return;
@@ -137,7 +186,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
-    zeroUncoveredRows(b, g);
+    zeroUncoveredRows(b, g, uncoveredFillOf(op, options.elideFills));
     if (config->engine == GemmEngine::Simt) {
       emitSimtExpertGemm(b, g, config->simt);
     } else {

@@ -93,6 +93,8 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTma = wgmmaTma;
     gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
     gemmOptions.wgmmaCluster = wgmmaCluster;
+    gemmOptions.wgmmaSplitShort = wgmmaSplitShort;
+    gemmOptions.elideFills = elideFills;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -45,6 +45,12 @@ struct MoeGemmOptions {
   /// Hopper engine CTAs per cluster (0: cost model; 1; 2: pairs of row
   /// tiles share each weight tile, multicast by TMA to both CTAs).
   int64_t wgmmaCluster = 0;
+  /// Hopper engine with two consumer warpgroups: a tile of at most 64 rows
+  /// splits its K steps between them (they add their partial sums).
+  bool wgmmaSplitShort = false;
+  /// Zero-fill only the output rows that can be read (see
+  /// ExpertComputeToGPU.cpp, uncoveredFillOf).
+  bool elideFills = false;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

@@ -157,5 +157,6 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                           "(wgmma-tma) and tile-n >= 128");
   config.cluster = options.wgmmaCluster ? options.wgmmaCluster
                                         : (clusterable ? 2 : 1);
+  config.splitShort = options.wgmmaSplitShort && config.tileM == 128;
   return config;
 }

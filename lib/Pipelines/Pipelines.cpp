@@ -93,6 +93,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaCluster = options.wgmmaCluster;
   gemm.wgmmaSplitShort = options.wgmmaSplitShort;
   gemm.elideFills = options.elideFills;
+  gemm.warpSelect = options.warpSelect;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -137,6 +138,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaCluster = gemm.wgmmaCluster;
   kernels.wgmmaSplitShort = gemm.wgmmaSplitShort;
   kernels.elideFills = gemm.elideFills;
+  kernels.warpSelect = gemm.warpSelect;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

@@ -142,6 +142,12 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "(as their lhs, without a gather), and through a dispatch's "
            "reverse_indices (a permutation) only the targets of the rows no "
            "expert owns (not yet measured on the H200: off by default)">,
+    Option<"warpSelect", "warp-select", "std::string", /*default=*/"\"i64\"",
+           "Top-k selection of the warp-per-row routing kernels: i64 (key = "
+           "order key << 32 | ~entry, butterfly maximum below the previous "
+           "pick) or i32 (order key alone, redux.sync maximum then lowest "
+           "entry, the pick's key cleared; not yet measured on the H200). "
+           "Both pick exactly what selectTopK picks">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

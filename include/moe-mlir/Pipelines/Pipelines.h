@@ -110,6 +110,12 @@ struct MoeLowerToNvvmOptions
                      "uncovered rows' targets through a dispatch "
                      "permutation)"),
       llvm::cl::init(false)};
+  PassOptions::Option<std::string> warpSelect{
+      *this, "warp-select",
+      llvm::cl::desc("Top-k selection of the warp-per-row routing kernels: "
+                     "i64 (butterfly over i64 keys) or i32 (redux.sync over "
+                     "i32 order keys)"),
+      llvm::cl::init("i64")};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

@@ -34,7 +34,8 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
                                                    const MoeGemmOptions &gemm) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
-  populateRoutingToGPUPatterns(patterns);
+  populateRoutingToGPUPatterns(patterns, gemm.chip,
+                               gemm.warpSelect == "i32");
   populateDispatchToGPUPatterns(patterns);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
@@ -95,6 +96,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaCluster = wgmmaCluster;
     gemmOptions.wgmmaSplitShort = wgmmaSplitShort;
     gemmOptions.elideFills = elideFills;
+    gemmOptions.warpSelect = warpSelect;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

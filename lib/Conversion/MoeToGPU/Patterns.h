@@ -13,7 +13,9 @@ namespace mlir {
 namespace moe {
 
 /// topk, route, route_dispatch.
-void populateRoutingToGPUPatterns(RewritePatternSet &patterns);
+/// `i32Keys`: the warp-per-row selection with i32 keys (warp-select=i32).
+void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
+                                  bool i32Keys);
 /// cumsum, get_indices, get_indptr, dispatch.
 void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.

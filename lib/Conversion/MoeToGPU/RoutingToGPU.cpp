@@ -7,12 +7,17 @@
 // One warp per token row (kRowsPerBlock rows per block) when E <= 512 and
 // n_group <= 32: lane l holds the R = ceil(E / 32) consecutive entries
 // l * R .. l * R + R - 1 of the row in registers, and each of the k picks
-// is one warp-wide argmax (gpu.shuffle xor butterfly) over the entries
-// ranking strictly after the previous pick. Entries compare as one
-// unsigned i64 per entry, (order key of the value) << 32 | ~index, whose
-// integer order is exactly the selection order of Selection.h's
-// `precedes` (larger value first, -0 == +0, lower index on ties, NaN below
-// every number and NaNs by index), so the picks are those of `selectTopK`.
+// is one warp-wide argmax. By default (option warp-select=i64) entries
+// compare as one unsigned i64 per entry, (order key of the value) << 32 |
+// ~index, and pick j is the butterfly (gpu.shuffle xor) maximum of the
+// keys below pick j - 1's. With warp-select=i32 a key is the i32 order key
+// alone (0 = not selectable, NaN 1): each lane's best (key, entry), the
+// warp's largest key (redux.sync umax on sm_80 and later, else a
+// butterfly), the lowest entry holding it (umin), then the pick's key is
+// cleared in its lane. Either way (key descending, entry ascending) is
+// exactly the selection order of Selection.h's `precedes` (larger value
+// first, -0 == +0, lower index on ties, NaN below every number and NaNs
+// by index): the picks are those of `selectTopK`.
 // moe.route computes every score once with the same f32 operations as
 // RoutingScores / groupScore / groupKept, in the same order wherever the
 // rounding depends on it: the softmax row max is a maximumf butterfly
@@ -33,6 +38,8 @@
 
 #include "../Utils/Selection.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <limits>
 
@@ -75,10 +82,34 @@ Value orderKey(LoweringBuilder &b, Value v) {
   return b.select(b.cmpf(CmpF::UNO, v, v), b.i32(0), key);
 }
 
+/// How the warp-per-row kernels select (option `warp-select`): i64 keys
+/// with the entry in the low half and a butterfly argmax over the keys
+/// ranking after the previous pick (default), or i32 order keys, the
+/// lanes' best, redux.sync umax / umin (a butterfly before sm_80) and the
+/// picked key cleared (fewer instructions per pick; not yet measured on
+/// the H200).
+struct WarpSelectMode {
+  bool i32Keys = false;
+  bool redux = false;
+  Value key(LoweringBuilder &b, Value v, Value entryI32) const;
+  Value none(LoweringBuilder &b) const {
+    return i32Keys ? b.i32(0)
+                   : arith::ConstantIntOp::create(b, b.getI64Type(), 0);
+  }
+};
+
+/// The selection key of a selectable value: orderKey(v), with NaN 1
+/// instead of 0 (still below every number: -inf is 0x007fffff), so that 0
+/// can mean "not selectable". Entries with equal keys rank by index.
+Value selectionKey(LoweringBuilder &b, Value v) {
+  Value key = orderKey(b, v);
+  return b.select(b.cmpi(CmpI::eq, key, b.i32(0)), b.i32(1), key);
+}
+
 /// orderKey(v) << 32 | ~entry (entry in [0, 2^31)): (va, ia) precedes
 /// (vb, ib) exactly when key(va, ia) > key(vb, ib) as unsigned i64. Every
 /// key is > 0 (its low half is >= 2^31), so 0 can mean "not selectable".
-Value selectionKey(LoweringBuilder &b, Value v, Value entryI32) {
+Value selectionKey64(LoweringBuilder &b, Value v, Value entryI32) {
   Type i64 = b.getI64Type();
   Value hi = arith::ShLIOp::create(
       b, arith::ExtUIOp::create(b, i64, orderKey(b, v)),
@@ -86,6 +117,10 @@ Value selectionKey(LoweringBuilder &b, Value v, Value entryI32) {
   Value lo = arith::ExtUIOp::create(
       b, i64, arith::XOrIOp::create(b, entryI32, b.i32(-1)));
   return arith::OrIOp::create(b, hi, lo);
+}
+
+Value WarpSelectMode::key(LoweringBuilder &b, Value v, Value entryI32) const {
+  return i32Keys ? selectionKey(b, v) : selectionKey64(b, v, entryI32);
 }
 
 //===----------------------------------------------------------------------===//
@@ -130,8 +165,106 @@ struct WarpPicks {
   Value scoreSum; // sum of the k picks' scores in slot order (when asked)
 };
 
+/// Unsigned maximum (`max`) or minimum of an i32 over the warp, in every
+/// lane: one redux.sync where the chip has it (sm_80 and later), else a
+/// shuffle butterfly.
+Value warpReduceU32(LoweringBuilder &b, Value v, bool max, bool redux) {
+  if (redux)
+    return NVVM::ReduxOp::create(
+        b, b.getI32Type(), v,
+        max ? NVVM::ReduxKind::UMAX : NVVM::ReduxKind::UMIN, b.i32(-1));
+  return warpAllReduce(b, {v},
+                       [&](LoweringBuilder &b, ValueRange x,
+                           ValueRange y) -> SmallVector<Value> {
+                         if (max)
+                           return {arith::MaxUIOp::create(b, x[0], y[0])};
+                         return {arith::MinUIOp::create(b, x[0], y[0])};
+                       })[0];
+}
+
 /// The k selection passes of `selectTopK` over a row spread across the
 /// warp: `keys[r]` is register r's selection key (0 = not selectable),
+/// `scores[r]` (optional) a value to fetch for each pick. Pass j takes the
+/// best entry not picked yet: the lane's best register (the first of its
+/// largest keys: its entries ascend), the warp's largest key, the lowest
+/// entry holding it; the pick's key is then cleared (it is unique, so
+/// this equals ranking strictly after the previous pick). Every lane ends
+/// up with the same pick. The pick's score is read in the lane that holds
+/// it and broadcast; with `sumScores`, the picks' scores are summed in
+/// slot order (0 + s_0 + s_1 + ...), as RouteToGPU's per-thread kernel
+/// does.
+WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                     ArrayRef<Value> keys, ArrayRef<Value> scores,
+                     bool sumScores, bool redux) {
+  int64_t regs = static_cast<int64_t>(keys.size());
+  int64_t slotRegs = (k + kWarpSize - 1) / kWarpSize;
+  bool withScores = !scores.empty();
+  SmallVector<Value> entries;
+  for (int64_t r = 0; r < regs; ++r)
+    entries.push_back(b.toI32(row.entry(b, r)));
+  // Loop state: the keys, score sum, per slot register: pick, score.
+  SmallVector<Value> init(keys.begin(), keys.end());
+  if (sumScores)
+    init.push_back(b.f32(0.0));
+  for (int64_t q = 0; q < slotRegs; ++q) {
+    init.push_back(b.i32(0));
+    if (withScores)
+      init.push_back(b.f32(0.0));
+  }
+  size_t slotsAt = regs + (sumScores ? 1 : 0), perSlot = withScores ? 2 : 1;
+  SmallVector<Value> final = b.forLoop(
+      b.idx(0), b.idx(k), init,
+      [&](LoweringBuilder &b, Value j, ValueRange args) -> SmallVector<Value> {
+        Value laneKey = b.i32(0), laneEntry = b.i32(0);
+        for (int64_t r = 0; r < regs; ++r) {
+          Value better = b.cmpi(CmpI::ugt, args[r], laneKey);
+          laneKey = b.select(better, args[r], laneKey);
+          laneEntry = b.select(better, entries[r], laneEntry);
+        }
+        Value best = warpReduceU32(b, laneKey, /*max=*/true, redux);
+        // No key left (not reachable: the verifier keeps >= k selectable
+        // entries): every lane offers entry 0, as selectTopK's clamp.
+        Value offer = b.select(b.cmpi(CmpI::eq, laneKey, best), laneEntry,
+                               b.i32(-1));
+        Value pick = b.clamp(warpReduceU32(b, offer, /*max=*/false, redux),
+                             b.i32(0), b.i32(row.numEntries - 1));
+        SmallVector<Value> next;
+        Value score = b.f32(0.0);
+        for (int64_t r = 0; r < regs; ++r) {
+          Value picked = b.cmpi(CmpI::eq, entries[r], pick);
+          next.push_back(b.select(picked, b.i32(0), args[r]));
+          if (withScores)
+            score = b.select(picked, scores[r], score);
+        }
+        if (withScores)
+          score = warpShuffle(b, score, row.owner(b, pick),
+                              gpu::ShuffleMode::IDX);
+        if (sumScores)
+          next.push_back(b.add(args[regs], score));
+        for (int64_t q = 0; q < slotRegs; ++q) {
+          Value slot = b.add(b.idx(q * kWarpSize), row.lane);
+          Value mine = b.cmpi(CmpI::eq, j, slot);
+          size_t at = slotsAt + q * perSlot;
+          next.push_back(b.select(mine, pick, args[at]));
+          if (withScores)
+            next.push_back(b.select(mine, score, args[at + 1]));
+        }
+        return next;
+      });
+  WarpPicks result;
+  if (sumScores)
+    result.scoreSum = final[regs];
+  for (int64_t q = 0; q < slotRegs; ++q) {
+    size_t at = slotsAt + q * perSlot;
+    result.picks.push_back(final[at]);
+    if (withScores)
+      result.scores.push_back(final[at + 1]);
+  }
+  return result;
+}
+
+/// warp-select=i64: the k selection passes of `selectTopK` over a row
+/// spread across the warp: `keys[r]` is register r's selection key (0 = not selectable),
 /// `scores[r]` (optional) a value to fetch for each pick. Pass j takes the
 /// largest key below the previous pick's key (the best entry ranking
 /// strictly after it): a per-lane maximum, then a butterfly; every lane
@@ -139,7 +272,7 @@ struct WarpPicks {
 /// holds it and broadcast; with `sumScores`, the picks' scores are summed
 /// in slot order (0 + s_0 + s_1 + ...), as RouteToGPU's per-thread kernel
 /// does.
-WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
+WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
                      ArrayRef<Value> keys, ArrayRef<Value> scores,
                      bool sumScores) {
   Type i64 = b.getI64Type();
@@ -209,6 +342,15 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
   return result;
 }
 
+/// warpSelect (i32 keys) or warpSelect64, by `mode`.
+WarpPicks warpSelectWith(LoweringBuilder &b, const WarpSelectMode &mode,
+                         const WarpRow &row, int64_t k, ArrayRef<Value> keys,
+                         ArrayRef<Value> scores, bool sumScores) {
+  if (mode.i32Keys)
+    return warpSelect(b, row, k, keys, scores, sumScores, mode.redux);
+  return warpSelect64(b, row, k, keys, scores, sumScores);
+}
+
 /// Visits the slots a lane holds after warpSelect: body(j, q) for
 /// j = q * 32 + lane < k.
 void forEachLaneSlot(LoweringBuilder &b, const WarpRow &row, int64_t k,
@@ -272,19 +414,20 @@ void topkPerThread(LoweringBuilder &b, int64_t k, int64_t e, Value input,
 }
 
 void topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input,
-                 Value t, Value values, Value indices) {
+                 Value t, Value values, Value indices,
+                 const WarpSelectMode &mode) {
   launchWarpPerRow(b, t, [&](LoweringBuilder &b, Value rowIdx, Value lane) {
     WarpRow row{e, lane};
     SmallVector<Value> keys;
     for (int64_t r = 0; r < row.regs(); ++r) {
       Value v = b.toF32(b.load(input, {rowIdx, row.column(b, r)}));
-      Value key = selectionKey(b, v, b.toI32(row.entry(b, r)));
+      Value key = mode.key(b, v, b.toI32(row.entry(b, r)));
       if (!row.full())
-        key = b.select(row.valid(b, r), key,
-                       arith::ConstantIntOp::create(b, b.getI64Type(), 0));
+        key = b.select(row.valid(b, r), key, mode.none(b));
       keys.push_back(key);
     }
-    WarpPicks picks = warpSelect(b, row, k, keys, {}, /*sumScores=*/false);
+    WarpPicks picks =
+        warpSelectWith(b, mode, row, k, keys, {}, /*sumScores=*/false);
     forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
       Value pick = picks.picks[q];
       b.store(b.load(input, {rowIdx, b.toIndex(pick)}), values, {rowIdx, j});
@@ -294,7 +437,8 @@ void topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input,
 }
 
 struct TopKToGPU : OpRewritePattern<TopKOp> {
-  using OpRewritePattern::OpRewritePattern;
+  TopKToGPU(MLIRContext *ctx, WarpSelectMode mode)
+      : OpRewritePattern(ctx), mode(mode) {}
 
   LogicalResult matchAndRewrite(TopKOp op,
                                 PatternRewriter &rewriter) const override {
@@ -308,12 +452,14 @@ struct TopKToGPU : OpRewritePattern<TopKOp> {
     Value values = allocBuffer(b, valuesType, dynRows(valuesType, t));
     Value indices = allocBuffer(b, indicesType, dynRows(indicesType, t));
     if (useWarpPerRow(e, 1))
-      topkPerWarp(b, k, e, input, t, values, indices);
+      topkPerWarp(b, k, e, input, t, values, indices, mode);
     else
       topkPerThread(b, k, e, input, t, values, indices);
     rewriter.replaceOp(op, {toTensor(b, values), toTensor(b, indices)});
     return success();
   }
+
+  WarpSelectMode mode;
 };
 
 //===----------------------------------------------------------------------===//
@@ -411,7 +557,8 @@ void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
 /// groups as `groupKept` ranks them.
 void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
                 const WarpRow &row, ArrayRef<Value> keys,
-                MutableArrayRef<Value> selection) {
+                MutableArrayRef<Value> selection,
+                const WarpSelectMode &mode) {
   int64_t nGroup = cfg.nGroup, perGroup = cfg.perGroup;
   int64_t regs = row.regs();
   Type i32 = b.getI32Type();
@@ -489,18 +636,18 @@ void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
         b, arith::ShRUIOp::create(b, kept, g), b.i32(1));
     return b.cmpi(CmpI::ne, bit, b.i32(0));
   };
-  Value zero64 = arith::ConstantIntOp::create(b, b.getI64Type(), 0);
   Value laneKept = laneGroup ? keptBit(b, laneGroup) : Value();
   for (int64_t r = 0; r < regs; ++r) {
     Value allowed =
         laneKept ? laneKept
                  : keptBit(b, arith::DivUIOp::create(b, row.entry(b, r),
                                                      b.idx(perGroup)));
-    selection[r] = b.select(allowed, selection[r], zero64);
+    selection[r] = b.select(allowed, selection[r], mode.none(b));
   }
 }
 
-void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg) {
+void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
+                  const WarpSelectMode &mode) {
   int64_t e = cfg.e, k = cfg.k;
   launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx,
                                  Value lane) {
@@ -508,7 +655,6 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg) {
     int64_t regs = row.regs();
     Value negInf = b.f32(-std::numeric_limits<float>::infinity());
     Value zero = b.f32(0.0);
-    Type i64 = b.getI64Type();
     // RoutingScores without softmax: logit() is the sanitised logit,
     // score() the sigmoid.
     RoutingScores sanitised(b, e, /*softmax=*/false,
@@ -568,15 +714,16 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg) {
       if (!row.full())
         key = b.select(valid[r], key, negInf);
       keys.push_back(key);
-      Value sk = selectionKey(b, key, b.toI32(row.entry(b, r)));
+      Value sk = mode.key(b, key, b.toI32(row.entry(b, r)));
       if (!row.full())
-        sk = b.select(valid[r], sk, arith::ConstantIntOp::create(b, i64, 0));
+        sk = b.select(valid[r], sk, mode.none(b));
       selection.push_back(sk);
     }
     if (cfg.nGroup > 1 && cfg.topkGroup < cfg.nGroup)
-      dropGroups(b, cfg, row, keys, selection);
+      dropGroups(b, cfg, row, keys, selection, mode);
 
-    WarpPicks picks = warpSelect(b, row, k, selection, scores, cfg.normalize);
+    WarpPicks picks = warpSelectWith(b, mode, row, k, selection, scores,
+                                     cfg.normalize);
     // Normalise by the sum of the picks' unbiased scores and scale.
     Value denom = b.f32(1.0);
     if (cfg.normalize)
@@ -591,7 +738,8 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg) {
 }
 
 struct RouteToGPU : OpRewritePattern<RouteOp> {
-  using OpRewritePattern::OpRewritePattern;
+  RouteToGPU(MLIRContext *ctx, WarpSelectMode mode)
+      : OpRewritePattern(ctx), mode(mode) {}
 
   LogicalResult matchAndRewrite(RouteOp op,
                                 PatternRewriter &rewriter) const override {
@@ -615,16 +763,26 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
     cfg.weights = allocBuffer(b, weightsType, dynRows(weightsType, cfg.t));
     cfg.indices = allocBuffer(b, indicesType, dynRows(indicesType, cfg.t));
     if (useWarpPerRow(cfg.e, cfg.nGroup))
-      routePerWarp(b, cfg);
+      routePerWarp(b, cfg, mode);
     else
       routePerThread(b, cfg);
     rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices)});
     return success();
   }
+
+  WarpSelectMode mode;
 };
 
 } // namespace
 
-void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext());
+void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
+                                             StringRef chip, bool i32Keys) {
+  // redux.sync: sm_80 and later ("sm_90a" -> 90).
+  unsigned sm = 0;
+  WarpSelectMode mode;
+  mode.i32Keys = i32Keys;
+  mode.redux = chip.consume_front("sm_") &&
+               !chip.take_while(llvm::isDigit).getAsInteger(10, sm) &&
+               sm >= 80;
+  patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
 }

@@ -1,5 +1,8 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
+// RUN: moe-opt %s --convert-moe-to-gpu=warp-select=i32 | FileCheck %s --check-prefix=I32
+// RUN: moe-opt %s "--convert-moe-to-gpu=warp-select=i32 chip=sm_75 gemm=simt" | FileCheck %s --check-prefix=SM75
+// RUN: not moe-opt %s --convert-moe-to-gpu=warp-select=f32 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Routing ops with E <= 512 (and n_group <= 32) become one-warp-per-row
 // kernels: 128-thread blocks of 4 warps, grid max(ceil(T / 4), 1), warp
@@ -7,12 +10,86 @@
 // `row < T`, lane l = tid % 32 holds the entries l * R + r (R = ceil(E /
 // 32)). Each of the k picks is an i64 selection key maximum (keys below
 // the previous pick's), a butterfly of 5 xor steps with two i32 shuffles
-// each. Operands are read through read-only to_buffer views, results are
+// each. With warp-select=i32 (I32) it is the lanes' best i32 order key,
+// its warp maximum (redux.sync umax), the lowest entry holding it (umin),
+// and the pick's key cleared; on chips before sm_80 (SM75) the two
+// reductions are butterflies of 5 xor shuffles. Operands are read through read-only to_buffer views, results are
 // written to fresh allocations returned by `to_tensor restrict writable`.
 // Larger E or n_group keep the one-thread-per-row kernel. moe.route_dispatch
 // becomes the route kernel followed by the three dispatch kernels.
 
 // NOMOE-NOT: moe.
+
+// BAD: convert-moe-to-gpu: warp-select must be i64 or i32 (got 'f32')
+
+// I32-LABEL: func.func @topk_dynamic(
+// I32: %[[V:[a-zA-Z0-9_]+]] = memref.load
+// Order key: -0 -> +0, sign-flipped bits, NaN 0 and then 1 (0 is "not
+// selectable").
+// I32: arith.cmpf oeq, %[[V]], %{{[a-zA-Z0-9_]+}} : f32
+// I32: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
+// I32: arith.cmpf uno, %[[V]], %[[V]] : f32
+// I32: %[[OK0:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_]+}} : i32
+// I32: %[[NAN:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[OK0]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[NAN]], %c1_i32, %[[OK0]] : i32
+// I32: %[[INE:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c8 : index
+// I32: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[ENTRY:[a-zA-Z0-9_]+]] = arith.index_cast %{{[a-zA-Z0-9_]+}} : index to i32
+// k = 2 passes; the state is the lane's keys and its slot pick.
+// I32: %[[PICKS:[a-zA-Z0-9_]+]]:2 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[K0:[a-zA-Z0-9_]+]] = %[[SEL]], %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32) {
+// The lane's best (one register here), the warp's best key, the lowest
+// entry offering it.
+// I32: %[[GT:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[K0]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[LK:[a-zA-Z0-9_]+]] = arith.select %[[GT]], %[[K0]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[LE:[a-zA-Z0-9_]+]] = arith.select %[[GT]], %[[ENTRY]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[BEST:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[LK]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// I32: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[LK]], %[[BEST]] : i32
+// I32: %[[OFFER:[a-zA-Z0-9_]+]] = arith.select %[[HAS]], %[[LE]], %c-1_i32{{(_[0-9]+)?}} : i32
+// I32: %[[LOW:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// The pick, clamped to [0, E - 1]; its key is cleared.
+// I32: arith.maxsi %[[LOW]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
+// I32: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[ENTRY]], %[[PICK]] : i32
+// I32: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[MATCH]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32
+// Lane j keeps pick j.
+// I32: %[[IS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[J]], %{{[a-zA-Z0-9_]+}} : index
+// I32: %[[NEXT:[a-zA-Z0-9_]+]] = arith.select %[[IS]], %[[PICK]], %[[MINE]] : i32
+// I32: scf.yield %[[K1]], %[[NEXT]] : i32, i32
+// I32-NOT: gpu.shuffle
+// I32: gpu.terminator
+// Two registers per lane, two slot registers: four loop-carried i32.
+// I32-LABEL: func.func @topk_two_regs(
+// I32: scf.for {{.*}} to %c40{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32) {
+// I32-COUNT-2: nvvm.redux.sync
+// I32: scf.yield
+// The softmax route carries its key, the score sum and its slot.
+// I32-LABEL: func.func @route_softmax(
+// I32: scf.for {{.*}} to %c2 step {{.*}} -> (i32, f32, i32, f32) {
+// I32: nvvm.redux.sync  umax
+// I32: nvvm.redux.sync  umin
+// I32: gpu.shuffle  idx
+// I32: scf.yield
+// Experts of dropped groups get key 0 (i32).
+// I32-LABEL: func.func @route_sigmoid_bias_groups(
+// I32: %[[ALLOWED:[a-zA-Z0-9_]+]] = arith.cmpi ne, %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
+// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[KEY]], {{.*}}) -> (i32, f32, i32, f32) {
+// I32-COUNT-2: nvvm.redux.sync
+// I32: scf.yield
+// I32-NOT: i64
+
+// Before sm_80 (no redux.sync): both warp reductions are butterflies of 5
+// xor shuffles (umax, then umin).
+// SM75-LABEL: func.func @topk_dynamic(
+// SM75-NOT: nvvm.redux
+// SM75: scf.for {{.*}} -> (i32, i32) {
+// SM75-COUNT-5: gpu.shuffle  xor
+// SM75: arith.maxui
+// SM75-COUNT-5: gpu.shuffle  xor
+// SM75: arith.minui
+// SM75: scf.yield
+// SM75-NOT: nvvm.redux
+// SM75: return
 
 //===----------------------------------------------------------------------===//
 // moe.topk

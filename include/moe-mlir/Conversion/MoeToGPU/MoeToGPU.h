@@ -51,6 +51,8 @@ struct MoeGemmOptions {
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
   bool elideFills = false;
+  /// Warp-per-row routing selection: "i64" or "i32" (RoutingToGPU.cpp).
+  std::string warpSelect = "i64";
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

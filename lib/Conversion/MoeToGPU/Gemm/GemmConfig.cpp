@@ -50,6 +50,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       options.wgmmaTileN != 128 && options.wgmmaTileN != 256)
     return "wgmma-tile-n must be 64, 128 or 256 (got " +
            std::to_string(options.wgmmaTileN) + ")";
+  if (options.warpSelect != "i64" && options.warpSelect != "i32")
+    return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
   StringRef epilogue = options.wgmmaEpilogue;
   if (epilogue != "auto" && epilogue != "staged" && epilogue != "direct")
     return "wgmma-epilogue must be one of auto, staged, direct (got '" +

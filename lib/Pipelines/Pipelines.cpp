@@ -94,6 +94,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSplitShort = options.wgmmaSplitShort;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
+  gemm.dispatchChunks = options.dispatchChunks;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -139,6 +140,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSplitShort = gemm.wgmmaSplitShort;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
+  kernels.dispatchChunks = gemm.dispatchChunks;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

@@ -148,6 +148,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "pick) or i32 (order key alone, redux.sync maximum then lowest "
            "entry, the pick's key cleared; not yet measured on the H200). "
            "Both pick exactly what selectTopK picks">,
+    Option<"dispatchChunks", "dispatch-chunks", "int64_t", /*default=*/"0",
+           "moe.dispatch's counting sort: 0 keeps the measured form (at most "
+           "256 chunks, the per-bucket scan 32 chunks per step); N > 0 uses "
+           "at most N chunks and a per-bucket scan in which each lane sums "
+           "a contiguous run of chunks (not yet measured on the H200)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -116,6 +116,12 @@ struct MoeLowerToNvvmOptions
                      "i64 (butterfly over i64 keys) or i32 (redux.sync over "
                      "i32 order keys)"),
       llvm::cl::init("i64")};
+  PassOptions::Option<int64_t> dispatchChunks{
+      *this, "dispatch-chunks",
+      llvm::cl::desc("moe.dispatch's counting sort: 0 (the measured form, "
+                     "at most 256 chunks) or at most N chunks with a "
+                     "run-per-lane bucket scan"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

@@ -193,7 +193,8 @@ struct GetIndptrToGPU : OpRewritePattern<GetIndptrOp> {
 };
 
 struct DispatchToGPU : OpRewritePattern<DispatchOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DispatchToGPU(MLIRContext *ctx, int64_t maxChunks)
+      : OpRewritePattern(ctx), maxChunks(maxChunks) {}
 
   LogicalResult matchAndRewrite(DispatchOp op,
                                 PatternRewriter &rewriter) const override {
@@ -230,7 +231,8 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
       stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
                     [&](LoweringBuilder &b, Value slot, Value, Value pos) {
                       place(b, slot, pos);
-                    });
+                    },
+                    maxChunks);
     } else {
       orderedBuckets(
           b, m, /*numBuckets=*/e + 1, bucketOf,
@@ -254,11 +256,15 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
                             toTensor(b, tok)});
     return success();
   }
+
+  int64_t maxChunks;
 };
 
 } // namespace
 
-void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU, DispatchToGPU>(
+void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns,
+                                              int64_t maxChunks) {
+  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU>(
       patterns.getContext());
+  patterns.add<DispatchToGPU>(patterns.getContext(), maxChunks);
 }

@@ -184,13 +184,17 @@ constexpr int64_t kMaxSortBuckets = 8192;
 /// `bucketOf(item)` is in [0, numBuckets) or -1 (the item is skipped); it
 /// is evaluated in kernels 1 and 3, and only for items < n. Items of one
 /// bucket get consecutive positions in item order. Deterministic, no
-/// atomics, O(n + numBuckets * chunks) work.
+/// atomics, O(n + numBuckets * chunks) work. `maxChunks` 0: at most
+/// kMaxSortChunks chunks and kernel 2 scans 32 chunks per step; N > 0: at
+/// most N chunks (more blocks in kernel 1) and each lane of kernel 2 sums a
+/// contiguous run of chunks (option dispatch-chunks, not yet measured).
 void stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
     Value bucketOffsets,
     function_ref<void(LoweringBuilder &, Value item, Value bucket, Value pos)>
-        place);
+        place,
+    int64_t maxChunks = 0);
 
 } // namespace gpu_lowering
 } // namespace moe

@@ -36,7 +36,7 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns, gemm.chip,
                                gemm.warpSelect == "i32");
-  populateDispatchToGPUPatterns(patterns);
+  populateDispatchToGPUPatterns(patterns, gemm.dispatchChunks);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
 }
@@ -97,6 +97,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSplitShort = wgmmaSplitShort;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
+    gemmOptions.dispatchChunks = dispatchChunks;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -17,7 +17,9 @@ namespace moe {
 void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
                                   bool i32Keys);
 /// cumsum, get_indices, get_indptr, dispatch.
-void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
+/// `maxChunks`: stableBuckets' chunk bound (0: its measured default).
+void populateDispatchToGPUPatterns(RewritePatternSet &patterns,
+                                   int64_t maxChunks);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 /// grouped_matmul, expert_gemm, glu.

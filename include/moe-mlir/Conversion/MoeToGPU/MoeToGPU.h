@@ -53,6 +53,9 @@ struct MoeGemmOptions {
   bool elideFills = false;
   /// Warp-per-row routing selection: "i64" or "i32" (RoutingToGPU.cpp).
   std::string warpSelect = "i64";
+  /// moe.dispatch's counting sort: 0, or at most N chunks with the
+  /// run-per-lane scan (KernelBuilder.h, stableBuckets).
+  int64_t dispatchChunks = 0;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

@@ -95,6 +95,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.dispatchChunks = options.dispatchChunks;
+  gemm.routeDispatchSmall = options.routeDispatchSmall;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -141,6 +142,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.dispatchChunks = gemm.dispatchChunks;
+  kernels.routeDispatchSmall = gemm.routeDispatchSmall;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());

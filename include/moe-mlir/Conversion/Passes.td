@@ -153,6 +153,12 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "256 chunks, the per-bucket scan 32 chunks per step); N > 0 uses "
            "at most N chunks and a per-bucket scan in which each lane sums "
            "a contiguous run of chunks (not yet measured on the H200)">,
+    Option<"routeDispatchSmall", "route-dispatch-small", "bool",
+           /*default=*/"false",
+           "moe.route_dispatch with at most 64 rows and 1024 slots as one "
+           "single-block kernel (routing and the dispatch sort), chosen on "
+           "the host at run time; more rows keep the route kernel and the "
+           "dispatch kernels (not yet measured on the H200)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -122,6 +122,11 @@ struct MoeLowerToNvvmOptions
                      "at most 256 chunks) or at most N chunks with a "
                      "run-per-lane bucket scan"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> routeDispatchSmall{
+      *this, "route-dispatch-small",
+      llvm::cl::desc("moe.route_dispatch with at most 64 rows as one "
+                     "single-block kernel (chosen at run time)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

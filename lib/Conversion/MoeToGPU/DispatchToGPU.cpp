@@ -34,6 +34,54 @@ using namespace mlir::moe::gpu_lowering;
 
 using CmpI = arith::CmpIPredicate;
 
+void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
+                                int64_t e, Value m, Value mI32, Value offsets,
+                                Value rev, Value tok, int64_t maxChunks) {
+  // Bucket of a slot: its expert, E for an id outside [0, E).
+  auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
+    auto [row, j] = rowAndSlot(b, slot, k);
+    Value expert = b.load(ids, {row, j});
+    return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
+                    b.i32(e));
+  };
+  auto place = [&](LoweringBuilder &b, Value slot, Value pos) {
+    auto [row, j] = rowAndSlot(b, slot, k);
+    (void)j;
+    when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {
+      Value p = b.toIndex(pos);
+      b.store(b.toI32(slot), rev, {p});
+      b.store(b.toI32(row), tok, {p});
+    });
+  };
+  if (e + 1 <= kMaxSortBuckets) {
+    // The exclusive offsets of the E + 1 buckets are exactly the offsets
+    // result: offsets[E] = #dispatched is where bucket E starts.
+    stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
+                  [&](LoweringBuilder &b, Value slot, Value, Value pos) {
+                    place(b, slot, pos);
+                  },
+                  maxChunks);
+  } else {
+    orderedBuckets(
+        b, m, /*numBuckets=*/e + 1, bucketOf,
+        [&](LoweringBuilder &b, Value totals) {
+          // offsets[0] = 0, offsets[i + 1] = offsets[i] + totals[i]; the
+          // out-of-range bucket E starts at offsets[E] = #dispatched.
+          b.store(b.i32(0), offsets, {b.idx(0)});
+          b.forLoop(b.idx(0), b.idx(e), {b.i32(0)},
+                    [&](LoweringBuilder &b, Value i,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value next = b.add(acc[0], b.load(totals, {i}));
+                      b.store(next, offsets, {b.add(i, b.idx(1))});
+                      return {next};
+                    });
+        },
+        [&](LoweringBuilder &b, Value slot, Value bucket, Value rank) {
+          place(b, slot, b.add(b.load(offsets, {b.toIndex(bucket)}), rank));
+        });
+  }
+}
+
 namespace {
 
 struct CumsumToGPU : OpRewritePattern<CumsumOp> {
@@ -209,49 +257,7 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    // Bucket of a slot: its expert, E for an id outside [0, E).
-    auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
-      auto [row, j] = rowAndSlot(b, slot, k);
-      Value expert = b.load(ids, {row, j});
-      return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
-                      b.i32(e));
-    };
-    auto place = [&](LoweringBuilder &b, Value slot, Value pos) {
-      auto [row, j] = rowAndSlot(b, slot, k);
-      (void)j;
-      when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {
-        Value p = b.toIndex(pos);
-        b.store(b.toI32(slot), rev, {p});
-        b.store(b.toI32(row), tok, {p});
-      });
-    };
-    if (e + 1 <= kMaxSortBuckets) {
-      // The exclusive offsets of the E + 1 buckets are exactly the offsets
-      // result: offsets[E] = #dispatched is where bucket E starts.
-      stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
-                    [&](LoweringBuilder &b, Value slot, Value, Value pos) {
-                      place(b, slot, pos);
-                    },
-                    maxChunks);
-    } else {
-      orderedBuckets(
-          b, m, /*numBuckets=*/e + 1, bucketOf,
-          [&](LoweringBuilder &b, Value totals) {
-            // offsets[0] = 0, offsets[i + 1] = offsets[i] + totals[i]; the
-            // out-of-range bucket E starts at offsets[E] = #dispatched.
-            b.store(b.i32(0), offsets, {b.idx(0)});
-            b.forLoop(b.idx(0), b.idx(e), {b.i32(0)},
-                      [&](LoweringBuilder &b, Value i,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value next = b.add(acc[0], b.load(totals, {i}));
-                        b.store(next, offsets, {b.add(i, b.idx(1))});
-                        return {next};
-                      });
-          },
-          [&](LoweringBuilder &b, Value slot, Value bucket, Value rank) {
-            place(b, slot, b.add(b.load(offsets, {b.toIndex(bucket)}), rank));
-          });
-    }
+    emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok, maxChunks);
     rewriter.replaceOp(op, {toTensor(b, offsets), toTensor(b, rev),
                             toTensor(b, tok)});
     return success();

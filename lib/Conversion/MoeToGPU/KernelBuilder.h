@@ -196,6 +196,15 @@ void stableBuckets(
         place,
     int64_t maxChunks = 0);
 
+/// moe.dispatch's kernels (DispatchToGPU.cpp) on the `T x k` expert ids
+/// `ids` (m = T * k slots, as index and i32): the exclusive offsets of the
+/// E + 1 buckets (E: ids outside [0, E)) into `offsets`, and for every slot
+/// its position's reverse index and token into `rev` / `tok`. `maxChunks`:
+/// stableBuckets' chunk bound.
+void emitDispatch(LoweringBuilder &b, Value ids, int64_t k, int64_t e, Value m,
+                  Value mI32, Value offsets, Value rev, Value tok,
+                  int64_t maxChunks);
+
 } // namespace gpu_lowering
 } // namespace moe
 } // namespace mlir

@@ -34,8 +34,8 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
                                                    const MoeGemmOptions &gemm) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
-  populateRoutingToGPUPatterns(patterns, gemm.chip,
-                               gemm.warpSelect == "i32");
+  populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
+                               gemm.routeDispatchSmall, gemm.dispatchChunks);
   populateDispatchToGPUPatterns(patterns, gemm.dispatchChunks);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
@@ -98,6 +98,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.dispatchChunks = dispatchChunks;
+    gemmOptions.routeDispatchSmall = routeDispatchSmall;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

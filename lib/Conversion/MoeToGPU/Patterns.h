@@ -13,9 +13,12 @@ namespace mlir {
 namespace moe {
 
 /// topk, route, route_dispatch.
-/// `i32Keys`: the warp-per-row selection with i32 keys (warp-select=i32).
+/// `i32Keys`: the warp-per-row selection with i32 keys (warp-select=i32);
+/// `smallRouteDispatch`: route_dispatch with few rows as one kernel
+/// (route-dispatch-small; `maxChunks` for its many-row form).
 void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
-                                  bool i32Keys);
+                                  bool i32Keys, bool smallRouteDispatch,
+                                  int64_t maxChunks);
 /// cumsum, get_indices, get_indptr, dispatch.
 /// `maxChunks`: stableBuckets' chunk bound (0: its measured default).
 void populateDispatchToGPUPatterns(RewritePatternSet &patterns,

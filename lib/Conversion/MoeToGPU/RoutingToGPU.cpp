@@ -30,7 +30,9 @@
 // (O(k * E) per row), with the group mask in a T x n_group scratch buffer.
 //
 // moe.route_dispatch is split into route + dispatch, whose kernels are in
-// DispatchToGPU.cpp.
+// DispatchToGPU.cpp; with route-dispatch-small, a launch with few rows (T
+// <= 64, T * k <= 1024) is one single-block kernel instead
+// (routeDispatchOneBlock), chosen on the host.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
@@ -646,11 +648,12 @@ void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
   }
 }
 
-void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
-                  const WarpSelectMode &mode) {
+/// Routes row `rowIdx` on the calling warp (all 32 lanes, `lane` = lane
+/// id): weights and indices into cfg.weights / cfg.indices.
+void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
+                    const WarpSelectMode &mode, Value rowIdx, Value lane) {
   int64_t e = cfg.e, k = cfg.k;
-  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx,
-                                 Value lane) {
+  {
     WarpRow row{e, lane};
     int64_t regs = row.regs();
     Value negInf = b.f32(-std::numeric_limits<float>::infinity());
@@ -734,7 +737,160 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
       Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
       b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
     });
+  }
+}
+
+void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
+                  const WarpSelectMode &mode) {
+  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx,
+                                 Value lane) {
+    routeRowOnWarp(b, cfg, mode, rowIdx, lane);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// moe.route_dispatch at small T
+//===----------------------------------------------------------------------===//
+
+/// route_dispatch in one block when T <= kSmallRows and T * k <=
+/// kSmallSlots: one thread per slot, one warp per row (kSmallSlots / 32
+/// warps), E + 1 <= kSmallBuckets + 1 bucket counters per warp in shared
+/// memory.
+constexpr int64_t kSmallRows = 64, kSmallSlots = 1024, kSmallBuckets = 256;
+
+/// The one-block kernel: each warp routes its rows (w, w + 32, ...); then
+/// thread s takes slot s: its bucket (the expert, E for an id outside [0,
+/// E)), its rank among the earlier slots of its warp with that bucket
+/// (shuffles) and the warp's count of each bucket; per bucket the counts
+/// of the earlier warps (in place) and the total; the block's exclusive
+/// scan of the totals is the offsets result; slot s goes to offs[bucket] +
+/// earlier warps' count + rank. The same stable counting sort as
+/// stableBuckets (moe.dispatch).
+void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
+                           const WarpSelectMode &mode, Value m, Value offsets,
+                           Value rev, Value tok) {
+  Type i32 = b.getI32Type();
+  int64_t e = cfg.e, k = cfg.k, nb = cfg.e + 1;
+  constexpr int64_t warps = kSmallSlots / kWarpSize;
+  launch(
+      b, b.idx(1), b.idx(1), kSmallSlots,
+      {workgroupType({warps, nb}, i32), workgroupType({nb}, i32),
+       workgroupType({warps}, i32)},
+      [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value counts = shared[0], offs = shared[1], warpSums = shared[2];
+        Value tid = ids.threadX;
+        Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
+        Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
+        Value zero = b.idx(0);
+        forEach(b, w, cfg.t, b.idx(warps), [&](LoweringBuilder &b, Value row) {
+          routeRowOnWarp(b, cfg, mode, row, lane);
+        });
+        forEach(b, lane, b.idx(nb), b.idx(kWarpSize),
+                [&](LoweringBuilder &b, Value bk) {
+                  b.store(b.i32(0), counts, {w, bk});
+                });
+        // The routed indices are visible to the block, the counters zero.
+        gpu::BarrierOp::create(b);
+        Value slot = tid;
+        Value bucket = b.ifElse(
+            b.cmpi(CmpI::ult, slot, m), {i32},
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              auto [row, j] = rowAndSlot(b, slot, k);
+              Value expert = b.load(cfg.indices, {row, j});
+              return {b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
+                               b.i32(e))};
+            },
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {b.i32(-1)};
+            })[0];
+        Value laneI32 = b.toI32(lane);
+        Value before = b.i32(0), total = b.i32(0);
+        for (int64_t l = 0; l < kWarpSize; ++l) {
+          Value other = warpShuffle(b, bucket, l, gpu::ShuffleMode::IDX);
+          Value same =
+              arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::eq, other, bucket));
+          total = b.add(total, same);
+          Value below = arith::ExtUIOp::create(
+              b, i32, b.cmpi(CmpI::sgt, laneI32, b.i32(l)));
+          before = b.add(before, arith::AndIOp::create(b, same, below));
+        }
+        Value valid = b.cmpi(CmpI::sge, bucket, b.i32(0));
+        Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
+        when(b, b.andi(valid, last), [&](LoweringBuilder &b) {
+          b.store(total, counts, {w, b.toIndex(bucket)});
+        });
+        gpu::BarrierOp::create(b);
+        // Thread t < E + 1: bucket t's counts become the earlier warps'
+        // (in place); its total.
+        Value bucketTotal = b.ifElse(
+            b.cmpi(CmpI::ult, tid, b.idx(nb)), {i32},
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {b.forLoop(zero, b.idx(warps), {b.i32(0)},
+                                [&](LoweringBuilder &b, Value ww,
+                                    ValueRange acc) -> SmallVector<Value> {
+                                  Value c = b.load(counts, {ww, tid});
+                                  b.store(acc[0], counts, {ww, tid});
+                                  return {b.add(acc[0], c)};
+                                })[0]};
+            },
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {b.i32(0)};
+            })[0];
+        // Exclusive scan of the totals over the threads: warp sums, then
+        // the sums of the earlier warps.
+        Value incl = warpInclusiveSum(b, bucketTotal, lane);
+        when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
+             [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
+        gpu::BarrierOp::create(b);
+        Value base = b.forLoop(zero, w, {b.i32(0)},
+                               [&](LoweringBuilder &b, Value ww,
+                                   ValueRange acc) -> SmallVector<Value> {
+                                 return {b.add(acc[0],
+                                               b.load(warpSums, {ww}))};
+                               })[0];
+        Value excl = b.add(base, b.sub(incl, bucketTotal));
+        when(b, b.cmpi(CmpI::ult, tid, b.idx(nb)), [&](LoweringBuilder &b) {
+          b.store(excl, offs, {tid});
+          b.store(excl, offsets, {tid});
+        });
+        gpu::BarrierOp::create(b);
+        when(b, valid, [&](LoweringBuilder &b) {
+          Value bk = b.toIndex(bucket);
+          Value start = b.load(offs, {bk});
+          Value earlier = b.load(counts, {w, bk});
+          Value pos = b.add(b.add(start, earlier), before);
+          Value p = b.toIndex(pos);
+          auto [row, j] = rowAndSlot(b, slot, k);
+          (void)j;
+          b.store(b.toI32(slot), rev, {p});
+          b.store(b.toI32(row), tok, {p});
+        });
+      });
+}
+
+/// The route kernels' view of a moe.route or moe.route_dispatch (weights
+/// and indices allocated for T rows).
+template <typename OpT>
+RouteConfig routeConfigOf(LoweringBuilder &b, OpT op) {
+  auto weightsType = op.getWeights().getType();
+  auto indicesType = op.getIndices().getType();
+  RouteConfig cfg;
+  cfg.w = weightsType.getElementType();
+  cfg.e = op.getLogits().getType().getDimSize(1);
+  cfg.k = static_cast<int64_t>(op.getK());
+  cfg.nGroup = op.getNGroup();
+  cfg.topkGroup = op.getTopkGroup();
+  cfg.perGroup = cfg.e / cfg.nGroup;
+  cfg.softmax = op.getScoring() == ScoringFn::softmax;
+  cfg.top2 = op.getGroupScore() == GroupScore::top2_sum;
+  cfg.normalize = op.getNormalize();
+  cfg.scaling = op.getScaling().convertToFloat();
+  cfg.logits = toBuffer(b, op.getLogits());
+  cfg.bias = op.getBias() ? toBuffer(b, op.getBias()) : Value();
+  cfg.t = b.memDim(cfg.logits, 0);
+  cfg.weights = allocBuffer(b, weightsType, dynRows(weightsType, cfg.t));
+  cfg.indices = allocBuffer(b, indicesType, dynRows(indicesType, cfg.t));
+  return cfg;
 }
 
 struct RouteToGPU : OpRewritePattern<RouteOp> {
@@ -744,24 +900,7 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
   LogicalResult matchAndRewrite(RouteOp op,
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
-    auto weightsType = op.getWeights().getType();
-    auto indicesType = op.getIndices().getType();
-    RouteConfig cfg;
-    cfg.w = weightsType.getElementType();
-    cfg.e = op.getLogits().getType().getDimSize(1);
-    cfg.k = static_cast<int64_t>(op.getK());
-    cfg.nGroup = op.getNGroup();
-    cfg.topkGroup = op.getTopkGroup();
-    cfg.perGroup = cfg.e / cfg.nGroup;
-    cfg.softmax = op.getScoring() == ScoringFn::softmax;
-    cfg.top2 = op.getGroupScore() == GroupScore::top2_sum;
-    cfg.normalize = op.getNormalize();
-    cfg.scaling = op.getScaling().convertToFloat();
-    cfg.logits = toBuffer(b, op.getLogits());
-    cfg.bias = op.getBias() ? toBuffer(b, op.getBias()) : Value();
-    cfg.t = b.memDim(cfg.logits, 0);
-    cfg.weights = allocBuffer(b, weightsType, dynRows(weightsType, cfg.t));
-    cfg.indices = allocBuffer(b, indicesType, dynRows(indicesType, cfg.t));
+    RouteConfig cfg = routeConfigOf(b, op);
     if (useWarpPerRow(cfg.e, cfg.nGroup))
       routePerWarp(b, cfg, mode);
     else
@@ -773,10 +912,62 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
   WarpSelectMode mode;
 };
 
+/// moe.route_dispatch as one kernel when the rows are few (option
+/// route-dispatch-small): the host picks it for T <= kSmallRows and T * k
+/// <= kSmallSlots, else the route kernel and moe.dispatch's kernels (what
+/// SplitRouteDispatch + RouteToGPU + DispatchToGPU emit). Needs the
+/// warp-per-row route and E <= kSmallBuckets; otherwise the op is split.
+struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
+  RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode, int64_t maxChunks)
+      : OpRewritePattern(ctx, /*benefit=*/2), mode(mode),
+        maxChunks(maxChunks) {}
+
+  LogicalResult matchAndRewrite(RouteDispatchOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t e = op.getLogits().getType().getDimSize(1);
+    if (!useWarpPerRow(e, op.getNGroup()) || e > kSmallBuckets)
+      return failure();
+    LoweringBuilder b(op.getLoc(), rewriter);
+    RouteConfig cfg = routeConfigOf(b, op);
+    auto mapType = op.getReverseIndices().getType();
+    Value m = b.mul(cfg.t, b.idx(cfg.k));
+    Value mI32 = b.toI32(m);
+    Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
+    Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
+    Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
+    Value small = b.andi(b.cmpi(CmpI::ule, cfg.t, b.idx(kSmallRows)),
+                         b.cmpi(CmpI::ule, m, b.idx(kSmallSlots)));
+    scf::IfOp::create(
+        b, small,
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder nb(loc, nested);
+          routeDispatchOneBlock(nb, cfg, mode, m, offsets, rev, tok);
+          scf::YieldOp::create(nb);
+        },
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder nb(loc, nested);
+          routePerWarp(nb, cfg, mode);
+          Value ids = cfg.indices;
+          emitDispatch(nb, ids, cfg.k, e, m, mI32, offsets, rev, tok,
+                       maxChunks);
+          scf::YieldOp::create(nb);
+        });
+    rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices),
+                            toTensor(b, offsets), toTensor(b, rev),
+                            toTensor(b, tok)});
+    return success();
+  }
+
+  WarpSelectMode mode;
+  int64_t maxChunks;
+};
+
 } // namespace
 
 void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
-                                             StringRef chip, bool i32Keys) {
+                                             StringRef chip, bool i32Keys,
+                                             bool smallRouteDispatch,
+                                             int64_t maxChunks) {
   // redux.sync: sm_80 and later ("sm_90a" -> 90).
   unsigned sm = 0;
   WarpSelectMode mode;
@@ -785,4 +976,6 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                !chip.take_while(llvm::isDigit).getAsInteger(10, sm) &&
                sm >= 80;
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
+  if (smallRouteDispatch)
+    patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode, maxChunks);
 }

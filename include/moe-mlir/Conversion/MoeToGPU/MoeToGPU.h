@@ -56,6 +56,8 @@ struct MoeGemmOptions {
   /// moe.dispatch's counting sort: 0, or at most N chunks with the
   /// run-per-lane scan (KernelBuilder.h, stableBuckets).
   int64_t dispatchChunks = 0;
+  /// moe.route_dispatch with few rows as one single-block kernel.
+  bool routeDispatchSmall = false;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

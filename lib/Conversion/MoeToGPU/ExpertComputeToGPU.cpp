@@ -57,7 +57,6 @@ namespace {
 ///   rows are zeroed.
 /// - Flags: any other scatter: a flag per output row is set for each
 ///   in-range target of a covered row, and the unflagged rows are zeroed.
-enum class UncoveredFill { Unread, Rows, PermutedRows, Flags };
 
 /// Whether `scatter` is the reverse_indices result of a dispatch op.
 bool isDispatchPermutation(Value scatter) {
@@ -88,12 +87,44 @@ UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
   return unread ? UncoveredFill::Unread : UncoveredFill::Rows;
 }
 
+} // namespace
+
+void gpu_lowering::zeroUncoveredStrided(LoweringBuilder &b,
+                                        const GemmOperands &g,
+                                        UncoveredFill fill, Value block,
+                                        Value grid, Value thread,
+                                        int64_t threads) {
+  assert((fill == UncoveredFill::Rows || fill == UncoveredFill::PermutedRows) &&
+         "zeroUncoveredStrided: Rows or PermutedRows");
+  Value zero = b.scalar(g.outElem);
+  RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
+  auto zeroRow = [&](LoweringBuilder &b, Value row) {
+    forEach(b, thread, b.idx(g.outN), b.idx(threads),
+            [&](LoweringBuilder &b, Value c) {
+              b.store(zero, g.out, {row, c});
+            });
+  };
+  Value lo = ragged.offsetAt(b, b.idx(0));
+  Value hi = b.maxIdx(ragged.offsetAt(b, b.idx(g.numExperts)), lo);
+  Value count = b.add(lo, b.sub(g.m, hi));
+  forEach(b, block, count, grid, [&](LoweringBuilder &b, Value i) {
+    Value row =
+        b.select(b.cmpi(CmpI::ult, i, lo), i, b.add(hi, b.sub(i, lo)));
+    if (fill == UncoveredFill::Rows)
+      return zeroRow(b, row);
+    Value dest = b.load(g.scatter, {row});
+    when(b, b.inRange(dest, b.i32(0), b.toI32(g.m)),
+         [&](LoweringBuilder &b) { zeroRow(b, b.toIndex(dest)); });
+  });
+}
+
+namespace {
+
 void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
                        UncoveredFill fill) {
   if (fill == UncoveredFill::Unread)
     return;
   Value zero = b.scalar(g.outElem);
-  RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
   auto zeroRow = [&](LoweringBuilder &b, const KernelIds &ids, Value row) {
     forEach(b, ids.threadX, b.idx(g.outN), b.idx(kBlockThreads),
             [&](LoweringBuilder &b, Value c) {
@@ -108,24 +139,12 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
     Value grid = b.minIdx(g.m, b.idx(kZeroFillBlocks));
     launch(b, grid, b.idx(1), kBlockThreads, {},
            [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value>) {
-             Value lo = ragged.offsetAt(b, b.idx(0));
-             Value hi = b.maxIdx(ragged.offsetAt(b, b.idx(g.numExperts)), lo);
-             Value count = b.add(lo, b.sub(g.m, hi));
-             forEach(b, ids.blockX, count, ids.gridX,
-                     [&](LoweringBuilder &b, Value i) {
-                       Value row = b.select(b.cmpi(CmpI::ult, i, lo), i,
-                                            b.add(hi, b.sub(i, lo)));
-                       if (fill == UncoveredFill::Rows)
-                         return zeroRow(b, ids, row);
-                       Value dest = b.load(g.scatter, {row});
-                       when(b, b.inRange(dest, b.i32(0), b.toI32(g.m)),
-                            [&](LoweringBuilder &b) {
-                              zeroRow(b, ids, b.toIndex(dest));
-                            });
-                     });
+             zeroUncoveredStrided(b, g, fill, ids.blockX, ids.gridX,
+                                  ids.threadX, kBlockThreads);
            });
     return;
   }
+  RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
   Value written = allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {g.m});
   fillBuffer(b, written, b.i32(0));
   launchForEach(b, g.m, [&](LoweringBuilder &b, Value row) {
@@ -186,7 +205,15 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
-    zeroUncoveredRows(b, g, uncoveredFillOf(op, options.elideFills));
+    UncoveredFill fill = uncoveredFillOf(op, options.elideFills);
+    // elide-fills: the Hopper kernel zeroes the uncovered rows itself (its
+    // consumer warpgroups, before their first tile): one launch fewer;
+    // its SIMT fallback keeps the fill kernel.
+    bool fillInKernel =
+        options.elideFills && config->engine == GemmEngine::Wgmma &&
+        (fill == UncoveredFill::Rows || fill == UncoveredFill::PermutedRows);
+    if (!fillInKernel)
+      zeroUncoveredRows(b, g, fill);
     if (config->engine == GemmEngine::Simt) {
       emitSimtExpertGemm(b, g, config->simt);
     } else {
@@ -203,11 +230,14 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           b, ok,
           [&](OpBuilder &nested, Location loc) {
             LoweringBuilder nb(loc, nested);
-            emitWgmmaExpertGemm(nb, g, *config, rhsMap);
+            emitWgmmaExpertGemm(nb, g, *config, rhsMap,
+                                fillInKernel ? fill : UncoveredFill::Unread);
             scf::YieldOp::create(nb);
           },
           [&](OpBuilder &nested, Location loc) {
             LoweringBuilder nb(loc, nested);
+            if (fillInKernel)
+              zeroUncoveredRows(nb, g, fill);
             emitSimtExpertGemm(nb, g, config->simt);
             scf::YieldOp::create(nb);
           });

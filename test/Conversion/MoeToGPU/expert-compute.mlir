@@ -97,7 +97,7 @@
 // CHECK: scf.for %[[I:[a-z0-9_]+]] = %[[BX]] to %[[COUNT]] step %[[GX]] {
 // CHECK: %[[BELOW:[a-z0-9_]+]] = arith.cmpi ult, %[[I]], %[[LO]] : index
 // CHECK: %[[ROW:[a-z0-9_]+]] = arith.select %[[BELOW]], %[[I]], %{{[a-z0-9_]+}} : index
-// CHECK: memref.store %cst, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}] : memref<?x256xf32>
+// CHECK: memref.store %cst{{(_[0-9]+)?}}, %[[OUT]][%[[ROW]], %{{[a-z0-9_]+}}] : memref<?x256xf32>
 // CHECK: gpu.terminator
 // f32 operands: the SIMT kernel alone, in both runs (no guard, no Hopper
 // kernel).
@@ -201,7 +201,7 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CHECK: %[[M:[a-z0-9_]+]] = memref.dim %[[LHS]], %c0
 // CHECK: %[[OUT:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?x32xbf16>
 // CHECK: gpu.launch
-// CHECK: memref.store %cst, %[[OUT]]
+// CHECK: memref.store %cst{{(_[0-9]+)?}}, %[[OUT]]
 // CHECK: gpu.terminator
 // SIMT-NOT: scf.if
 // The guard (nvvm::rowsAligned16 per operand): lhs unit inner stride

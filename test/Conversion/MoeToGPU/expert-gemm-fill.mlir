@@ -1,6 +1,7 @@
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=true" | FileCheck %s
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=true" | FileCheck %s --check-prefix=COUNT
 // RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=ALL
+// RUN: moe-opt %s --convert-moe-to-gpu=elide-fills=true | FileCheck %s --check-prefix=WGMMA
 
 // With elide-fills, how moe.expert_gemm zeroes the output rows no expert
 // writes depends on the op's context (ExpertComputeToGPU.cpp,
@@ -62,6 +63,28 @@
 // COUNT-COUNT-7: gpu.launch
 // COUNT-NOT: gpu.launch
 // COUNT: return
+// With the Hopper engine (WGMMA) the second GEMM's kernel zeroes the
+// uncovered rows' targets itself: its consumer warpgroups, after their
+// setmaxnreg and before their first tile (no launch of its own); the SIMT
+// fallback in the layout guard's else branch keeps the fill kernel.
+// WGMMA-LABEL: func.func @fused_pair(
+// WGMMA: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x32xbf16>
+// WGMMA-NOT: %c264
+// WGMMA: %[[REV:[a-z0-9_]+]] = bufferization.to_buffer %{{.*}} : tensor<?xi32>
+// WGMMA: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
+// WGMMA-NOT: gpu.launch blocks
+// WGMMA: scf.if
+// WGMMA: gpu.launch clusters
+// WGMMA: nvvm.setmaxregister  increase 232
+// WGMMA: scf.for
+// WGMMA: memref.load %[[REV]]
+// WGMMA: nvvm.wgmma.mma_async
+// WGMMA: } else {
+// WGMMA: %c264
+// WGMMA: gpu.launch blocks
+// WGMMA: memref.load %[[REV]]
+// WGMMA: gpu.launch blocks
+// WGMMA: return
 func.func @fused_pair(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x64xbf16>, %wd: tensor<8x32x64xbf16>) -> tensor<?x64xbf16> {
   %w, %ids, %off, %rev, %tok = moe.route_dispatch %l k = 2 scoring = softmax {normalize = true}
       : tensor<?x8xbf16> -> tensor<?x2xf32>, tensor<?x2xi32>, tensor<9xi32>, tensor<?xi32>, tensor<?xi32>

@@ -148,6 +148,19 @@ void storeOutput(LoweringBuilder &b, const GemmOperands &g,
                  const RowTarget &target, Value expert, Value c,
                  ArrayRef<Value> acc);
 
+/// How an expert GEMM's output rows that no expert writes get their zeros
+/// (ExpertComputeToGPU.cpp, uncoveredFillOf): not at all (nothing reads
+/// them), the rows outside [offsets[0], offsets[E]) themselves, their
+/// targets through a permutation scatter, or per-row flags.
+enum class UncoveredFill { Unread, Rows, PermutedRows, Flags };
+
+/// Inside a kernel: blocks `block` (of `grid`) stride over the uncovered
+/// GEMM rows and zero each (Rows) or its scatter target (PermutedRows),
+/// threads `thread` (of `threads`) over the columns.
+void zeroUncoveredStrided(LoweringBuilder &b, const GemmOperands &g,
+                          UncoveredFill fill, Value block, Value grid,
+                          Value thread, int64_t threads);
+
 //===----------------------------------------------------------------------===//
 // Engines
 //===----------------------------------------------------------------------===//
@@ -156,8 +169,11 @@ void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                         const MoeGemmTiles &tiles);
 /// `rhsMap`: the rhs tensor map (i64 device address, from
 /// emitRhsTensorMap) when config.rhsTma, else null.
+/// `fill` (Rows or PermutedRows, else Unread = none): the kernel's
+/// consumer warpgroups zero the uncovered rows first (elide-fills).
 void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
-                         const GemmKernelConfig &config, Value rhsMap);
+                         const GemmKernelConfig &config, Value rhsMap,
+                         UncoveredFill fill = UncoveredFill::Unread);
 /// Host code: the rhs TMA tensor map for `config` (moeRuntimeTensorMap3D,
 /// declared in `module` on first use); 0 when TMA cannot describe it.
 Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,

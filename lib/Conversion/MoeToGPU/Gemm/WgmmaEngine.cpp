@@ -112,8 +112,8 @@ struct WorkItem {
 class WgmmaKernel {
 public:
   WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
-              Value rhsMap)
-      : g(g), rhsMap(rhsMap), tileM(config.tileM), tileN(config.tileN),
+              Value rhsMap, UncoveredFill fill)
+      : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
         splitShort(config.splitShort && config.stagedEpilogue &&
@@ -255,6 +255,7 @@ private:
 
   const GemmOperands &g;
   Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
+  UncoveredFill fill; // zeroed by the consumers first (Unread: none)
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
   const int64_t cluster;
@@ -1081,6 +1082,11 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         if (consumers > 1)
           nvvm::setMaxRegisters(b, kConsumerRegs, /*increase=*/true);
         Value cw = b.sub(wg, b.idx(1));
+        // The uncovered rows (elide-fills), while the first stages load:
+        // rows no tile writes, so no ordering with the tiles' stores.
+        if (fill != UncoveredFill::Unread)
+          zeroUncoveredStrided(b, g, fill, blockX, gridX,
+                               b.sub(tid, b.idx(128)), 128 * consumers);
         forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
                                           const WorkItem &item) {
           consumeTile(b, tid, cw, item);
@@ -1099,8 +1105,8 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
 void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
                                        const GemmOperands &g,
                                        const GemmKernelConfig &config,
-                                       Value rhsMap) {
-  WgmmaKernel(g, config, rhsMap).emit(b);
+                                       Value rhsMap, UncoveredFill fill) {
+  WgmmaKernel(g, config, rhsMap, fill).emit(b);
 }
 
 Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,

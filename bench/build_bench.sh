@@ -22,6 +22,8 @@
 # Environment:
 #   MOE_AOT, MOE_OPT   tools (default build/bin/moe-aot, build/bin/moe-opt)
 #   PIPELINE           moe-aot --pipeline flags
+#   NVVM_OPTIONS       --moe-lower-to-nvvm options for the default pipeline
+#                      (e.g. "wgmma-split-short=true"; ignored with PIPELINE)
 #                      (default "--moe-decompose --moe-fuse --moe-lower-to-nvvm")
 #   AOT_ARGS           extra moe-aot options, shell-split (e.g. "--cxx clang++")
 #   LAYERS             comma-separated layer names (default: all; see
@@ -39,7 +41,9 @@ REPO="$(git -C "$HERE" rev-parse --show-toplevel)"
 OUT="${1:-$REPO/bench-artifacts}"
 MOE_AOT="${MOE_AOT:-$REPO/build/bin/moe-aot}"
 MOE_OPT="${MOE_OPT:-$REPO/build/bin/moe-opt}"
-PIPELINE="${PIPELINE:---moe-decompose --moe-fuse --moe-lower-to-nvvm}"
+NVVM_FLAG="--moe-lower-to-nvvm"
+[ -n "${NVVM_OPTIONS:-}" ] && NVVM_FLAG="\"--moe-lower-to-nvvm=$NVVM_OPTIONS\""
+PIPELINE="${PIPELINE:---moe-decompose --moe-fuse $NVVM_FLAG}"
 read -r -a AOT_EXTRA <<< "${AOT_ARGS:-}"
 PY="$(command -v python3)"
 COMPILE_BOUND_S=2

@@ -15,6 +15,8 @@
 # Environment:
 #   MOE_AOT, MOE_OPT        tools (default build/bin/moe-aot, build/bin/moe-opt)
 #   UNFUSED_PIPELINE, FUSED_PIPELINE   override the two pipelines
+#   NVVM_OPTIONS            --moe-lower-to-nvvm options for both default
+#                           pipelines, e.g. "elide-fills=true warp-select=i32"
 #   JOBS                    parallel builds (default: nproc, at most 8)
 #   ONLY                    build only case files whose name matches this regex
 #                           (and leaves the Python flow out)
@@ -33,8 +35,10 @@ REPO="$(git -C "$HERE" rev-parse --show-toplevel)"
 OUT="${1:-$REPO/gpu-artifacts}"
 MOE_AOT="${MOE_AOT:-$REPO/build/bin/moe-aot}"
 MOE_OPT="${MOE_OPT:-$REPO/build/bin/moe-opt}"
-UNFUSED_PIPELINE="${UNFUSED_PIPELINE:---moe-lower-to-nvvm}"
-FUSED_PIPELINE="${FUSED_PIPELINE:---moe-decompose --moe-fuse --moe-lower-to-nvvm}"
+NVVM_FLAG="--moe-lower-to-nvvm"
+[ -n "${NVVM_OPTIONS:-}" ] && NVVM_FLAG="\"--moe-lower-to-nvvm=$NVVM_OPTIONS\""
+UNFUSED_PIPELINE="${UNFUSED_PIPELINE:-$NVVM_FLAG}"
+FUSED_PIPELINE="${FUSED_PIPELINE:---moe-decompose --moe-fuse $NVVM_FLAG}"
 JOBS="${JOBS:-$(n=$(nproc); echo $(( n > 8 ? 8 : n )))}"
 ONLY="${ONLY:-}"
 PY="$(command -v python3)"

@@ -2,6 +2,7 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=OFF
 // RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-split-short=true wgmma-epilogue=direct" | FileCheck %s --check-prefix=OFF
 // RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-split-short=true wgmma-tile-m=64" | FileCheck %s --check-prefix=OFF
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-split-short=true wgmma-stages=2" | FileCheck %s --check-prefix=OFF
 
 // wgmma-split-short: in the Hopper kernel with two consumer warpgroups and
 // the staged epilogue, a work item of at most 64 rows (all in warpgroup
@@ -11,7 +12,9 @@
 // 0's through the epilogue staging (a 256-thread named barrier, id 3,
 // around each of the two 64-accumulator rounds of the m64n256 tile), and
 // only warpgroup 0 runs the epilogue. Off by default, and never with the
-// direct epilogue (no staging) or 64-row tiles (one consumer).
+// direct epilogue (no staging), 64-row tiles (one consumer) or 2 stages
+// (a warpgroup's own step is released two steps later: with 2 stages its
+// next step would wait for that very stage).
 
 // CHECK-LABEL: func.func @down(
 // CHECK: nvvm.setmaxregister increase 232

@@ -117,7 +117,7 @@ public:
         stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
         splitShort(config.splitShort && config.stagedEpilogue &&
-                   config.tileM == 128),
+                   config.tileM == 128 && config.stages >= 3),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -260,7 +260,9 @@ private:
   const bool staged;
   const int64_t cluster;
   /// Tiles of at most 64 rows split their K steps between the two
-  /// consumer warpgroups (see consumeTile).
+  /// consumer warpgroups (see consumeTile). Needs 3 stages or more: a
+  /// warpgroup releases its own step s only in its next own iteration,
+  /// s + 2, whose data needs step s's stage back when there are 2.
   const bool splitShort;
   const int64_t consumers, kSteps;
   const bool concat;

@@ -311,6 +311,22 @@ SmallVector<Value> gpu_lowering::warpAllReduce(LoweringBuilder &b,
   return acc;
 }
 
+std::pair<Value, Value> gpu_lowering::warpRankOf(LoweringBuilder &b, Value key,
+                                                 Value laneI32) {
+  Type i32 = b.getI32Type();
+  Value before = b.i32(0), total = b.i32(0);
+  for (int64_t l = 0; l < kWarpSize; ++l) {
+    Value other = warpShuffle(b, key, l, gpu::ShuffleMode::IDX);
+    Value same =
+        arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::eq, other, key));
+    total = b.add(total, same);
+    Value below = arith::ExtUIOp::create(
+        b, i32, b.cmpi(CmpI::sgt, laneI32, b.i32(l)));
+    before = b.add(before, arith::AndIOp::create(b, same, below));
+  }
+  return {before, total};
+}
+
 Value gpu_lowering::warpInclusiveSum(LoweringBuilder &b, Value v, Value lane) {
   Value x = v;
   for (int64_t d = 1; d < kWarpSize; d *= 2) {
@@ -418,16 +434,8 @@ void gpu_lowering::stableBuckets(
               [&](LoweringBuilder &kb) -> SmallVector<Value> {
                 return {kb.i32(-1)};
               })[0];
-          Value before = kb.i32(0), total = kb.i32(0);
-          for (int64_t l = 0; l < kWarpSize; ++l) {
-            Value other = warpShuffle(kb, bucket, l, gpu::ShuffleMode::IDX);
-            Value same = arith::ExtUIOp::create(
-                kb, i32, kb.cmpi(CmpI::eq, other, bucket));
-            total = kb.add(total, same);
-            Value below = arith::ExtUIOp::create(
-                kb, i32, kb.cmpi(CmpI::sgt, laneI32, kb.i32(l)));
-            before = kb.add(before, arith::AndIOp::create(kb, same, below));
-          }
+          Value before, total;
+          std::tie(before, total) = warpRankOf(kb, bucket, laneI32);
           Value valid = kb.cmpi(CmpI::sge, bucket, kb.i32(0));
           when(kb, valid, [&](LoweringBuilder &kb) {
             Value base = kb.load(running, {w, kb.toIndex(bucket)});

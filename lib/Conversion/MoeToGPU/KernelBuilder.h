@@ -148,6 +148,12 @@ SmallVector<Value> warpAllReduce(LoweringBuilder &b, ValueRange values,
 /// `lane` is the index-typed lane id.
 Value warpInclusiveSum(LoweringBuilder &b, Value v, Value lane);
 
+/// For an i32 `key` per lane: (lanes below this one with the same key,
+/// lanes with the same key), by 32 idx shuffles; `laneI32` is the i32
+/// lane id.
+std::pair<Value, Value> warpRankOf(LoweringBuilder &b, Value key,
+                                   Value laneI32);
+
 /// One warp per row of `rows`: kRowsPerBlock rows per block, blocks over
 /// grid.x. body(row, lane) runs on all 32 lanes of the row's warp (the
 /// `row < rows` guard is warp-uniform, so the body may shuffle).

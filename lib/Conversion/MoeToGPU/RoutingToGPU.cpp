@@ -803,17 +803,8 @@ void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
             [&](LoweringBuilder &b) -> SmallVector<Value> {
               return {b.i32(-1)};
             })[0];
-        Value laneI32 = b.toI32(lane);
-        Value before = b.i32(0), total = b.i32(0);
-        for (int64_t l = 0; l < kWarpSize; ++l) {
-          Value other = warpShuffle(b, bucket, l, gpu::ShuffleMode::IDX);
-          Value same =
-              arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::eq, other, bucket));
-          total = b.add(total, same);
-          Value below = arith::ExtUIOp::create(
-              b, i32, b.cmpi(CmpI::sgt, laneI32, b.i32(l)));
-          before = b.add(before, arith::AndIOp::create(b, same, below));
-        }
+        Value before, total;
+        std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
         Value valid = b.cmpi(CmpI::sge, bucket, b.i32(0));
         Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
         when(b, b.andi(valid, last), [&](LoweringBuilder &b) {

@@ -184,28 +184,29 @@ Value warpReduceU32(LoweringBuilder &b, Value v, bool max, bool redux) {
                        })[0];
 }
 
+/// One selection pass of warpSelectLoop: from the loop-carried key state,
+/// the pick (the same in every lane), its score (null without scores)
+/// and the next key state.
+struct WarpPick {
+  Value pick, score;
+  SmallVector<Value> state;
+};
+using WarpPickFn =
+    function_ref<WarpPick(LoweringBuilder &, ValueRange state)>;
+
 /// The k selection passes of `selectTopK` over a row spread across the
-/// warp: `keys[r]` is register r's selection key (0 = not selectable),
-/// `scores[r]` (optional) a value to fetch for each pick. Pass j takes the
-/// best entry not picked yet: the lane's best register (the first of its
-/// largest keys: its entries ascend), the warp's largest key, the lowest
-/// entry holding it; the pick's key is then cleared (it is unique, so
-/// this equals ranking strictly after the previous pick). Every lane ends
-/// up with the same pick. The pick's score is read in the lane that holds
-/// it and broadcast; with `sumScores`, the picks' scores are summed in
-/// slot order (0 + s_0 + s_1 + ...), as RouteToGPU's per-thread kernel
-/// does.
-WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
-                     ArrayRef<Value> keys, ArrayRef<Value> scores,
-                     bool sumScores, bool redux) {
-  int64_t regs = static_cast<int64_t>(keys.size());
+/// warp: `state` is the key state each pass (`pass`) consumes and renews,
+/// `withScores` whether passes fetch a score for their pick. Lane l keeps
+/// the picks (and scores) of slots q * 32 + l; with `sumScores`, the picks'
+/// scores are summed in slot order (0 + s_0 + s_1 + ...), as RouteToGPU's
+/// per-thread kernel does.
+WarpPicks warpSelectLoop(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                         ValueRange state, bool withScores, bool sumScores,
+                         WarpPickFn pass) {
   int64_t slotRegs = (k + kWarpSize - 1) / kWarpSize;
-  bool withScores = !scores.empty();
-  SmallVector<Value> entries;
-  for (int64_t r = 0; r < regs; ++r)
-    entries.push_back(b.toI32(row.entry(b, r)));
-  // Loop state: the keys, score sum, per slot register: pick, score.
-  SmallVector<Value> init(keys.begin(), keys.end());
+  size_t keyState = state.size();
+  // Loop state: the key state, score sum, per slot register: pick, score.
+  SmallVector<Value> init(state.begin(), state.end());
   if (sumScores)
     init.push_back(b.f32(0.0));
   for (int64_t q = 0; q < slotRegs; ++q) {
@@ -213,49 +214,28 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
     if (withScores)
       init.push_back(b.f32(0.0));
   }
-  size_t slotsAt = regs + (sumScores ? 1 : 0), perSlot = withScores ? 2 : 1;
+  size_t slotsAt = keyState + (sumScores ? 1 : 0),
+         perSlot = withScores ? 2 : 1;
   SmallVector<Value> final = b.forLoop(
       b.idx(0), b.idx(k), init,
       [&](LoweringBuilder &b, Value j, ValueRange args) -> SmallVector<Value> {
-        Value laneKey = b.i32(0), laneEntry = b.i32(0);
-        for (int64_t r = 0; r < regs; ++r) {
-          Value better = b.cmpi(CmpI::ugt, args[r], laneKey);
-          laneKey = b.select(better, args[r], laneKey);
-          laneEntry = b.select(better, entries[r], laneEntry);
-        }
-        Value best = warpReduceU32(b, laneKey, /*max=*/true, redux);
-        // No key left (not reachable: the verifier keeps >= k selectable
-        // entries): every lane offers entry 0, as selectTopK's clamp.
-        Value offer = b.select(b.cmpi(CmpI::eq, laneKey, best), laneEntry,
-                               b.i32(-1));
-        Value pick = b.clamp(warpReduceU32(b, offer, /*max=*/false, redux),
-                             b.i32(0), b.i32(row.numEntries - 1));
-        SmallVector<Value> next;
-        Value score = b.f32(0.0);
-        for (int64_t r = 0; r < regs; ++r) {
-          Value picked = b.cmpi(CmpI::eq, entries[r], pick);
-          next.push_back(b.select(picked, b.i32(0), args[r]));
-          if (withScores)
-            score = b.select(picked, scores[r], score);
-        }
-        if (withScores)
-          score = warpShuffle(b, score, row.owner(b, pick),
-                              gpu::ShuffleMode::IDX);
+        WarpPick p = pass(b, args.take_front(keyState));
+        SmallVector<Value> next = std::move(p.state);
         if (sumScores)
-          next.push_back(b.add(args[regs], score));
+          next.push_back(b.add(args[keyState], p.score));
         for (int64_t q = 0; q < slotRegs; ++q) {
           Value slot = b.add(b.idx(q * kWarpSize), row.lane);
           Value mine = b.cmpi(CmpI::eq, j, slot);
           size_t at = slotsAt + q * perSlot;
-          next.push_back(b.select(mine, pick, args[at]));
+          next.push_back(b.select(mine, p.pick, args[at]));
           if (withScores)
-            next.push_back(b.select(mine, score, args[at + 1]));
+            next.push_back(b.select(mine, p.score, args[at + 1]));
         }
         return next;
       });
   WarpPicks result;
   if (sumScores)
-    result.scoreSum = final[regs];
+    result.scoreSum = final[keyState];
   for (int64_t q = 0; q < slotRegs; ++q) {
     size_t at = slotsAt + q * perSlot;
     result.picks.push_back(final[at]);
@@ -265,35 +245,69 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
   return result;
 }
 
-/// warp-select=i64: the k selection passes of `selectTopK` over a row
-/// spread across the warp: `keys[r]` is register r's selection key (0 = not selectable),
-/// `scores[r]` (optional) a value to fetch for each pick. Pass j takes the
-/// largest key below the previous pick's key (the best entry ranking
-/// strictly after it): a per-lane maximum, then a butterfly; every lane
-/// ends up with the same pick. The pick's score is read in the lane that
-/// holds it and broadcast; with `sumScores`, the picks' scores are summed
-/// in slot order (0 + s_0 + s_1 + ...), as RouteToGPU's per-thread kernel
-/// does.
-WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
+/// warp-select=i32: `keys[r]` is register r's selection key (0 = not
+/// selectable), `scores[r]` (optional) a value to fetch for each pick.
+/// Pass j takes the best entry not picked yet: the lane's best register
+/// (the first of its largest keys: its entries ascend), the warp's
+/// largest key, the lowest entry holding it; the pick's key is then
+/// cleared (it is unique, so this equals ranking strictly after the
+/// previous pick). The pick's score is read in the lane that holds it and
+/// broadcast.
+WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
                      ArrayRef<Value> keys, ArrayRef<Value> scores,
-                     bool sumScores) {
-  Type i64 = b.getI64Type();
-  int64_t slotRegs = (k + kWarpSize - 1) / kWarpSize;
+                     bool sumScores, bool redux) {
+  int64_t regs = static_cast<int64_t>(keys.size());
   bool withScores = !scores.empty();
-  // Loop state: previous key, score sum, per slot register: pick, score.
-  SmallVector<Value> init{arith::ConstantIntOp::create(b, i64, -1)};
-  if (sumScores)
-    init.push_back(b.f32(0.0));
-  for (int64_t q = 0; q < slotRegs; ++q) {
-    init.push_back(b.i32(0));
-    if (withScores)
-      init.push_back(b.f32(0.0));
-  }
-  size_t slotsAt = sumScores ? 2 : 1, perSlot = withScores ? 2 : 1;
-  SmallVector<Value> final = b.forLoop(
-      b.idx(0), b.idx(k), init,
-      [&](LoweringBuilder &b, Value j, ValueRange args) -> SmallVector<Value> {
-        Value prev = args[0];
+  SmallVector<Value> entries;
+  for (int64_t r = 0; r < regs; ++r)
+    entries.push_back(b.toI32(row.entry(b, r)));
+  return warpSelectLoop(
+      b, row, k, keys, withScores, sumScores,
+      [&](LoweringBuilder &b, ValueRange keysIn) -> WarpPick {
+        Value laneKey = b.i32(0), laneEntry = b.i32(0);
+        for (int64_t r = 0; r < regs; ++r) {
+          Value better = b.cmpi(CmpI::ugt, keysIn[r], laneKey);
+          laneKey = b.select(better, keysIn[r], laneKey);
+          laneEntry = b.select(better, entries[r], laneEntry);
+        }
+        Value best = warpReduceU32(b, laneKey, /*max=*/true, redux);
+        // No key left (not reachable: the verifier keeps >= k selectable
+        // entries): every lane offers entry 0, as selectTopK's clamp.
+        Value offer = b.select(b.cmpi(CmpI::eq, laneKey, best), laneEntry,
+                               b.i32(-1));
+        WarpPick p;
+        p.pick = b.clamp(warpReduceU32(b, offer, /*max=*/false, redux),
+                         b.i32(0), b.i32(row.numEntries - 1));
+        if (withScores)
+          p.score = b.f32(0.0);
+        for (int64_t r = 0; r < regs; ++r) {
+          Value picked = b.cmpi(CmpI::eq, entries[r], p.pick);
+          p.state.push_back(b.select(picked, b.i32(0), keysIn[r]));
+          if (withScores)
+            p.score = b.select(picked, scores[r], p.score);
+        }
+        if (withScores)
+          p.score = warpShuffle(b, p.score, row.owner(b, p.pick),
+                                gpu::ShuffleMode::IDX);
+        return p;
+      });
+}
+
+/// warp-select=i64: `keys[r]` is register r's i64 selection key (0 = not
+/// selectable). Pass j takes the largest key below the previous pick's
+/// key (the best entry ranking strictly after it): a per-lane maximum,
+/// then a butterfly; the pick is the key's ~low half. The pick's score is
+/// read in the lane that holds it and broadcast.
+WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                       ArrayRef<Value> keys, ArrayRef<Value> scores,
+                       bool sumScores) {
+  Type i64 = b.getI64Type();
+  bool withScores = !scores.empty();
+  Value first = arith::ConstantIntOp::create(b, i64, -1);
+  return warpSelectLoop(
+      b, row, k, first, withScores, sumScores,
+      [&](LoweringBuilder &b, ValueRange state) -> WarpPick {
+        Value prev = state[0];
         Value zero64 = arith::ConstantIntOp::create(b, i64, 0);
         Value best = zero64;
         for (Value key : keys) {
@@ -310,38 +324,18 @@ WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
         // selectTopK.
         Value entry = arith::XOrIOp::create(
             b, arith::TruncIOp::create(b, b.getI32Type(), best), b.i32(-1));
-        Value pick = b.clamp(entry, b.i32(0), b.i32(row.numEntries - 1));
-        Value score;
+        WarpPick p;
+        p.pick = b.clamp(entry, b.i32(0), b.i32(row.numEntries - 1));
         if (withScores) {
-          score = b.f32(0.0);
+          p.score = b.f32(0.0);
           for (auto [key, s] : llvm::zip_equal(keys, scores))
-            score = b.select(b.cmpi(CmpI::eq, key, best), s, score);
-          score = warpShuffle(b, score, row.owner(b, pick),
-                              gpu::ShuffleMode::IDX);
+            p.score = b.select(b.cmpi(CmpI::eq, key, best), s, p.score);
+          p.score = warpShuffle(b, p.score, row.owner(b, p.pick),
+                                gpu::ShuffleMode::IDX);
         }
-        SmallVector<Value> next{best};
-        if (sumScores)
-          next.push_back(b.add(args[1], score));
-        for (int64_t q = 0; q < slotRegs; ++q) {
-          Value slot = b.add(b.idx(q * kWarpSize), row.lane);
-          Value mine = b.cmpi(CmpI::eq, j, slot);
-          size_t at = slotsAt + q * perSlot;
-          next.push_back(b.select(mine, pick, args[at]));
-          if (withScores)
-            next.push_back(b.select(mine, score, args[at + 1]));
-        }
-        return next;
+        p.state.push_back(best);
+        return p;
       });
-  WarpPicks result;
-  if (sumScores)
-    result.scoreSum = final[1];
-  for (int64_t q = 0; q < slotRegs; ++q) {
-    size_t at = slotsAt + q * perSlot;
-    result.picks.push_back(final[at]);
-    if (withScores)
-      result.scores.push_back(final[at + 1]);
-  }
-  return result;
 }
 
 /// warpSelect (i32 keys) or warpSelect64, by `mode`.

@@ -34,15 +34,18 @@ using namespace mlir::moe::gpu_lowering;
 
 using CmpI = arith::CmpIPredicate;
 
+Value gpu_lowering::dispatchBucket(LoweringBuilder &b, Value ids, Value slot,
+                                   int64_t k, int64_t e) {
+  auto [row, j] = rowAndSlot(b, slot, k);
+  Value expert = b.load(ids, {row, j});
+  return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert, b.i32(e));
+}
+
 void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
                                 int64_t e, Value m, Value mI32, Value offsets,
                                 Value rev, Value tok, int64_t maxChunks) {
-  // Bucket of a slot: its expert, E for an id outside [0, E).
   auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
-    auto [row, j] = rowAndSlot(b, slot, k);
-    Value expert = b.load(ids, {row, j});
-    return b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
-                    b.i32(e));
+    return dispatchBucket(b, ids, slot, k, e);
   };
   auto place = [&](LoweringBuilder &b, Value slot, Value pos) {
     auto [row, j] = rowAndSlot(b, slot, k);

@@ -89,6 +89,15 @@ UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
 
 } // namespace
 
+/// Zeroes output row `row`, threads `thread` (of `threads`) over its
+/// columns.
+static void zeroOutputRow(LoweringBuilder &b, const GemmOperands &g,
+                          Value zero, Value row, Value thread,
+                          int64_t threads) {
+  forEach(b, thread, b.idx(g.outN), b.idx(threads),
+          [&](LoweringBuilder &b, Value c) { b.store(zero, g.out, {row, c}); });
+}
+
 void gpu_lowering::zeroUncoveredStrided(LoweringBuilder &b,
                                         const GemmOperands &g,
                                         UncoveredFill fill, Value block,
@@ -99,10 +108,7 @@ void gpu_lowering::zeroUncoveredStrided(LoweringBuilder &b,
   Value zero = b.scalar(g.outElem);
   RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
   auto zeroRow = [&](LoweringBuilder &b, Value row) {
-    forEach(b, thread, b.idx(g.outN), b.idx(threads),
-            [&](LoweringBuilder &b, Value c) {
-              b.store(zero, g.out, {row, c});
-            });
+    zeroOutputRow(b, g, zero, row, thread, threads);
   };
   Value lo = ragged.offsetAt(b, b.idx(0));
   Value hi = b.maxIdx(ragged.offsetAt(b, b.idx(g.numExperts)), lo);
@@ -124,13 +130,6 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
                        UncoveredFill fill) {
   if (fill == UncoveredFill::Unread)
     return;
-  Value zero = b.scalar(g.outElem);
-  auto zeroRow = [&](LoweringBuilder &b, const KernelIds &ids, Value row) {
-    forEach(b, ids.threadX, b.idx(g.outN), b.idx(kBlockThreads),
-            [&](LoweringBuilder &b, Value c) {
-              b.store(zero, g.out, {row, c});
-            });
-  };
   if (fill == UncoveredFill::Rows || fill == UncoveredFill::PermutedRows) {
     // The uncovered rows are [0, lo) and [max(lo, hi), m): the blocks
     // stride over their count only (each block reads two offsets and, for
@@ -144,6 +143,7 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
            });
     return;
   }
+  Value zero = b.scalar(g.outElem);
   RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
   Value written = allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {g.m});
   fillBuffer(b, written, b.i32(0));
@@ -189,7 +189,8 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
            gpu::BarrierOp::create(b);
            Value n = b.toIndex(b.load(count, {zeroIdx}));
            forEach(b, zeroIdx, n, b.idx(1), [&](LoweringBuilder &b, Value j) {
-             zeroRow(b, ids, b.toIndex(b.load(list, {j})));
+             zeroOutputRow(b, g, zero, b.toIndex(b.load(list, {j})),
+                           ids.threadX, kBlockThreads);
            });
          });
 }

@@ -202,6 +202,11 @@ void stableBuckets(
         place,
     int64_t maxChunks = 0);
 
+/// moe.dispatch's bucket of slot `slot` (row slot / k, slot slot % k) of the
+/// `T x k` expert ids: its expert, E for an id outside [0, E).
+Value dispatchBucket(LoweringBuilder &b, Value ids, Value slot, int64_t k,
+                     int64_t e);
+
 /// moe.dispatch's kernels (DispatchToGPU.cpp) on the `T x k` expert ids
 /// `ids` (m = T * k slots, as index and i32): the exclusive offsets of the
 /// E + 1 buckets (E: ids outside [0, E)) into `offsets`, and for every slot

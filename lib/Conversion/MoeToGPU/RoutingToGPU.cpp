@@ -789,10 +789,7 @@ void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
         Value bucket = b.ifElse(
             b.cmpi(CmpI::ult, slot, m), {i32},
             [&](LoweringBuilder &b) -> SmallVector<Value> {
-              auto [row, j] = rowAndSlot(b, slot, k);
-              Value expert = b.load(cfg.indices, {row, j});
-              return {b.select(b.inRange(expert, b.i32(0), b.i32(e)), expert,
-                               b.i32(e))};
+              return {dispatchBucket(b, cfg.indices, slot, k, e)};
             },
             [&](LoweringBuilder &b) -> SmallVector<Value> {
               return {b.i32(-1)};

@@ -22,8 +22,10 @@ struct MoeGemmTiles {
   int64_t tileK = 16;
 };
 
-/// How the expert GEMM kernels are built (pass options of
-/// convert-moe-to-gpu / moe-lower-to-nvvm).
+/// How the kernels are built (pass options of convert-moe-to-gpu /
+/// moe-lower-to-nvvm): mostly the expert GEMM's, and since the seventh
+/// session also the fills', routing's and dispatch's (elideFills,
+/// warpSelect, dispatchChunks, routeDispatchSmall).
 struct MoeGemmOptions {
   /// `auto` (the cost model: wgmma on sm_90a where the op allows it, else
   /// simt), `simt` (portable f32 FMA kernel) or `wgmma` (Hopper tensor

@@ -174,6 +174,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createMoeGpuDeviceMemoryPass());
+  // Shared buffers with an explicit alignment (LLVM assumes 16 bytes for
+  // them when vectorising, NVPTX would declare the element's).
+  pm.addNestedPass<gpu::GPUModuleOp>(createMoeGpuAlignWorkgroupMemoryPass());
 
   // Device code lowered to NVVM for the chip.
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -186,6 +186,35 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def MoeGpuAlignWorkgroupMemoryPass
+    : Pass<"moe-gpu-align-workgroup-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give every workgroup attribution of a kernel an explicit alignment";
+  let description = [{
+    Sets `llvm.align` on every workgroup attribution of the `gpu.func`s of a
+    `gpu.module` that has none (or a smaller one), so that
+    `convert-gpu-to-nvvm` emits the shared-memory global with that
+    alignment.
+
+    Without it the global has no explicit alignment: LLVM's optimiser then
+    assumes the data layout's preferred alignment (16 bytes for arrays of
+    16 bytes or more) and may vectorise a loop over the buffer into
+    `ld.shared.v4`, while the NVPTX back end declares the demoted variable
+    with the element's alignment (`.shared .align 4`) and ptxas may place
+    it at 4 mod 16: a misaligned-address fault on the device (seen on the
+    H200 for a loop summing 32 `i32` warp totals).
+
+    ```mlir
+    gpu.func @k() workgroup(%w : memref<32xi32, #gpu.address_space<workgroup>>) kernel
+    // becomes
+    gpu.func @k() workgroup(%w : memref<32xi32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"16",
+           "alignment in bytes (a power of two)">,
+  ];
+}
+
 def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",
                                     "::mlir::func::FuncOp"> {
   let summary = "Write results straight into out-parameter buffers";

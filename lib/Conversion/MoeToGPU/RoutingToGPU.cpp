@@ -766,6 +766,7 @@ void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
   Type i32 = b.getI32Type();
   int64_t e = cfg.e, k = cfg.k, nb = cfg.e + 1;
   constexpr int64_t warps = kSmallSlots / kWarpSize;
+  static_assert(warps == kWarpSize, "one warp sum per lane");
   launch(
       b, b.idx(1), b.idx(1), kSmallSlots,
       {workgroupType({warps, nb}, i32), workgroupType({nb}, i32),
@@ -824,12 +825,15 @@ void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
         when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
              [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
         gpu::BarrierOp::create(b);
-        Value base = b.forLoop(zero, w, {b.i32(0)},
-                               [&](LoweringBuilder &b, Value ww,
-                                   ValueRange acc) -> SmallVector<Value> {
-                                 return {b.add(acc[0],
-                                               b.load(warpSums, {ww}))};
-                               })[0];
+        // The earlier warps' sums: lane l holds warp l's (warps == 32
+        // lanes), a butterfly adds those below w.
+        Value earlierSum = b.select(b.cmpi(CmpI::ult, lane, w),
+                                    b.load(warpSums, {lane}), b.i32(0));
+        Value base = warpAllReduce(b, {earlierSum},
+                                   [](LoweringBuilder &b, ValueRange x,
+                                      ValueRange y) -> SmallVector<Value> {
+                                     return {b.add(x[0], y[0])};
+                                   })[0];
         Value excl = b.add(base, b.sub(incl, bucketTotal));
         when(b, b.cmpi(CmpI::ult, tid, b.idx(nb)), [&](LoweringBuilder &b) {
           b.store(excl, offs, {tid});

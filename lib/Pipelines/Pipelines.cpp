@@ -91,10 +91,8 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaStages = options.wgmmaStages;
   gemm.wgmmaEpilogue = options.wgmmaEpilogue;
   gemm.wgmmaCluster = options.wgmmaCluster;
-  gemm.wgmmaSplitShort = options.wgmmaSplitShort;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
-  gemm.dispatchChunks = options.dispatchChunks;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
@@ -138,10 +136,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTma = gemm.wgmmaTma;
   kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
   kernels.wgmmaCluster = gemm.wgmmaCluster;
-  kernels.wgmmaSplitShort = gemm.wgmmaSplitShort;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
-  kernels.dispatchChunks = gemm.dispatchChunks;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)

@@ -130,35 +130,24 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "
            "wgmma-tma and tile-n >= 128); 0: cost model">,
-    Option<"wgmmaSplitShort", "wgmma-split-short", "bool", /*default=*/"false",
-           "Hopper GEMM with two consumer warpgroups: a tile of at most 64 "
-           "rows (an expert's short last tile) splits its K steps between "
-           "the two warpgroups, which add their partial sums, instead of "
-           "one of them computing empty rows (not yet measured on the "
-           "H200: off by default)">,
-    Option<"elideFills", "elide-fills", "bool", /*default=*/"false",
+    Option<"elideFills", "elide-fills", "bool", /*default=*/"true",
            "Expert GEMMs zero only the output rows that can be read: none "
            "when the result feeds only expert GEMMs over the same offsets "
            "(as their lhs, without a gather), and through a dispatch's "
            "reverse_indices (a permutation) only the targets of the rows no "
-           "expert owns (not yet measured on the H200: off by default)">,
-    Option<"warpSelect", "warp-select", "std::string", /*default=*/"\"i64\"",
-           "Top-k selection of the warp-per-row routing kernels: i64 (key = "
-           "order key << 32 | ~entry, butterfly maximum below the previous "
-           "pick) or i32 (order key alone, redux.sync maximum then lowest "
-           "entry, the pick's key cleared; not yet measured on the H200). "
+           "expert owns; false: every output is zero-filled first">,
+    Option<"warpSelect", "warp-select", "std::string", /*default=*/"\"i32\"",
+           "Top-k selection of the warp-per-row routing kernels: i32 (order "
+           "key alone, redux.sync maximum then lowest entry, the pick's key "
+           "cleared; a shuffle butterfly before sm_80) or i64 (key = order "
+           "key << 32 | ~entry, butterfly maximum below the previous pick). "
            "Both pick exactly what selectTopK picks">,
-    Option<"dispatchChunks", "dispatch-chunks", "int64_t", /*default=*/"0",
-           "moe.dispatch's counting sort: 0 keeps the measured form (at most "
-           "256 chunks, the per-bucket scan 32 chunks per step); N > 0 uses "
-           "at most N chunks and a per-bucket scan in which each lane sums "
-           "a contiguous run of chunks (not yet measured on the H200)">,
     Option<"routeDispatchSmall", "route-dispatch-small", "bool",
-           /*default=*/"false",
-           "moe.route_dispatch with at most 64 rows and 1024 slots as one "
+           /*default=*/"true",
+           "moe.route_dispatch with at most 32 rows and 1024 slots as one "
            "single-block kernel (routing and the dispatch sort), chosen on "
            "the host at run time; more rows keep the route kernel and the "
-           "dispatch kernels (not yet measured on the H200)">,
+           "dispatch kernels">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -98,35 +98,24 @@ struct MoeLowerToNvvmOptions
                      "share each weight tile by TMA multicast); 0: cost "
                      "model"),
       llvm::cl::init(0)};
-  PassOptions::Option<bool> wgmmaSplitShort{
-      *this, "wgmma-split-short",
-      llvm::cl::desc("Hopper GEMM: tiles of at most 64 rows split their K "
-                     "steps between the two consumer warpgroups"),
-      llvm::cl::init(false)};
   PassOptions::Option<bool> elideFills{
       *this, "elide-fills",
       llvm::cl::desc("Expert GEMMs zero only the output rows that can be "
                      "read (none before a GEMM over the same offsets; the "
                      "uncovered rows' targets through a dispatch "
                      "permutation)"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   PassOptions::Option<std::string> warpSelect{
       *this, "warp-select",
       llvm::cl::desc("Top-k selection of the warp-per-row routing kernels: "
-                     "i64 (butterfly over i64 keys) or i32 (redux.sync over "
-                     "i32 order keys)"),
-      llvm::cl::init("i64")};
-  PassOptions::Option<int64_t> dispatchChunks{
-      *this, "dispatch-chunks",
-      llvm::cl::desc("moe.dispatch's counting sort: 0 (the measured form, "
-                     "at most 256 chunks) or at most N chunks with a "
-                     "run-per-lane bucket scan"),
-      llvm::cl::init(0)};
+                     "i32 (redux.sync over i32 order keys) or i64 (butterfly "
+                     "over i64 keys)"),
+      llvm::cl::init("i32")};
   PassOptions::Option<bool> routeDispatchSmall{
       *this, "route-dispatch-small",
-      llvm::cl::desc("moe.route_dispatch with at most 64 rows as one "
+      llvm::cl::desc("moe.route_dispatch with at most 32 rows as one "
                      "single-block kernel (chosen at run time)"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("Return results through caller-allocated trailing "

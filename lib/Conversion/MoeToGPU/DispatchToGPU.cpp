@@ -43,7 +43,7 @@ Value gpu_lowering::dispatchBucket(LoweringBuilder &b, Value ids, Value slot,
 
 void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
                                 int64_t e, Value m, Value mI32, Value offsets,
-                                Value rev, Value tok, int64_t maxChunks) {
+                                Value rev, Value tok) {
   auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
     return dispatchBucket(b, ids, slot, k, e);
   };
@@ -62,8 +62,7 @@ void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
     stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
                   [&](LoweringBuilder &b, Value slot, Value, Value pos) {
                     place(b, slot, pos);
-                  },
-                  maxChunks);
+                  });
   } else {
     orderedBuckets(
         b, m, /*numBuckets=*/e + 1, bucketOf,
@@ -244,8 +243,7 @@ struct GetIndptrToGPU : OpRewritePattern<GetIndptrOp> {
 };
 
 struct DispatchToGPU : OpRewritePattern<DispatchOp> {
-  DispatchToGPU(MLIRContext *ctx, int64_t maxChunks)
-      : OpRewritePattern(ctx), maxChunks(maxChunks) {}
+  using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(DispatchOp op,
                                 PatternRewriter &rewriter) const override {
@@ -260,20 +258,16 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok, maxChunks);
+    emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok);
     rewriter.replaceOp(op, {toTensor(b, offsets), toTensor(b, rev),
                             toTensor(b, tok)});
     return success();
   }
-
-  int64_t maxChunks;
 };
 
 } // namespace
 
-void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns,
-                                              int64_t maxChunks) {
-  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU>(
+void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU, DispatchToGPU>(
       patterns.getContext());
-  patterns.add<DispatchToGPU>(patterns.getContext(), maxChunks);
 }

@@ -368,8 +368,7 @@ void gpu_lowering::stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value)> bucketOf,
     Value bucketOffsets,
-    function_ref<void(LoweringBuilder &, Value, Value, Value)> place,
-    int64_t maxChunks) {
+    function_ref<void(LoweringBuilder &, Value, Value, Value)> place) {
   assert(numBuckets >= 1 && numBuckets <= kMaxSortBuckets &&
          "stableBuckets: bucket count out of range");
   Type i32 = b.getI32Type();
@@ -378,10 +377,8 @@ void gpu_lowering::stableBuckets(
   Value warpSize = b.idx(kWarpSize);
   // A chunk is `steps` x 32 consecutive items, one warp's; at least one
   // chunk, so that the offsets are written even when n = 0.
-  const bool runScan = maxChunks > 0;
-  Value steps = b.maxIdx(
-      b.ceilDiv(n, kWarpSize * (runScan ? maxChunks : kMaxSortChunks)),
-      oneIdx);
+  Value steps =
+      b.maxIdx(b.ceilDiv(n, kWarpSize * kMaxSortChunks), oneIdx);
   Value chunk = b.mul(steps, warpSize);
   Value numChunks =
       b.maxIdx(arith::CeilDivUIOp::create(b, n, chunk), oneIdx);
@@ -460,104 +457,38 @@ void gpu_lowering::stableBuckets(
       });
 
   // 2. One warp per bucket: the exclusive prefix of its chunk counts (in
-  //    place) and its total. Serial scan (the default): 32 chunks per
-  //    step, one dependent load per step. Run scan (maxChunks > 0): lane l
-  //    sums the contiguous run of chunks [l * P, (l + 1) * P), P =
-  //    ceil(chunks / 32), with kRunUnroll loads in flight, one warp scan of
-  //    the run sums, then each lane rewrites its run from its exclusive
-  //    prefix.
+  //    place, 32 chunks per step) and its total.
   constexpr int64_t scanWarps = kBlockThreads / kWarpSize;
-  if (runScan) {
-    constexpr int64_t kRunUnroll = 8;
-    launch(
-        b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
-        [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-          auto [w, lane] = warpAndLane(kb, ids.threadX);
-          Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
-          when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
-            Value per = kb.ceilDiv(numChunks, kWarpSize);
-            Value lo = kb.minIdx(kb.mul(lane, per), numChunks);
-            Value hi = kb.minIdx(kb.add(lo, per), numChunks);
-            Value lastChunk = kb.sub(numChunks, kb.idx(1));
-            // The counts of chunks c0 .. c0 + kRunUnroll - 1 (0 past hi):
-            // clamped addresses, so every load is issued unconditionally.
-            auto loadGroup = [&](LoweringBuilder &kb, Value c0) {
-              SmallVector<Value> v;
-              for (int64_t i = 0; i < kRunUnroll; ++i) {
-                Value c = kb.add(c0, kb.idx(i));
-                Value at = countAt(kb, bk, kb.minIdx(c, lastChunk));
-                v.push_back(kb.select(kb.cmpi(CmpI::ult, c, hi),
-                                      kb.load(counts, {at}), kb.i32(0)));
-              }
-              return v;
-            };
-            Value step = kb.idx(kRunUnroll);
-            Value sum = kb.forLoop(
-                lo, hi, step, {kb.i32(0)},
-                [&](LoweringBuilder &kb, Value c0,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value s = acc[0];
-                  for (Value v : loadGroup(kb, c0))
-                    s = kb.add(s, v);
-                  return {s};
-                })[0];
-            Value incl = warpInclusiveSum(kb, sum, lane);
-            kb.forLoop(lo, hi, step, {kb.sub(incl, sum)},
-                       [&](LoweringBuilder &kb, Value c0,
-                           ValueRange acc) -> SmallVector<Value> {
-                         Value running = acc[0];
-                         SmallVector<Value> v = loadGroup(kb, c0);
-                         for (int64_t i = 0; i < kRunUnroll; ++i) {
-                           Value c = kb.add(c0, kb.idx(i));
-                           Value r = running;
-                           when(kb, kb.cmpi(CmpI::ult, c, hi),
-                                [&](LoweringBuilder &kb) {
-                                  kb.store(r, counts, {countAt(kb, bk, c)});
-                                });
-                           running = kb.add(running, v[i]);
-                         }
-                         return {running};
-                       });
-            Value total =
-                warpShuffle(kb, incl, kWarpSize - 1, gpu::ShuffleMode::IDX);
-            when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(0)),
-                 [&](LoweringBuilder &kb) {
-                   kb.store(total, totals, {bk});
-                 });
+  launch(
+      b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+        auto [w, lane] = warpAndLane(kb, ids.threadX);
+        Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
+        Value zero = kb.idx(0);
+        when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
+          Value total = kb.forLoop(
+              zero, numChunks, warpSize, {kb.i32(0)},
+              [&](LoweringBuilder &kb, Value first,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value c = kb.add(first, lane);
+                Value inside = kb.cmpi(CmpI::ult, c, numChunks);
+                // Clamped read, so that no lane branches before the
+                // shuffles.
+                Value at = countAt(kb, bk, kb.select(inside, c, zero));
+                Value v = kb.select(inside, kb.load(counts, {at}), kb.i32(0));
+                Value incl = warpInclusiveSum(kb, v, lane);
+                when(kb, inside, [&](LoweringBuilder &kb) {
+                  kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
+                });
+                Value sum = warpShuffle(kb, incl, kWarpSize - 1,
+                                        gpu::ShuffleMode::IDX);
+                return {kb.add(acc[0], sum)};
+              })[0];
+          when(kb, kb.cmpi(CmpI::eq, lane, zero), [&](LoweringBuilder &kb) {
+            kb.store(total, totals, {bk});
           });
         });
-  } else {
-    launch(
-        b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
-        [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-          auto [w, lane] = warpAndLane(kb, ids.threadX);
-          Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
-          Value zero = kb.idx(0);
-          when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
-            Value total = kb.forLoop(
-                zero, numChunks, warpSize, {kb.i32(0)},
-                [&](LoweringBuilder &kb, Value first,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value c = kb.add(first, lane);
-                  Value inside = kb.cmpi(CmpI::ult, c, numChunks);
-                  // Clamped read, so that no lane branches before the
-                  // shuffles.
-                  Value at = countAt(kb, bk, kb.select(inside, c, zero));
-                  Value v = kb.select(inside, kb.load(counts, {at}), kb.i32(0));
-                  Value incl = warpInclusiveSum(kb, v, lane);
-                  when(kb, inside, [&](LoweringBuilder &kb) {
-                    kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
-                  });
-                  Value sum = warpShuffle(kb, incl, kWarpSize - 1,
-                                          gpu::ShuffleMode::IDX);
-                  return {kb.add(acc[0], sum)};
-                })[0];
-            when(kb, kb.cmpi(CmpI::eq, lane, zero), [&](LoweringBuilder &kb) {
-              kb.store(total, totals, {bk});
-            });
-          });
-        });
-  }
+      });
 
   // 3. One thread per item. Each block first scans the bucket totals into
   //    the exclusive bucket offsets (shared memory; block 0 also writes

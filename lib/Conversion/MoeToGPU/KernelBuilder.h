@@ -190,17 +190,14 @@ constexpr int64_t kMaxSortBuckets = 8192;
 /// `bucketOf(item)` is in [0, numBuckets) or -1 (the item is skipped); it
 /// is evaluated in kernels 1 and 3, and only for items < n. Items of one
 /// bucket get consecutive positions in item order. Deterministic, no
-/// atomics, O(n + numBuckets * chunks) work. `maxChunks` 0: at most
-/// kMaxSortChunks chunks and kernel 2 scans 32 chunks per step; N > 0: at
-/// most N chunks (more blocks in kernel 1) and each lane of kernel 2 sums a
-/// contiguous run of chunks (option dispatch-chunks, not yet measured).
+/// atomics, O(n + numBuckets * chunks) work: at most kMaxSortChunks
+/// chunks, kernel 2 scans 32 chunks per step.
 void stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
     Value bucketOffsets,
     function_ref<void(LoweringBuilder &, Value item, Value bucket, Value pos)>
-        place,
-    int64_t maxChunks = 0);
+        place);
 
 /// moe.dispatch's bucket of slot `slot` (row slot / k, slot slot % k) of the
 /// `T x k` expert ids: its expert, E for an id outside [0, E).
@@ -210,11 +207,9 @@ Value dispatchBucket(LoweringBuilder &b, Value ids, Value slot, int64_t k,
 /// moe.dispatch's kernels (DispatchToGPU.cpp) on the `T x k` expert ids
 /// `ids` (m = T * k slots, as index and i32): the exclusive offsets of the
 /// E + 1 buckets (E: ids outside [0, E)) into `offsets`, and for every slot
-/// its position's reverse index and token into `rev` / `tok`. `maxChunks`:
-/// stableBuckets' chunk bound.
+/// its position's reverse index and token into `rev` / `tok`.
 void emitDispatch(LoweringBuilder &b, Value ids, int64_t k, int64_t e, Value m,
-                  Value mI32, Value offsets, Value rev, Value tok,
-                  int64_t maxChunks);
+                  Value mI32, Value offsets, Value rev, Value tok);
 
 } // namespace gpu_lowering
 } // namespace moe

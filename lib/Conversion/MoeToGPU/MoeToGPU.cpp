@@ -35,8 +35,8 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
-                               gemm.routeDispatchSmall, gemm.dispatchChunks);
-  populateDispatchToGPUPatterns(patterns, gemm.dispatchChunks);
+                               gemm.routeDispatchSmall);
+  populateDispatchToGPUPatterns(patterns);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
 }
@@ -94,10 +94,8 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTma = wgmmaTma;
     gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
     gemmOptions.wgmmaCluster = wgmmaCluster;
-    gemmOptions.wgmmaSplitShort = wgmmaSplitShort;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
-    gemmOptions.dispatchChunks = dispatchChunks;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;

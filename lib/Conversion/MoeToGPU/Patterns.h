@@ -15,14 +15,11 @@ namespace moe {
 /// topk, route, route_dispatch.
 /// `i32Keys`: the warp-per-row selection with i32 keys (warp-select=i32);
 /// `smallRouteDispatch`: route_dispatch with few rows as one kernel
-/// (route-dispatch-small; `maxChunks` for its many-row form).
+/// (route-dispatch-small).
 void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
-                                  bool i32Keys, bool smallRouteDispatch,
-                                  int64_t maxChunks);
+                                  bool i32Keys, bool smallRouteDispatch);
 /// cumsum, get_indices, get_indptr, dispatch.
-/// `maxChunks`: stableBuckets' chunk bound (0: its measured default).
-void populateDispatchToGPUPatterns(RewritePatternSet &patterns,
-                                   int64_t maxChunks);
+void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 /// grouped_matmul, expert_gemm, glu.

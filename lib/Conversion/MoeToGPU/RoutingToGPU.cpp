@@ -30,9 +30,9 @@
 // (O(k * E) per row), with the group mask in a T x n_group scratch buffer.
 //
 // moe.route_dispatch is split into route + dispatch, whose kernels are in
-// DispatchToGPU.cpp; with route-dispatch-small, a launch with few rows (T
-// <= 64, T * k <= 1024) is one single-block kernel instead
-// (routeDispatchOneBlock), chosen on the host.
+// DispatchToGPU.cpp; with route-dispatch-small (the default), a launch
+// with few rows (T <= 32, T * k <= 1024) is one single-block kernel
+// instead (routeDispatchOneBlock), chosen on the host.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
@@ -749,8 +749,11 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
 /// route_dispatch in one block when T <= kSmallRows and T * k <=
 /// kSmallSlots: one thread per slot, one warp per row (kSmallSlots / 32
 /// warps), E + 1 <= kSmallBuckets + 1 bucket counters per warp in shared
-/// memory.
-constexpr int64_t kSmallRows = 64, kSmallSlots = 1024, kSmallBuckets = 256;
+/// memory. At most one row per warp: at 64 rows (two per warp, routed one
+/// after the other) the block was slower than the route kernel + the
+/// dispatch kernels on Qwen3 and DeepSeek (bench/NOTES.md v24), at 8 rows
+/// faster.
+constexpr int64_t kSmallRows = 32, kSmallSlots = 1024, kSmallBuckets = 256;
 
 /// The one-block kernel: each warp routes its rows (w, w + 32, ...); then
 /// thread s takes slot s: its bucket (the expert, E for an id outside [0,
@@ -904,9 +907,8 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
 /// SplitRouteDispatch + RouteToGPU + DispatchToGPU emit). Needs the
 /// warp-per-row route and E <= kSmallBuckets; otherwise the op is split.
 struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
-  RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode, int64_t maxChunks)
-      : OpRewritePattern(ctx, /*benefit=*/2), mode(mode),
-        maxChunks(maxChunks) {}
+  RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode)
+      : OpRewritePattern(ctx, /*benefit=*/2), mode(mode) {}
 
   LogicalResult matchAndRewrite(RouteDispatchOp op,
                                 PatternRewriter &rewriter) const override {
@@ -934,8 +936,7 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
           LoweringBuilder nb(loc, nested);
           routePerWarp(nb, cfg, mode);
           Value ids = cfg.indices;
-          emitDispatch(nb, ids, cfg.k, e, m, mI32, offsets, rev, tok,
-                       maxChunks);
+          emitDispatch(nb, ids, cfg.k, e, m, mI32, offsets, rev, tok);
           scf::YieldOp::create(nb);
         });
     rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices),
@@ -945,15 +946,13 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
   }
 
   WarpSelectMode mode;
-  int64_t maxChunks;
 };
 
 } // namespace
 
 void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                                              StringRef chip, bool i32Keys,
-                                             bool smallRouteDispatch,
-                                             int64_t maxChunks) {
+                                             bool smallRouteDispatch) {
   // redux.sync: sm_80 and later ("sm_90a" -> 90).
   unsigned sm = 0;
   WarpSelectMode mode;
@@ -963,5 +962,5 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                sm >= 80;
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
   if (smallRouteDispatch)
-    patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode, maxChunks);
+    patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode);
 }

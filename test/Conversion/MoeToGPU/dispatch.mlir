@@ -1,7 +1,5 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s --convert-moe-to-gpu=dispatch-chunks=1024 | FileCheck %s --check-prefix=RUNS
-// RUN: not moe-opt %s --convert-moe-to-gpu=dispatch-chunks=-1 2>&1 | FileCheck %s --check-prefix=BADCHUNKS
 
 // Dispatch metadata kernels:
 // - cumsum: zero fill, a per-row histogram (row b only touches e*T + b),
@@ -223,33 +221,6 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 //===----------------------------------------------------------------------===//
 // moe.dispatch
 //===----------------------------------------------------------------------===//
-
-// dispatch-chunks=1024 (RUNS): chunks of s * 32 slots with s = max(ceil(T*k
-// / 32768), 1), at most 1024 chunks; the bucket scan's lane l sums the
-// contiguous run [l * P, (l + 1) * P) of its bucket's chunk counts, P =
-// ceil(chunks / 32), eight clamped loads per step, then rewrites the run
-// from its exclusive prefix.
-// RUNS-LABEL: func.func @dispatch_dynamic(
-// RUNS: %[[S0:[a-zA-Z0-9_]+]] = arith.ceildivui %{{[a-zA-Z0-9_]+}}, %c32768 : index
-// RUNS: gpu.launch
-// RUNS: gpu.launch
-// RUNS: %[[P:[a-zA-Z0-9_]+]] = arith.ceildivui %[[NC:[a-zA-Z0-9_]+]], %c32{{(_[0-9]+)?}} : index
-// RUNS: %[[LO0:[a-zA-Z0-9_]+]] = arith.muli %{{[a-zA-Z0-9_]+}}, %[[P]] : index
-// RUNS: %[[LO:[a-zA-Z0-9_]+]] = arith.minui %[[LO0]], %[[NC]] : index
-// RUNS: %[[HI0:[a-zA-Z0-9_]+]] = arith.addi %[[LO]], %[[P]] : index
-// RUNS: %[[HI:[a-zA-Z0-9_]+]] = arith.minui %[[HI0]], %[[NC]] : index
-// RUNS: %[[SUM:[a-zA-Z0-9_]+]] = scf.for %{{[a-zA-Z0-9_]+}} = %[[LO]] to %[[HI]] step %c8{{(_[0-9]+)?}} iter_args(
-// RUNS-COUNT-8: memref.load
-// RUNS: scf.yield
-// RUNS: gpu.shuffle  up
-// RUNS: scf.for %{{[a-zA-Z0-9_]+}} = %[[LO]] to %[[HI]] step %c8{{(_[0-9]+)?}} iter_args(
-// RUNS-COUNT-8: memref.load
-// RUNS-COUNT-8: memref.store
-// RUNS: scf.yield
-// RUNS: gpu.shuffle  idx
-// RUNS: gpu.launch
-// RUNS: return
-// BADCHUNKS: dispatch-chunks must be in [0, 65536] (got -1)
 
 // Chunks of s * 32 slots, s = max(ceil(T*k / 8192), 1), so at most 256
 // chunks. Buffers: offsets (E + 1), the two T*k maps, counts ((E + 1) x

@@ -1,12 +1,12 @@
-// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefixes=CHECK,AUTO,TMA
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=CLUSTER
-// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefixes=CHECK,AUTO,CPASYNC \
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefixes=CHECK,AUTO,TMA
+// RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=CLUSTER
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-tma=false elide-fills=false" | FileCheck %s --check-prefixes=CHECK,AUTO,CPASYNC \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
-// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefixes=CHECK,SIMT \
+// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=false" | FileCheck %s --check-prefixes=CHECK,SIMT \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32" | FileCheck %s --check-prefix=TILE
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=staged wgmma-cluster=1" | FileCheck %s --check-prefix=STAGED
+// RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32 elide-fills=false" | FileCheck %s --check-prefix=TILE
+// RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=NOMOE
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=staged wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=STAGED
 
 // Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
 // fill of the output rows no expert writes, then the GEMM kernel(s) of the

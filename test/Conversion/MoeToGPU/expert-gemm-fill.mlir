@@ -1,13 +1,14 @@
-// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=true" | FileCheck %s
-// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=true" | FileCheck %s --check-prefix=COUNT
-// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=ALL
-// RUN: moe-opt %s --convert-moe-to-gpu=elide-fills=true | FileCheck %s --check-prefix=WGMMA
+// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt route-dispatch-small=false" | FileCheck %s
+// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt route-dispatch-small=false" | FileCheck %s --check-prefix=COUNT
+// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=false route-dispatch-small=false" | FileCheck %s --check-prefix=ALL
+// RUN: moe-opt %s "--convert-moe-to-gpu=route-dispatch-small=false" | FileCheck %s --check-prefix=WGMMA
 
-// With elide-fills, how moe.expert_gemm zeroes the output rows no expert
+// With elide-fills (the default), how moe.expert_gemm zeroes the output rows no expert
 // writes depends on the op's context (ExpertComputeToGPU.cpp,
 // uncoveredFillOf). The SIMT engine keeps one GEMM kernel per op, so the
-// kernels counted here are the fills plus one GEMM each. Without the
-// option (ALL) every GEMM zeroes its uncovered rows, with a scatter through
+// kernels counted here are the fills plus one GEMM each (route_dispatch
+// as route + dispatch: route-dispatch-small=false). With elide-fills=false
+// (ALL) every GEMM zeroes its uncovered rows, with a scatter through
 // per-row flags: route 1 + dispatch 3 + (1 + 1) + (3 + 1) in @fused_pair,
 // dispatch 3 + (1 + 1) + (3 + 1) in @first_result_escapes, (1 + 1) + (3 +
 // 1) + (1 + 1) in @other_readers.

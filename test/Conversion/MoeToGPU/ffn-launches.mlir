@@ -1,8 +1,8 @@
-// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=elide-fills=true route-dispatch-small=true" | FileCheck %s
+// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s
 
-// Kernel launches of a fused moe.ffn with elide-fills and
-// route-dispatch-small (both off by default until measured on the H200):
-// on sm_90a with few rows (T <= 64, T * k <= 1024) a call runs 4 kernels,
+// Kernel launches of a fused moe.ffn with the defaults elide-fills and
+// route-dispatch-small: on sm_90a with few rows (T <= 32, T * k <= 1024) a
+// call runs 4 kernels,
 // issue 11's bound: the one-block route + dispatch, the first expert GEMM
 // (+ GLU, no fill: only the second GEMM reads its rows), the second (+
 // scale, scatter; it zeroes the uncovered rows' targets itself) and the

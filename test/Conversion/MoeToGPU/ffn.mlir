@@ -1,11 +1,11 @@
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=SPLIT
-// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTS \
+// RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SPLIT
+// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SIMTS \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
-// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s --check-prefix=FUSED
-// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMTF \
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
+// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=FUSED
+// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=gemm=simt elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SIMTF \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=MEMF \
+// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=MEMF \
 // RUN:   --implicit-check-not=moe. --implicit-check-not='memref.atomic_rmw maxs' \
 // RUN:   --implicit-check-not='memref<1024xi32' --implicit-check-not='memref<?x96xbf16>'
 

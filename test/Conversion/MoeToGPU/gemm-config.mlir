@@ -9,16 +9,16 @@
 // gemm=simt. gemm=wgmma on an op the Hopper kernel cannot run is an error
 // on that op, with the reason.
 //
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s --check-prefix=CLUSTER
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-cluster=1 | FileCheck %s --check-prefix=AUTO \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=CLUSTER
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=AUTO \
 // RUN:   --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=chip=sm_80 \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 elide-fills=false" \
 // RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=gemm=simt \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=simt elide-fills=false" \
 // RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=gemm=wgmma -verify-diagnostics \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma elide-fills=false" -verify-diagnostics \
 // RUN:   | FileCheck %s --check-prefix=FORCE
-// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma" 2>&1 \
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma elide-fills=false" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CHIP
 //
 // Hopper kernel configuration, of the kernel without clusters (the
@@ -47,45 +47,45 @@
 //   wgmma-tma=false wgmma-tile-n=256:
 //                       384     4       231424  8 + 16 rhs  -          256
 //
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1" | FileCheck %s --check-prefix=TN256
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tile-n=64 | FileCheck %s --check-prefix=TN64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1" | FileCheck %s --check-prefix=TM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1" | FileCheck %s --check-prefix=ST3
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1" | FileCheck %s --check-prefix=DIRECT
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-tma=false | FileCheck %s --check-prefix=CPA \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=TN256
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64 elide-fills=false" | FileCheck %s --check-prefix=TN64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=TM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=ST3
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=DIRECT
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false elide-fills=false" | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256" | FileCheck %s --check-prefix=CPA256 \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256 elide-fills=false" | FileCheck %s --check-prefix=CPA256 \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
-// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu=wgmma-cluster=2 | FileCheck %s --check-prefix=CLUSTER
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tma=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TMA
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=OP-CL-TN
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=2 elide-fills=false" | FileCheck %s --check-prefix=CLUSTER
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tma=false elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TMA
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tile-n=64 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TN
 //
 // Invalid option values are rejected (validateGemmOptions), by the pass
 // before it converts anything and by --moe-lower-to-nvvm when the pipeline
 // is parsed. The largest stage counts that fit are accepted.
 //
-// RUN: not moe-opt %s --convert-moe-to-gpu=gemm=foo 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PASS-EPI
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PASS-TM
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-cluster=3 2>&1 | FileCheck %s --check-prefix=PASS-CL
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PASS-TN
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PASS-ST9
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=1 2>&1 | FileCheck %s --check-prefix=PASS-ST1
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
-// RUN: not moe-opt %s --convert-moe-to-gpu=wgmma-stages=7 2>&1 | FileCheck %s --check-prefix=OP-ST7
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1" | FileCheck %s --check-prefix=FIT6
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1" | FileCheck %s --check-prefix=FIT4
+// RUN: not moe-opt %s "--convert-moe-to-gpu=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-EPI
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=96 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-TM
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=3 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-CL
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=100 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-TN
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=9 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-ST9
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=1 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-ST1
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=8 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=7 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-ST7
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=FIT6
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=FIT4
 //
-// RUN: not moe-opt %s --moe-lower-to-nvvm=gemm=foo 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-epilogue=foo 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-m=96 2>&1 | FileCheck %s --check-prefix=PIPE-TM
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-cluster=-1 2>&1 | FileCheck %s --check-prefix=PIPE-CL
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-tile-n=100 2>&1 | FileCheck %s --check-prefix=PIPE-TN
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=9 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
-// RUN: not moe-opt %s --moe-lower-to-nvvm=wgmma-stages=8 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
-// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-m=96 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-cluster=-1 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-CL
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=100 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-stages=9 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-stages=8 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
 // PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, direct (got 'foo')

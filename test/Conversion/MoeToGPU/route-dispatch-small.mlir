@@ -1,13 +1,13 @@
-// RUN: moe-opt %s "--convert-moe-to-gpu=route-dispatch-small=true" | FileCheck %s
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=SPLIT
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s --convert-moe-to-gpu=route-dispatch-small=false | FileCheck %s --check-prefix=SPLIT
 
-// route-dispatch-small: moe.route_dispatch allocates its five results,
-// then the host picks, from T: T <= 64 and T * k <= 1024, one kernel of one
+// route-dispatch-small (the default): moe.route_dispatch allocates its five
+// results, then the host picks, from T: T <= 32 and T * k <= 1024, one kernel of one
 // 1024-thread block (each warp routes rows w, w + 32, ...; thread s ranks
 // slot s within its warp by 32 shuffles, per-warp bucket counts in shared
 // memory [32 x (E + 1)], their prefix over the warps, the block scan of the
 // bucket totals into the offsets); else the route kernel and the three
-// dispatch kernels write the same buffers. Off (the default) the op is
+// dispatch kernels write the same buffers. Off, the op is
 // split into route + dispatch: four kernels, no branch.
 
 // CHECK-LABEL: func.func @small(
@@ -18,7 +18,7 @@
 // CHECK: %[[REV:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK: %[[TOK:[a-z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK: %[[FEWS:[a-z0-9_]+]] = arith.cmpi ule, %[[M]], %c1024 : index
-// CHECK: %[[FEWR:[a-z0-9_]+]] = arith.cmpi ule, %[[T]], %c64 : index
+// CHECK: %[[FEWR:[a-z0-9_]+]] = arith.cmpi ule, %[[T]], %c32 : index
 // CHECK: %[[SMALL:[a-z0-9_]+]] = arith.andi %[[FEWR]], %[[FEWS]] : i1
 // CHECK: scf.if %[[SMALL]] {
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c1024{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[COUNTS:[a-z0-9_]+]] : memref<32x129xi32, #gpu.address_space<workgroup>>, %[[OFFS:[a-z0-9_]+]] : memref<129xi32, #gpu.address_space<workgroup>>, %[[WSUM:[a-z0-9_]+]] : memref<32xi32, #gpu.address_space<workgroup>>) {

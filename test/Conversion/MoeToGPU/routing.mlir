@@ -1,6 +1,6 @@
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s "--convert-moe-to-gpu=warp-select=i64 route-dispatch-small=false" | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s --convert-moe-to-gpu=warp-select=i32 | FileCheck %s --check-prefix=I32
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=I32
 // RUN: moe-opt %s "--convert-moe-to-gpu=warp-select=i32 chip=sm_75 gemm=simt" | FileCheck %s --check-prefix=SM75
 // RUN: not moe-opt %s --convert-moe-to-gpu=warp-select=f32 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -388,7 +388,8 @@ func.func @route_many_groups(%l: tensor<?x128xf32>) -> (tensor<?x4xf32>, tensor<
 // moe.route_dispatch
 //===----------------------------------------------------------------------===//
 
-// The route kernel (one warp per row), then the three dispatch kernels on
+// With route-dispatch-small=false: the route kernel (one warp per row),
+// then the three dispatch kernels on
 // the route's indices (see dispatch.mlir); no E*T-sized buffer.
 // CHECK-LABEL: func.func @route_dispatch(
 // CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x8xf32>

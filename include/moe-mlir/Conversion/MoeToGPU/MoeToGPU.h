@@ -23,9 +23,8 @@ struct MoeGemmTiles {
 };
 
 /// How the kernels are built (pass options of convert-moe-to-gpu /
-/// moe-lower-to-nvvm): mostly the expert GEMM's, and since the seventh
-/// session also the fills', routing's and dispatch's (elideFills,
-/// warpSelect, dispatchChunks, routeDispatchSmall).
+/// moe-lower-to-nvvm): mostly the expert GEMM's, also the fills' and
+/// routing's (elideFills, warpSelect, routeDispatchSmall).
 struct MoeGemmOptions {
   /// `auto` (the cost model: wgmma on sm_90a where the op allows it, else
   /// simt), `simt` (portable f32 FMA kernel) or `wgmma` (Hopper tensor
@@ -47,19 +46,13 @@ struct MoeGemmOptions {
   /// Hopper engine CTAs per cluster (0: cost model; 1; 2: pairs of row
   /// tiles share each weight tile, multicast by TMA to both CTAs).
   int64_t wgmmaCluster = 0;
-  /// Hopper engine with two consumer warpgroups: a tile of at most 64 rows
-  /// splits its K steps between them (they add their partial sums).
-  bool wgmmaSplitShort = false;
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
-  bool elideFills = false;
-  /// Warp-per-row routing selection: "i64" or "i32" (RoutingToGPU.cpp).
-  std::string warpSelect = "i64";
-  /// moe.dispatch's counting sort: 0, or at most N chunks with the
-  /// run-per-lane scan (KernelBuilder.h, stableBuckets).
-  int64_t dispatchChunks = 0;
+  bool elideFills = true;
+  /// Warp-per-row routing selection: "i32" or "i64" (RoutingToGPU.cpp).
+  std::string warpSelect = "i32";
   /// moe.route_dispatch with few rows as one single-block kernel.
-  bool routeDispatchSmall = false;
+  bool routeDispatchSmall = true;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

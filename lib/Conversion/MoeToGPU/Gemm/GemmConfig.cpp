@@ -50,9 +50,6 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       options.wgmmaTileN != 128 && options.wgmmaTileN != 256)
     return "wgmma-tile-n must be 64, 128 or 256 (got " +
            std::to_string(options.wgmmaTileN) + ")";
-  if (options.dispatchChunks < 0 || options.dispatchChunks > 65536)
-    return "dispatch-chunks must be in [0, 65536] (got " +
-           std::to_string(options.dispatchChunks) + ")";
   if (options.warpSelect != "i64" && options.warpSelect != "i32")
     return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
   StringRef epilogue = options.wgmmaEpilogue;
@@ -162,6 +159,5 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                           "(wgmma-tma) and tile-n >= 128");
   config.cluster = options.wgmmaCluster ? options.wgmmaCluster
                                         : (clusterable ? 2 : 1);
-  config.splitShort = options.wgmmaSplitShort && config.tileM == 128;
   return config;
 }

@@ -75,8 +75,6 @@ struct GemmKernelConfig {
   bool stagedEpilogue = true; // wgmma: output through shared memory
   int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast
                             // when the host launches it in clusters)
-  bool splitShort = false;  // wgmma, two consumer warpgroups: tiles of at
-                            // most 64 rows split K between them
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).

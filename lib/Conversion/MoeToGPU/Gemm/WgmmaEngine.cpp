@@ -39,14 +39,6 @@
 //   the values go to the warpgroup's staging in shared memory, then each
 //   row leaves as 16-byte stores; the rows' destinations (a row table in
 //   shared memory) and routing weights are fetched before the MMAs.
-// - Split short tiles (config.splitShort, option wgmma-split-short, off
-//   by default until measured): an item of at most 64 rows has them all in
-//   consumer warpgroup 0's half; instead of warpgroup 1 computing empty
-//   rows, each warpgroup runs every other K step on those rows and
-//   releases the other's steps, then warpgroup 1's partial sums are added
-//   into warpgroup 0's accumulators through the epilogue staging and
-//   warpgroup 0 stores the tile (half the MMA time for an expert's short
-//   last tile; same sums in a fixed order, so runs stay bitwise equal).
 // - The L2 reuse of a weight tile across an expert's row tiles rests on
 //   the blocks that share it running in step (bench/NOTES.md v9).
 // - 2-CTA clusters (config.cluster = 2, the cost model's default with TMA
@@ -116,8 +108,6 @@ public:
       : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
-        splitShort(config.splitShort && config.stagedEpilogue &&
-                   config.tileM == 128 && config.stages >= 3),
         consumers(config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -193,9 +183,6 @@ private:
   /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
   void consumeTile(LoweringBuilder &b, Value tid, Value cw,
                    const WorkItem &item);
-  /// Split tiles: warpgroup 1's partial sums are added into warpgroup 0's
-  /// accumulators through the epilogue staging (both warpgroups' buffers).
-  Value addPartialSums(LoweringBuilder &b, Value ct, Value cw, Value acc);
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
@@ -259,11 +246,6 @@ private:
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
   const int64_t cluster;
-  /// Tiles of at most 64 rows split their K steps between the two
-  /// consumer warpgroups (see consumeTile). Needs 3 stages or more: a
-  /// warpgroup releases its own step s only in its next own iteration,
-  /// s + 2, whose data needs step s's stage back when there are 2.
-  const bool splitShort;
   const int64_t consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
@@ -617,7 +599,7 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
 
 void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                               const WorkItem &item) {
-  Value zero = b.idx(0), one = b.idx(1);
+  Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
   Value acc0 = LLVM::ZeroOp::create(b, accType);
@@ -629,29 +611,8 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   RowFactors factors;
   if (staged)
     factors = prefetchRowTargets(b, ct, cw, item);
-  // A tile of at most 64 rows has them all in warpgroup 0's half: split,
-  // warpgroup w computes the K steps w, w + 2, ... of those rows (both
-  // read the A rows at offset 0) and releases the other's steps too, so
-  // the tile takes half the MMA time instead of one warpgroup computing
-  // empty rows. The wgmma stay unconditional (a branch around them makes
-  // ptxas serialise them, bench/NOTES.md v14): only the loop's start and
-  // stride depend on the split.
-  Value split = splitShort ? b.cmpi(CmpI::ule, item.tileRows, b.idx(64))
-                           : Value();
-  Value start = split ? b.select(split, cw, zero) : zero;
-  Value stride = split ? b.select(split, b.idx(2), one) : one;
-  if (split)
-    aOffset = b.select(split, nvvm::i64(b, 0), aOffset);
-  auto waitAndRelease = [&](LoweringBuilder &b, Value kt) {
-    // A step this warpgroup does not compute: its stage is released once
-    // its data has landed (an earlier arrival could count towards the
-    // previous round's phase).
-    auto [s, round] = stageOf(b, b.add(item.step, kt));
-    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-    releaseStage(b, ct, s);
-  };
   Value acc = b.forLoop(
-      start, b.idx(kSteps), stride, {acc0},
+      zero, b.idx(kSteps), {acc0},
       [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
         Value step = b.add(item.step, kt);
         auto [s, round] = stageOf(b, step);
@@ -673,103 +634,21 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
         nvvm::wgmmaCommit(b);
         nvvm::wgmmaWait(b, 1);
         // The group before this one has finished reading its stage.
-        when(b, b.cmpi(CmpI::ugt, kt, start), [&](LoweringBuilder &b) {
-          Value prev = arith::RemUIOp::create(b, b.sub(step, stride),
+        when(b, b.cmpi(CmpI::ugt, kt, zero), [&](LoweringBuilder &b) {
+          Value prev = arith::RemUIOp::create(b, b.sub(step, b.idx(1)),
                                               b.idx(stages));
           releaseStage(b, ct, prev);
         });
-        if (split) {
-          // The other warpgroup's step next to this one: kt + 1 for
-          // warpgroup 0 (when there is one), kt - 1 for warpgroup 1.
-          Value other = b.sub(b.add(kt, one), b.mul(cw, b.idx(2)));
-          when(b, b.andi(split, b.cmpi(CmpI::ult, other, b.idx(kSteps))),
-               [&](LoweringBuilder &b) { waitAndRelease(b, other); });
-        }
         return {acc};
       })[0];
   nvvm::wgmmaWait(b, 0);
-  // This warpgroup's last step (warpgroup 1 has none when a split tile has
-  // one K step).
-  Value own = arith::DivUIOp::create(
-      b, b.sub(b.add(b.idx(kSteps), stride), b.add(start, one)), stride);
-  when(b, b.cmpi(CmpI::ugt, own, zero), [&](LoweringBuilder &b) {
-    Value last = b.add(start, b.mul(b.sub(own, one), stride));
-    releaseStage(b, ct, arith::RemUIOp::create(b, b.add(item.step, last),
-                                              b.idx(stages)));
-  });
-  if (split) {
-    // Odd step count: warpgroup 0's last step has no warpgroup 1 step
-    // after it to release it in the loop.
-    if (kSteps % 2 == 1)
-      when(b, b.andi(split, b.cmpi(CmpI::eq, cw, one)),
-           [&](LoweringBuilder &b) { waitAndRelease(b, b.idx(kSteps - 1)); });
-    acc = b.ifElse(split, {accType},
-                   [&](LoweringBuilder &b) -> SmallVector<Value> {
-                     return {addPartialSums(b, ct, cw, acc)};
-                   },
-                   [&](LoweringBuilder &) -> SmallVector<Value> {
-                     return {acc};
-                   })[0];
-  }
-  auto epilogue = [&](LoweringBuilder &b) {
-    if (staged)
-      epilogueStaged(b, ct, cw, item, acc, factors);
-    else
-      epilogueDirect(b, ct, cw, item, acc);
-  };
-  if (!split)
-    return epilogue(b);
-  // A warpgroup without rows in the tile has nothing to store (warpgroup
-  // 1 of a split tile).
-  when(b, b.cmpi(CmpI::ult, b.mul(cw, b.idx(64)), item.tileRows), epilogue);
-}
-
-Value WgmmaKernel::addPartialSums(LoweringBuilder &b, Value ct, Value cw,
-                                  Value acc) {
-  // Accumulator i of thread ct goes to word i * 128 + ct (as 16-byte
-  // groups of 4): consecutive threads, consecutive 16 bytes, no bank
-  // conflicts. The two staging buffers (32 KB) hold 64 accumulators per
-  // thread per round. Warpgroup 1 writes, warpgroup 0 adds (warpgroup 1
-  // adds too, harmlessly: it stores nothing). The first barrier waits for
-  // warpgroup 0's previous epilogue to finish with its staging, the last
-  // for the reads before either warpgroup's next epilogue writes.
-  const int64_t count = tileN / 2, perRound = 64;
-  Value staging = epilogueAddress(b, b.idx(0));
-  Value barrierId = b.i32(3);
-  auto vecType = VectorType::get({4}, b.getF32Type());
-  Value threadOffset = nvvm::toI64(b, b.mul(ct, b.idx(16)));
-  auto address = [&](int64_t q) {
-    return add64(b, add64(b, staging, threadOffset), q * 128 * 16);
-  };
-  nvvm::namedBarrier(b, barrierId, 256);
-  for (int64_t r0 = 0; r0 < count; r0 += perRound) {
-    int64_t n = std::min(perRound, count - r0);
-    when(b, b.cmpi(CmpI::eq, cw, b.idx(1)), [&](LoweringBuilder &b) {
-      for (int64_t q = 0; q < n / 4; ++q) {
-        SmallVector<Value, 4> v;
-        for (int64_t i = 0; i < 4; ++i)
-          v.push_back(LLVM::ExtractValueOp::create(
-              b, acc, ArrayRef<int64_t>{r0 + 4 * q + i}));
-        nvvm::storeShared(b, address(q), v);
-      }
-    });
-    nvvm::namedBarrier(b, barrierId, 256);
-    for (int64_t q = 0; q < n / 4; ++q) {
-      Value v = LLVM::LoadOp::create(b, vecType, nvvm::sharedPtr(b, address(q)),
-                                     16);
-      for (int64_t i = 0; i < 4; ++i) {
-        int64_t at = r0 + 4 * q + i;
-        Value part = LLVM::ExtractElementOp::create(
-            b, v, arith::ConstantIntOp::create(b, b.getI32Type(), i));
-        Value sum = arith::AddFOp::create(
-            b, LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{at}),
-            part);
-        acc = LLVM::InsertValueOp::create(b, acc, sum, ArrayRef<int64_t>{at});
-      }
-    }
-    nvvm::namedBarrier(b, barrierId, 256);
-  }
-  return acc;
+  Value last = arith::RemUIOp::create(
+      b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
+  releaseStage(b, ct, last);
+  if (staged)
+    epilogueStaged(b, ct, cw, item, acc, factors);
+  else
+    epilogueDirect(b, ct, cw, item, acc);
 }
 
 void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,

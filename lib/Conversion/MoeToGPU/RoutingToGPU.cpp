@@ -647,91 +647,89 @@ void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
 void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
                     const WarpSelectMode &mode, Value rowIdx, Value lane) {
   int64_t e = cfg.e, k = cfg.k;
-  {
-    WarpRow row{e, lane};
-    int64_t regs = row.regs();
-    Value negInf = b.f32(-std::numeric_limits<float>::infinity());
-    Value zero = b.f32(0.0);
-    // RoutingScores without softmax: logit() is the sanitised logit,
-    // score() the sigmoid.
-    RoutingScores sanitised(b, e, /*softmax=*/false,
-                            [&](LoweringBuilder &b, Value col) {
-                              return b.load(cfg.logits, {rowIdx, col});
-                            });
-    SmallVector<Value> cols, valid, scores;
-    for (int64_t r = 0; r < regs; ++r) {
-      cols.push_back(row.column(b, r));
-      valid.push_back(row.valid(b, r));
-    }
-    if (cfg.softmax) {
-      // RoutingScores' softmax, exp(x - rowMax) / rowSum and 0 for a row
-      // of -inf, with entries past E at -inf. rowMax: maximumf in any
-      // order is exact. rowSum: added in expert order as RoutingScores'
-      // loop does, (..((0 + e_0) + e_1) ..) + e_{E-1}: lane l adds its
-      // entries to the running sum, which lane l + 1 takes over.
-      SmallVector<Value> x;
-      Value localMax = negInf;
-      for (int64_t r = 0; r < regs; ++r) {
-        Value v = sanitised.logit(b, cols[r]);
-        if (!row.full())
-          v = b.select(valid[r], v, negInf);
-        x.push_back(v);
-        localMax = arith::MaximumFOp::create(b, localMax, v);
-      }
-      Value rowMax =
-          warpAllReduce(b, {localMax},
-                        [](LoweringBuilder &b, ValueRange p,
-                           ValueRange q) -> SmallVector<Value> {
-                          return {arith::MaximumFOp::create(b, p[0], q[0])};
-                        })[0];
-      SmallVector<Value> ex;
-      for (int64_t r = 0; r < regs; ++r)
-        ex.push_back(math::ExpOp::create(b, b.sub(x[r], rowMax)));
-      Value rowSum = zero;
-      for (int64_t l = 0; l * regs < e; ++l) {
-        Value partial = rowSum;
-        for (int64_t r = 0; r < regs && l * regs + r < e; ++r)
-          partial = b.add(partial, ex[r]);
-        rowSum = warpShuffle(b, partial, l, gpu::ShuffleMode::IDX);
-      }
-      Value dead = b.cmpf(CmpF::OEQ, rowMax, negInf);
-      for (int64_t r = 0; r < regs; ++r)
-        scores.push_back(b.select(dead, zero, b.div(ex[r], rowSum)));
-    } else {
-      for (int64_t r = 0; r < regs; ++r)
-        scores.push_back(sanitised.score(b, cols[r]));
-    }
-    // Selection keys: score + bias in f32, then the i64 selection key (0
-    // past E).
-    SmallVector<Value> keys, selection;
-    for (int64_t r = 0; r < regs; ++r) {
-      Value key = scores[r];
-      if (cfg.bias)
-        key = b.add(key, b.load(cfg.bias, {cols[r]}));
-      if (!row.full())
-        key = b.select(valid[r], key, negInf);
-      keys.push_back(key);
-      Value sk = mode.key(b, key, b.toI32(row.entry(b, r)));
-      if (!row.full())
-        sk = b.select(valid[r], sk, mode.none(b));
-      selection.push_back(sk);
-    }
-    if (cfg.nGroup > 1 && cfg.topkGroup < cfg.nGroup)
-      dropGroups(b, cfg, row, keys, selection, mode);
-
-    WarpPicks picks = warpSelectWith(b, mode, row, k, selection, scores,
-                                     cfg.normalize);
-    // Normalise by the sum of the picks' unbiased scores and scale.
-    Value denom = b.f32(1.0);
-    if (cfg.normalize)
-      denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero),
-                       picks.scoreSum, b.f32(1.0));
-    forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
-      b.store(picks.picks[q], cfg.indices, {rowIdx, j});
-      Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
-      b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
-    });
+  WarpRow row{e, lane};
+  int64_t regs = row.regs();
+  Value negInf = b.f32(-std::numeric_limits<float>::infinity());
+  Value zero = b.f32(0.0);
+  // RoutingScores without softmax: logit() is the sanitised logit,
+  // score() the sigmoid.
+  RoutingScores sanitised(b, e, /*softmax=*/false,
+                          [&](LoweringBuilder &b, Value col) {
+                            return b.load(cfg.logits, {rowIdx, col});
+                          });
+  SmallVector<Value> cols, valid, scores;
+  for (int64_t r = 0; r < regs; ++r) {
+    cols.push_back(row.column(b, r));
+    valid.push_back(row.valid(b, r));
   }
+  if (cfg.softmax) {
+    // RoutingScores' softmax, exp(x - rowMax) / rowSum and 0 for a row
+    // of -inf, with entries past E at -inf. rowMax: maximumf in any
+    // order is exact. rowSum: added in expert order as RoutingScores'
+    // loop does, (..((0 + e_0) + e_1) ..) + e_{E-1}: lane l adds its
+    // entries to the running sum, which lane l + 1 takes over.
+    SmallVector<Value> x;
+    Value localMax = negInf;
+    for (int64_t r = 0; r < regs; ++r) {
+      Value v = sanitised.logit(b, cols[r]);
+      if (!row.full())
+        v = b.select(valid[r], v, negInf);
+      x.push_back(v);
+      localMax = arith::MaximumFOp::create(b, localMax, v);
+    }
+    Value rowMax =
+        warpAllReduce(b, {localMax},
+                      [](LoweringBuilder &b, ValueRange p,
+                         ValueRange q) -> SmallVector<Value> {
+                        return {arith::MaximumFOp::create(b, p[0], q[0])};
+                      })[0];
+    SmallVector<Value> ex;
+    for (int64_t r = 0; r < regs; ++r)
+      ex.push_back(math::ExpOp::create(b, b.sub(x[r], rowMax)));
+    Value rowSum = zero;
+    for (int64_t l = 0; l * regs < e; ++l) {
+      Value partial = rowSum;
+      for (int64_t r = 0; r < regs && l * regs + r < e; ++r)
+        partial = b.add(partial, ex[r]);
+      rowSum = warpShuffle(b, partial, l, gpu::ShuffleMode::IDX);
+    }
+    Value dead = b.cmpf(CmpF::OEQ, rowMax, negInf);
+    for (int64_t r = 0; r < regs; ++r)
+      scores.push_back(b.select(dead, zero, b.div(ex[r], rowSum)));
+  } else {
+    for (int64_t r = 0; r < regs; ++r)
+      scores.push_back(sanitised.score(b, cols[r]));
+  }
+  // Selection keys: score + bias in f32, then the i64 selection key (0
+  // past E).
+  SmallVector<Value> keys, selection;
+  for (int64_t r = 0; r < regs; ++r) {
+    Value key = scores[r];
+    if (cfg.bias)
+      key = b.add(key, b.load(cfg.bias, {cols[r]}));
+    if (!row.full())
+      key = b.select(valid[r], key, negInf);
+    keys.push_back(key);
+    Value sk = mode.key(b, key, b.toI32(row.entry(b, r)));
+    if (!row.full())
+      sk = b.select(valid[r], sk, mode.none(b));
+    selection.push_back(sk);
+  }
+  if (cfg.nGroup > 1 && cfg.topkGroup < cfg.nGroup)
+    dropGroups(b, cfg, row, keys, selection, mode);
+
+  WarpPicks picks = warpSelectWith(b, mode, row, k, selection, scores,
+                                   cfg.normalize);
+  // Normalise by the sum of the picks' unbiased scores and scale.
+  Value denom = b.f32(1.0);
+  if (cfg.normalize)
+    denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero),
+                     picks.scoreSum, b.f32(1.0));
+  forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
+    b.store(picks.picks[q], cfg.indices, {rowIdx, j});
+    Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
+    b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
+  });
 }
 
 void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,

@@ -91,6 +91,9 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaStages = options.wgmmaStages;
   gemm.wgmmaEpilogue = options.wgmmaEpilogue;
   gemm.wgmmaCluster = options.wgmmaCluster;
+  gemm.wgmmaSwapRows = options.wgmmaSwapRows;
+  gemm.wgmmaSwapTileM = options.wgmmaSwapTileM;
+  gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
@@ -136,6 +139,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTma = gemm.wgmmaTma;
   kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
   kernels.wgmmaCluster = gemm.wgmmaCluster;
+  kernels.wgmmaSwapRows = gemm.wgmmaSwapRows;
+  kernels.wgmmaSwapTileM = gemm.wgmmaSwapTileM;
+  kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;

@@ -130,6 +130,18 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "
            "wgmma-tma and tile-n >= 128); 0: cost model">,
+    Option<"wgmmaSwapRows", "wgmma-swap-rows", "int64_t", /*default=*/"-1",
+           "Hopper small-M (swap-AB) GEMM kernel: weights on the wgmma M "
+           "side, tokens on N; the host launches it instead of the kernel "
+           "above when the rows average at most this many per expert "
+           "(-1: cost model, 0: never; K-major weights by TMA only)">,
+    Option<"wgmmaSwapTileM", "wgmma-swap-tile-m", "int64_t",
+           /*default=*/"0",
+           "Small-M kernel tokens per tile (the wgmma N): 16, 32 or 64 "
+           "(0: cost model)">,
+    Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
+           /*default=*/"0",
+           "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,
     Option<"elideFills", "elide-fills", "bool", /*default=*/"true",
            "Expert GEMMs zero only the output rows that can be read: none "
            "when the result feeds only expert GEMMs over the same offsets "

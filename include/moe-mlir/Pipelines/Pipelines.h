@@ -98,6 +98,22 @@ struct MoeLowerToNvvmOptions
                      "share each weight tile by TMA multicast); 0: cost "
                      "model"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> wgmmaSwapRows{
+      *this, "wgmma-swap-rows",
+      llvm::cl::desc("Hopper small-M (swap-AB) GEMM kernel, launched instead "
+                     "when the rows average at most this many per expert "
+                     "(-1: cost model, 0: never)"),
+      llvm::cl::init(-1)};
+  PassOptions::Option<int64_t> wgmmaSwapTileM{
+      *this, "wgmma-swap-tile-m",
+      llvm::cl::desc("Small-M kernel tokens per tile: 16, 32 or 64 (0: cost "
+                     "model)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> wgmmaSwapTileN{
+      *this, "wgmma-swap-tile-n",
+      llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "
+                     "cost model)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> elideFills{
       *this, "elide-fills",
       llvm::cl::desc("Expert GEMMs zero only the output rows that can be "

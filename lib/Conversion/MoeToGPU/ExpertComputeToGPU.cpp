@@ -218,30 +218,72 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
     if (config->engine == GemmEngine::Simt) {
       emitSimtExpertGemm(b, g, config->simt);
     } else {
-      Value ok = wgmmaOperandsAligned(b, g);
-      Value rhsMap;
-      if (config->rhsTma) {
-        rhsMap = emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
-                                  *config);
-        ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap,
-                               arith::ConstantIntOp::create(
-                                   b, b.getI64Type(), 0)));
+      // The main Hopper kernel under its run-time checks (aligned
+      // operands, a tensor map), else the SIMT kernel.
+      auto emitMain = [&](LoweringBuilder &b) {
+        Value ok = wgmmaOperandsAligned(b, g);
+        Value rhsMap;
+        if (config->rhsTma) {
+          rhsMap = emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
+                                    *config);
+          ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap,
+                                 arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()));
+        }
+        scf::IfOp::create(
+            b, ok,
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              emitWgmmaExpertGemm(nb, g, *config, rhsMap,
+                                  fillInKernel ? fill : UncoveredFill::Unread);
+              scf::YieldOp::create(nb);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              if (fillInKernel)
+                zeroUncoveredRows(nb, g, fill);
+              emitSimtExpertGemm(nb, g, config->simt);
+              scf::YieldOp::create(nb);
+            });
+      };
+      // The small-M kernel beside it, chosen on the host from the rows
+      // (T x k, known at call time): no synchronisation, one compiled
+      // function for every T, CUDA-graph capturable. Its tensor map is
+      // made only when the rows are few; when its checks fail the main
+      // kernel's path runs (one SIMT fallback for both).
+      std::optional<GemmKernelConfig> swap =
+          chooseSwapConfig(op, options, *config);
+      if (!swap) {
+        emitMain(b);
+      } else {
+        Type i64 = b.getI64Type();
+        Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
+                               b.idx(swap->swapRows * g.numExperts));
+        Value swapMap = b.ifElse(
+            fewRows, {i64},
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
+                                       *swap)};
+            },
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()};
+            })[0];
+        Value useSwap = b.andi(
+            b.andi(fewRows, wgmmaOperandsAligned(b, g)),
+            b.cmpi(arith::CmpIPredicate::ne, swapMap, arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()));
+        scf::IfOp::create(
+            b, useSwap,
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              emitWgmmaExpertGemm(nb, g, *swap, swapMap,
+                                  fillInKernel ? fill : UncoveredFill::Unread);
+              scf::YieldOp::create(nb);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              emitMain(nb);
+              scf::YieldOp::create(nb);
+            });
       }
-      scf::IfOp::create(
-          b, ok,
-          [&](OpBuilder &nested, Location loc) {
-            LoweringBuilder nb(loc, nested);
-            emitWgmmaExpertGemm(nb, g, *config, rhsMap,
-                                fillInKernel ? fill : UncoveredFill::Unread);
-            scf::YieldOp::create(nb);
-          },
-          [&](OpBuilder &nested, Location loc) {
-            LoweringBuilder nb(loc, nested);
-            if (fillInKernel)
-              zeroUncoveredRows(nb, g, fill);
-            emitSimtExpertGemm(nb, g, config->simt);
-            scf::YieldOp::create(nb);
-          });
     }
     rewriter.replaceOp(op, toTensor(b, g.out));
     return success();

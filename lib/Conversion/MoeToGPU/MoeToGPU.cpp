@@ -94,6 +94,9 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTma = wgmmaTma;
     gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
     gemmOptions.wgmmaCluster = wgmmaCluster;
+    gemmOptions.wgmmaSwapRows = wgmmaSwapRows;
+    gemmOptions.wgmmaSwapTileM = wgmmaSwapTileM;
+    gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;

@@ -9,16 +9,18 @@
 // gemm=simt. gemm=wgmma on an op the Hopper kernel cannot run is an error
 // on that op, with the reason.
 //
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=CLUSTER
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=AUTO \
+// (The small-M kernel beside the main one is left out here,
+// wgmma-swap-rows=0: gemm-swap.mlir checks it.)
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CLUSTER
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=AUTO \
 // RUN:   --implicit-check-not=nvvm.cluster --implicit-check-not=nvvm.mapa --implicit-check-not=multicast_mask
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 elide-fills=false" \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 elide-fills=false wgmma-swap-rows=0" \
 // RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=simt elide-fills=false" \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=simt elide-fills=false wgmma-swap-rows=0" \
 // RUN:   | FileCheck %s --check-prefix=SIMT --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma elide-fills=false" -verify-diagnostics \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma elide-fills=false wgmma-swap-rows=0" -verify-diagnostics \
 // RUN:   | FileCheck %s --check-prefix=FORCE
-// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma elide-fills=false" 2>&1 \
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=chip=sm_80 gemm=wgmma elide-fills=false wgmma-swap-rows=0" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=CHIP
 //
 // Hopper kernel configuration, of the kernel without clusters (the
@@ -47,36 +49,36 @@
 //   wgmma-tma=false wgmma-tile-n=256:
 //                       384     4       231424  8 + 16 rhs  -          256
 //
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=TN256
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64 elide-fills=false" | FileCheck %s --check-prefix=TN64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=TM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=ST3
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=DIRECT
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false elide-fills=false" | FileCheck %s --check-prefix=CPA \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TN256
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TN64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=ST3
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=DIRECT
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256 elide-fills=false" | FileCheck %s --check-prefix=CPA256 \
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CPA256 \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=2 elide-fills=false" | FileCheck %s --check-prefix=CLUSTER
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tma=false elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TMA
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tile-n=64 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-CL-TN
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-cluster=2 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CLUSTER
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tma=false elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=OP-CL-TMA
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=2 wgmma-tile-n=64 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=OP-CL-TN
 //
 // Invalid option values are rejected (validateGemmOptions), by the pass
 // before it converts anything and by --moe-lower-to-nvvm when the pipeline
 // is parsed. The largest stage counts that fit are accepted.
 //
-// RUN: not moe-opt %s "--convert-moe-to-gpu=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-EPI
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=96 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-TM
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=3 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-CL
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=100 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-TN
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=9 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-ST9
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=1 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-ST1
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=8 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=7 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=OP-ST7
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=FIT6
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1 elide-fills=false" | FileCheck %s --check-prefix=FIT4
+// RUN: not moe-opt %s "--convert-moe-to-gpu=gemm=foo elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=foo elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-EPI
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=96 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-TM
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=3 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-CL
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=100 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-TN
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=9 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-ST9
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=1 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-ST1
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=8 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM128
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-stages=7 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=OP-ST7
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM256
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=FIT6
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=FIT4
 //
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
@@ -468,7 +470,7 @@ func.func @f32_grouped_matmul(%x: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %o
 // SIMT-NOT: gpu.launch
 // SIMT: return
 func.func @bf16_k60(%x: tensor<?x60xbf16>, %w: tensor<8x64x60xbf16>, %off: tensor<9xi32>) -> tensor<?x64xbf16> {
-  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs K a multiple of 8 (16-byte rows)}}
+  // expected-error @+2 {{'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs K a positive multiple of 8 (16-byte rows)}}
   // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x60xbf16>, tensor<8x64x60xbf16> -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>

@@ -46,6 +46,14 @@ struct MoeGemmOptions {
   /// Hopper engine CTAs per cluster (0: cost model; 1; 2: pairs of row
   /// tiles share each weight tile, multicast by TMA to both CTAs).
   int64_t wgmmaCluster = 0;
+  /// Hopper small-M ("swap AB") kernel: the host launches it instead of
+  /// the kernel above when the GEMM's rows average at most this many per
+  /// expert (-1: the cost model's threshold; 0: never). Weights are the
+  /// wgmma A operand, tokens the B operand (GemmConfig.cpp).
+  int64_t wgmmaSwapRows = -1;
+  /// Small-M kernel tiles (0: cost model): tokens per tile (the wgmma N:
+  /// 16, 32 or 64) and weight rows per block (64 or 128).
+  int64_t wgmmaSwapTileM = 0, wgmmaSwapTileN = 0;
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
   bool elideFills = true;

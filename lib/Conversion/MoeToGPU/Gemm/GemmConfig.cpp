@@ -12,6 +12,12 @@
 // weight tiles when the weights come by TMA and the tile has >= 128
 // columns. Pass options override each choice.
 //
+// Beside it, for few rows per expert, the small-M ("swap AB") kernel:
+// weights on the wgmma M side (64 weight rows per block), 16 tokens per
+// tile on N, two blocks per SM, as many stages as fit in half the shared
+// memory; the host launches it instead when the rows average at most 16
+// per expert (bench/NOTES.md v27).
+//
 //===----------------------------------------------------------------------===//
 
 #include "GemmKernel.h"
@@ -59,6 +65,17 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (options.wgmmaCluster < 0 || options.wgmmaCluster > 2)
     return "wgmma-cluster must be 0 (cost model), 1 or 2 (got " +
            std::to_string(options.wgmmaCluster) + ")";
+  if (options.wgmmaSwapRows < -1)
+    return "wgmma-swap-rows must be -1 (cost model), 0 (never) or positive "
+           "(got " + std::to_string(options.wgmmaSwapRows) + ")";
+  if (options.wgmmaSwapTileM != 0 && options.wgmmaSwapTileM != 16 &&
+      options.wgmmaSwapTileM != 32 && options.wgmmaSwapTileM != 64)
+    return "wgmma-swap-tile-m must be 16, 32 or 64 (got " +
+           std::to_string(options.wgmmaSwapTileM) + ")";
+  if (options.wgmmaSwapTileN != 0 && options.wgmmaSwapTileN != 64 &&
+      options.wgmmaSwapTileN != 128)
+    return "wgmma-swap-tile-n must be 64 or 128 (got " +
+           std::to_string(options.wgmmaSwapTileN) + ")";
   if (options.wgmmaStages != 0 &&
       (options.wgmmaStages < 2 || options.wgmmaStages > 8))
     return "wgmma-stages must be in [2, 8] (got " +
@@ -88,9 +105,9 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
     return std::string(
         "the wgmma engine needs bf16 or f16 lhs and rhs of one type");
   int64_t k = op.getLhs().getType().getDimSize(1);
-  if (ShapedType::isDynamic(k) || k % 8 != 0)
-    return std::string("the wgmma engine needs K a multiple of 8 (16-byte "
-                       "rows)");
+  if (ShapedType::isDynamic(k) || k == 0 || k % 8 != 0)
+    return std::string("the wgmma engine needs K a positive multiple of 8 "
+                       "(16-byte rows)");
   if (!op.getTransposeRhs()) {
     // [E, K, N] rhs is copied in 16-byte chunks along N.
     int64_t outN = op.getResult().getType().getDimSize(1);
@@ -159,5 +176,50 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                           "(wgmma-tma) and tile-n >= 128");
   config.cluster = options.wgmmaCluster ? options.wgmmaCluster
                                         : (clusterable ? 2 : 1);
+  return config;
+}
+
+/// The small-M kernel's epilogue staging: tileM token rows of tileN + 4 f32
+/// (WgmmaEngine.cpp, the padding keeps the fragment stores conflict-free).
+int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
+  return tileM * (tileN + 4) * 4;
+}
+
+/// Average rows per expert up to which the host picks the small-M kernel.
+/// (Placeholder until measured: bench/NOTES.md v27.)
+constexpr int64_t kSwapRowsDefault = 16;
+
+std::optional<GemmKernelConfig>
+gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
+                               const GemmKernelConfig &main) {
+  int64_t rows = options.wgmmaSwapRows < 0 ? kSwapRowsDefault
+                                           : options.wgmmaSwapRows;
+  // K-major weights by TMA only (the MN-major [E, K, N] layout would be a
+  // transposed A operand: not built).
+  if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
+      !op.getTransposeRhs())
+    return std::nullopt;
+  GemmKernelConfig config = main;
+  config.swapAB = true;
+  config.swapRows = rows;
+  config.cluster = 1;
+  config.stagedEpilogue = false;
+  config.tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
+  config.tileN = options.wgmmaSwapTileN ? options.wgmmaSwapTileN : 64;
+  // 64 weight rows: one consumer warpgroup, 256 threads, two blocks per
+  // SM (more loads in flight per SM); 128: two consumers with setmaxnreg,
+  // one block per SM.
+  config.ctasPerSM = config.tileN == 64 ? 2 : 1;
+  // Per block: the SM's shared memory over its blocks, less the 1 KiB the
+  // hardware reserves per block.
+  int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
+  int64_t fit = (budget - kSharedOverheadBytes -
+                 wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
+                wgmmaStageBytes(config.tileM, config.tileN);
+  // An explicit wgmma-stages (checked against the main kernel's tile) is
+  // capped at what fits here.
+  config.stages = std::min<int64_t>(
+      fit, options.wgmmaStages ? options.wgmmaStages : 8);
+  assert(config.stages >= 2 && "small-M tiles leave room for two stages");
   return config;
 }

@@ -60,6 +60,9 @@ GemmOperands gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op);
 /// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).
 constexpr int64_t kWgmmaStagingBytes = 64 * 256;
 
+/// Shared memory of the small-M kernel's epilogue staging (WgmmaEngine.cpp).
+int64_t wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN);
+
 /// Kernel engines.
 enum class GemmEngine { Simt, Wgmma };
 
@@ -75,6 +78,15 @@ struct GemmKernelConfig {
   bool stagedEpilogue = true; // wgmma: output through shared memory
   int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast
                             // when the host launches it in clusters)
+  /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
+  /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
+  /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the
+  /// epilogue goes through shared memory. K-major rhs by TMA only.
+  bool swapAB = false;
+  int64_t ctasPerSM = 1;    // blocks per SM the persistent grid counts on
+  /// swapAB: the host launches this kernel instead of the other one when
+  /// the GEMM's rows are at most swapRows x experts.
+  int64_t swapRows = 0;
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).
@@ -85,6 +97,13 @@ std::optional<std::string> wgmmaUnsupportedReason(ExpertGemmOp op,
 /// explicitly requested engine cannot run the op.
 FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
                                              const MoeGemmOptions &options);
+/// The small-M (swap-AB) kernel configuration to launch beside `main` (a
+/// wgmma configuration) at few rows per expert, or nullopt when the cost
+/// model or the options leave it out or the op's weights are not K-major
+/// tiles by TMA. An explicit wgmma-stages is capped at what fits.
+std::optional<GemmKernelConfig>
+chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
+                 const GemmKernelConfig &main);
 
 //===----------------------------------------------------------------------===//
 // Tile scheduler

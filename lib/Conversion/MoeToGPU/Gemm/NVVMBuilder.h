@@ -212,6 +212,17 @@ inline Value loadShared(LoweringBuilder &b, Type type, Value address) {
   return LLVM::LoadOp::create(b, type, sharedPtr(b, address),
                               type.getIntOrFloatBitWidth() / 8);
 }
+/// Stores `values` (of one type, 16 bytes in all) at global address
+/// `address` (16-byte aligned) as one vector store.
+inline void storeGlobal(LoweringBuilder &b, Value address,
+                        ArrayRef<Value> values) {
+  auto type = VectorType::get({int64_t(values.size())}, values[0].getType());
+  Value v = LLVM::PoisonOp::create(b, type);
+  for (auto [i, x] : llvm::enumerate(values))
+    v = LLVM::InsertElementOp::create(
+        b, v, x, arith::ConstantIntOp::create(b, b.getI32Type(), i));
+  LLVM::StoreOp::create(b, v, globalPtr(b, address), 16);
+}
 /// Copies 16 bytes from shared address `src` to global address `dst`
 /// (both 16-byte aligned).
 inline void copySharedToGlobal16(LoweringBuilder &b, Value src, Value dst) {
@@ -261,8 +272,12 @@ inline Type wgmmaAccumulatorType(LoweringBuilder &b, int64_t n) {
 }
 /// acc += A(desc a, K-major) * B(desc b, K-major, or MN-major with
 /// `bMnMajor`), m64nNk16, f32 += 16-bit.
+/// With `accumulate` false the MMA ignores `acc` (D = A * B: the first MMA
+/// of a tile, so that no zero accumulators are live across the stage wait
+/// before it; ptxas serialises the wgmma otherwise, C7520).
 inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
-                   int64_t n, bool bf16, bool bMnMajor) {
+                   int64_t n, bool bf16, bool bMnMajor,
+                   bool accumulate = true) {
   MLIRContext *ctx = b.getContext();
   auto type = NVVM::WGMMATypesAttr::get(
       ctx, bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16);
@@ -271,7 +286,9 @@ inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
       b, acc.getType(), acc, descA, descB,
       NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
-      NVVM::WGMMAScaleOutAttr::get(ctx, NVVM::WGMMAScaleOut::one), one, one,
+      NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
+                                                   : NVVM::WGMMAScaleOut::zero),
+      one, one,
       NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
       NVVM::MMALayoutAttr::get(ctx, bMnMajor ? NVVM::MMALayout::row
                                              : NVVM::MMALayout::col),

@@ -108,7 +108,8 @@ public:
       : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM), tileN(config.tileN),
         stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
-        consumers(config.tileM / 64),
+        swap(config.swapAB), ctasPerSM(config.ctasPerSM),
+        consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
@@ -125,6 +126,8 @@ private:
   /// 1024 bytes, then the stages, then each consumer warpgroup's epilogue
   /// staging.
   int64_t sharedBytes() const {
+    if (swap)
+      return 1024 + stages * stageBytes() + wgmmaSwapStagingBytes(tileM, tileN);
     return 1024 + stages * stageBytes() + (staged ? consumers * kWgmmaStagingBytes : 0);
   }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
@@ -234,6 +237,13 @@ private:
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
+  /// Small-M epilogue: the fragments (rows = this warpgroup's 64 rhs
+  /// columns, columns = tokens) go to the block's f32 staging, transposed
+  /// ([token][rhs column], row pitch tileN + 4), then every consumer
+  /// thread turns whole 16-byte output chunks of a token row into bias,
+  /// GLU, scale, and one store. `tid` counts from the block's first thread.
+  void epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
+                       const WorkItem &item, Value acc);
   /// The row table of consumer warpgroup `cw` (64 i32 in the barrier
   /// area's upper half).
   Value rowTableAddress(LoweringBuilder &b, Value cw) {
@@ -246,6 +256,9 @@ private:
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
   const int64_t cluster;
+  /// Small-M form (config.swapAB): rhs rows on the wgmma M side.
+  const bool swap;
+  const int64_t ctasPerSM;
   const int64_t consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
@@ -283,8 +296,13 @@ void WgmmaKernel::forEachItem(
               Value tiles = b.maxIdx(ragged.tilesOf(b, expert), b.idx(1));
               Value local =
                   b.sub(item, b.mul(before, b.idx(colTiles)));
-              Value colTile = arith::DivUIOp::create(b, local, tiles);
-              Value rowInExpert = arith::RemUIOp::create(b, local, tiles);
+              // 32-bit: a 64-bit division becomes a branch between the
+              // 32- and 64-bit forms (NVPTX's slow-division bypass), which
+              // LLVM placed before the consumer's last wgmma wait, and
+              // ptxas then serialised the wgmma (C7520).
+              Value colTile = b.toIndex(arith::DivUIOp::create(
+                  b, b.toI32(local), b.toI32(tiles)));
+              Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
               Value lo = ragged.offsetAt(b, expert);
               Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
               Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
@@ -601,51 +619,63 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                               const WorkItem &item) {
   Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
-  Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
-  Value acc0 = LLVM::ZeroOp::create(b, accType);
+  // Small-M: the MMA is m64 (this warpgroup's 64 rhs rows) x n tileM (the
+  // tokens), both operands K-major.
+  const int64_t mmaN = swap ? tileM : tileN;
+  Type accType = nvvm::wgmmaAccumulatorType(b, mmaN);
   bool bf16 = g.inElem.isBF16();
   Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
+  if (swap)
+    aOffset = add64(b, aOffset, aBytes());
   // Staged: the rows' destinations and routing weights are fetched now, so
   // that their loads complete under the MMAs (in the store loop they were
   // one dependent global load per row: bench/NOTES.md v15).
   RowFactors factors;
-  if (staged)
+  if (staged && !swap)
     factors = prefetchRowTargets(b, ct, cw, item);
-  Value acc = b.forLoop(
-      zero, b.idx(kSteps), {acc0},
-      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-        Value step = b.add(item.step, kt);
-        auto [s, round] = stageOf(b, step);
-        nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-        nvvm::fenceProxyAsyncShared(b);
-        Value stage = stageAddress(b, s);
-        Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset));
-        // K-major rhs: one k16 step is +32 B; MN-major: two 1024-B atoms.
-        bool mnMajor = !g.transposed;
-        Value descB = nvvm::wgmmaDescriptor(b, add64(b, stage, aBytes()),
-                                            mnMajor ? 64 * 128 : 16);
-        int64_t stepB = mnMajor ? 2048 >> 4 : 2;
-        nvvm::wgmmaFence(b);
-        Value acc = in[0];
-        for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
-          acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
-                            add64(b, descB, stepB * k16), tileN, bf16,
-                            mnMajor);
-        nvvm::wgmmaCommit(b);
-        nvvm::wgmmaWait(b, 1);
-        // The group before this one has finished reading its stage.
-        when(b, b.cmpi(CmpI::ugt, kt, zero), [&](LoweringBuilder &b) {
-          Value prev = arith::RemUIOp::create(b, b.sub(step, b.idx(1)),
-                                              b.idx(stages));
-          releaseStage(b, ct, prev);
-        });
-        return {acc};
-      })[0];
+  // One K step: wait for the stage, its MMAs (the tile's first without
+  // accumulating: the accumulators need no zeros), and the release of the
+  // step before it, whose group has now finished reading its stage.
+  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage = stageAddress(b, s);
+    Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset));
+    // K-major rhs: one k16 step is +32 B; MN-major: two 1024-B atoms.
+    // Small-M: B is the lhs tile at the stage's start (K-major).
+    bool mnMajor = !swap && !g.transposed;
+    Value descB = nvvm::wgmmaDescriptor(
+        b, swap ? stage : add64(b, stage, aBytes()), mnMajor ? 64 * 128 : 16);
+    int64_t stepB = mnMajor ? 2048 >> 4 : 2;
+    nvvm::wgmmaFence(b);
+    for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
+      acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
+                        add64(b, descB, stepB * k16), mmaN, bf16, mnMajor,
+                        /*accumulate=*/!(first && k16 == 0));
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 1);
+    if (!first) {
+      Value prev =
+          arith::RemUIOp::create(b, b.sub(step, b.idx(1)), b.idx(stages));
+      releaseStage(b, ct, prev);
+    }
+    return acc;
+  };
+  Value acc = kStep(b, zero, LLVM::PoisonOp::create(b, accType), true);
+  acc = b.forLoop(b.idx(1), b.idx(kSteps), {acc},
+                  [&](LoweringBuilder &b, Value kt,
+                      ValueRange in) -> SmallVector<Value> {
+                    return {kStep(b, kt, in[0], false)};
+                  })[0];
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(
       b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
   releaseStage(b, ct, last);
-  if (staged)
+  if (swap)
+    epilogueSwapped(b, tid, cw, item, acc);
+  else if (staged)
     epilogueStaged(b, ct, cw, item, acc, factors);
   else
     epilogueDirect(b, ct, cw, item, acc);
@@ -868,10 +898,114 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   }
 }
 
+void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
+                                  const WorkItem &item, Value acc) {
+  const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+  const int64_t vec = 16 / outBytes;
+  const int64_t pitch = tileN + 4; // f32 per staged token row
+  const int64_t threads = 128 * consumers;
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  Value staging = add64(b, base, 1024 + stages * stageBytes());
+  auto stagedAt = [&](LoweringBuilder &b, Value token, Value column) {
+    return add64(b, staging,
+                 nvvm::toI64(b, b.mul(b.add(b.mul(token, b.idx(pitch)), column),
+                                      b.idx(4))));
+  };
+  // 1. Fragment element i = 4j + 2h + p is rhs column (fragment row)
+  // 16 * warp + lane / 4 + 8h of this warpgroup's 64, token (fragment
+  // column) 8j + 2 * (lane % 4) + p. With the pitch = 4 mod 32 words, a
+  // warp's 32 stores of one element hit 32 banks.
+  Value column0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                        arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value token0 = b.mul(quad, b.idx(2));
+  for (int64_t j = 0; j < tileM / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = 0; p < 2; ++p) {
+        Value v = LLVM::ExtractValueOp::create(
+            b, acc, ArrayRef<int64_t>{4 * j + 2 * h + p});
+        nvvm::storeShared(b,
+                          stagedAt(b, b.add(token0, b.idx(8 * j + p)),
+                                   b.add(column0, b.idx(8 * h))),
+                          {v});
+      }
+  nvvm::namedBarrier(b, b.i32(1), threads);
+
+  // 2. Thread u of the consumers takes output chunks (token, vec columns)
+  // u, u + threads, ...: the rhs columns of output column c are 2c, 2c + 1
+  // (interleaved GLU), c and tileN / 2 + c (concat), c (plain).
+  const int64_t chunks = outPerTile / vec;
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  Value u0 = b.sub(tid, b.idx(128));
+  forEach(b, u0, b.idx(tileM * chunks), b.idx(threads),
+          [&](LoweringBuilder &b, Value u) {
+    Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+    Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+    when(b, b.cmpi(CmpI::ult, token, item.tileRows), [&](LoweringBuilder &b) {
+      RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
+      when(b, target.valid, [&](LoweringBuilder &b) {
+        Value local0 = b.mul(chunk, b.idx(vec));
+        Value col0 = b.add(colBase, local0);
+        SmallVector<Value> values;
+        for (int64_t e = 0; e < vec; ++e) {
+          Value local = b.add(local0, b.idx(e));
+          SmallVector<Value, 2> accs;
+          if (interleaved()) {
+            Value pair = b.mul(local, b.idx(2));
+            accs = {nvvm::loadShared(b, b.getF32Type(),
+                                     stagedAt(b, token, pair)),
+                    nvvm::loadShared(b, b.getF32Type(),
+                                     stagedAt(b, token, b.add(pair, b.idx(1))))};
+          } else {
+            accs.push_back(
+                nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
+            if (concat)
+              accs.push_back(nvvm::loadShared(
+                  b, b.getF32Type(),
+                  stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+          }
+          Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
+          values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
+        }
+        Value whole = b.andi(
+            outVectorOk,
+            b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+        scf::IfOp::create(
+            b, whole,
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              Value offset = b.add(b.mul(target.dest, outStride), col0);
+              nvvm::storeGlobal(
+                  b,
+                  add64(b, outAddr,
+                        nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
+                  values);
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              for (int64_t e = 0; e < vec; ++e) {
+                Value c = b.add(col0, b.idx(e));
+                when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                     [&](LoweringBuilder &b) {
+                       b.store(values[e], g.out, {target.dest, c});
+                     });
+              }
+              scf::YieldOp::create(b);
+            });
+      });
+    });
+  });
+  // The next item's fragments overwrite the staging.
+  nvvm::namedBarrier(b, b.i32(1), threads);
+}
+
 void WgmmaKernel::emit(LoweringBuilder &b) {
   Value one = b.idx(1);
   Value items = b.mul(ragged.upperBound(b), b.idx(colTiles));
-  Value grid = b.maxIdx(b.minIdx(items, b.idx(numSMs)), one);
+  Value grid = b.maxIdx(b.minIdx(items, b.idx(numSMs * ctasPerSM)), one);
   Value clusterX;
   if (cluster > 1) {
     // 2-CTA clusters when the experts average at least one row tile: with

@@ -1,0 +1,138 @@
+// The Hopper small-M ("swap AB") expert GEMM kernel (Gemm/GemmConfig.cpp,
+// chooseSwapConfig; Gemm/WgmmaEngine.cpp). Beside the main Hopper kernel,
+// for K-major weights by TMA: the host compares the GEMM's rows with
+// wgmma-swap-rows x experts (default 16 x E) and launches the small-M
+// kernel when the rows are that few, its tensor map was made and the
+// operands are aligned; otherwise the main kernel's path (its own checks,
+// the SIMT kernel as the fallback). The small-M kernel puts 64 weight rows per consumer warpgroup
+// on the wgmma M side and tile-m tokens on N (m64n<tile-m>k16, both
+// operands K-major, the first MMA of a tile without accumulating), and
+// stages its f32 results in shared memory ([token][weight row], pitch
+// tile-n + 4) before the epilogue's 16-byte stores.
+//
+//   tiles (m x n)   threads  blocks/SM  stages  shared (+1 KiB slack)  TMA box rows
+//   16 x 64         256      2          8       87296 + 1024           32
+//   32 x 128        384      1          8       181760 + 1024          64
+//   64 x 128        384      1          7       206848 + 1024          64
+//
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=DEF
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=4 wgmma-swap-tile-m=32 wgmma-swap-tile-n=128" | FileCheck %s --check-prefix=T32
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-tile-m=64 wgmma-swap-tile-n=128" | FileCheck %s --check-prefix=T64
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=OFF \
+// RUN:   --implicit-check-not="n = 16, k = 16"
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-tma=false" | FileCheck %s --check-prefix=OFF \
+// RUN:   --implicit-check-not="n = 16, k = 16"
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-n=256" 2>&1 | FileCheck %s --check-prefix=PASS-TN
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-ROWS
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-m=48" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-n=32" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
+
+// PASS-TM: error: convert-moe-to-gpu: wgmma-swap-tile-m must be 16, 32 or 64 (got 8)
+// PASS-TN: error: convert-moe-to-gpu: wgmma-swap-tile-n must be 64 or 128 (got 256)
+// PASS-ROWS: error: convert-moe-to-gpu: wgmma-swap-rows must be -1 (cost model), 0 (never) or positive (got -2)
+// PIPE-TM: error: moe-lower-to-nvvm: wgmma-swap-tile-m must be 16, 32 or 64 (got 48)
+// PIPE-TN: error: moe-lower-to-nvvm: wgmma-swap-tile-n must be 64 or 128 (got 32)
+
+// Plain GEMM, E = 8, N = 256, K = 128 (two K steps).
+// The small-M kernel first (rows <= 16 x 8 = 128), its tensor map with
+// boxes of 64 K x 32 rows, grid min(items, 2 x 132), 8 stages of 16 token
+// rows + 64 weight rows (full: 128 cp.async arrivals + the TMA; empty: 128
+// consumer threads), one cp.async per producer thread and stage, the TMA
+// copy of 64 x 128 bytes, the MMAs (first without accumulating), the
+// staging barrier of the one consumer warpgroup and the 16-byte stores;
+// then the main kernel (384 threads, m64n128k16) with its tensor map and
+// the one SIMT fallback of both.
+// DEF-LABEL: func.func @plain(
+// DEF: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// DEF-NEXT: %[[MAP:[a-z0-9_]+]] = scf.if %[[FEW]] -> (i64) {
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64)
+// DEF: arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
+// DEF: arith.minui %{{[a-z0-9_]+}}, %c264{{(_[0-9]+)?}} : index
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
+// DEF-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
+// DEF-NOT: nvvm.mbarrier.init
+// DEF-NOT: nvvm.setmaxregister
+// DEF-COUNT-1: nvvm.cp.async.shared.global
+// DEF-NOT: nvvm.cp.async.shared.global
+// DEF: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
+// DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<({{(f32, ){7}f32}})> ->
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>]
+// DEF: nvvm.wgmma.wait.group.sync.aligned 0
+// DEF-COUNT-8: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+// DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
+// DEF: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+// DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
+// DEF: gpu.terminator
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
+// DEF: gpu.terminator
+// DEF: gpu.launch {{.*}} workgroup(
+// DEF-NOT: gpu.launch
+// DEF: return
+
+// Rows <= 4 x 8, 32 tokens x 128 weight rows: two consumer warpgroups
+// (setmaxnreg), one block per SM, boxes of 64 rows.
+// T32-LABEL: func.func @plain(
+// T32: arith.cmpi ule, %{{[a-z0-9_]+}}, %c32{{(_[0-9]+)?}} : index
+// T32: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// T32: arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
+// T32: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c182784_i32 {
+// T32-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
+// T32: nvvm.setmaxregister decrease 40
+// T32-COUNT-2: nvvm.cp.async.shared.global
+// T32-NOT: nvvm.cp.async.shared.global
+// T32: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// T32: nvvm.setmaxregister increase 232
+// T32: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <zero>]
+// T32: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c256_i32{{(_[0-9]+)?}}
+
+// T64-LABEL: func.func @plain(
+// T64: arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// T64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c207872_i32 {
+// T64-COUNT-14: nvvm.mbarrier.init
+// T64-NOT: nvvm.mbarrier.init
+// T64-COUNT-4: nvvm.cp.async.shared.global
+// T64-NOT: nvvm.cp.async.shared.global
+// T64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+
+// OFF-LABEL: func.func @plain(
+// OFF-NOT: arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// OFF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
+func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x128xbf16>, tensor<8x256x128xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// MN-major weights ([E, K, N]): no small-M kernel (it would need the
+// transposed A operand), only the main kernel.
+// DEF-LABEL: func.func @mn_major(
+// DEF-NOT: n = 16, k = 16
+// DEF-NOT: dynamic_shared_memory_size %c88320_i32
+// DEF: return
+func.func @mn_major(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// Interleaved SwiGLU with bias, gathered lhs, scale and scatter: 32 output
+// columns per 64-row tile; the epilogue reads each output column's gate
+// and up (weight rows 2c, 2c + 1) from the staging, with the bias, and
+// stores 8 bf16 at once.
+// DEF-LABEL: func.func @glu(
+// DEF: scf.if
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}},
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>
+// DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
+// DEF-COUNT-16: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
+// DEF: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
+func.func @glu(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tensor<8x128x64xbf16>, %b: tensor<8x128xbf16>, %off: tensor<9xi32>, %s: tensor<?xi32>, %sc: tensor<?xf32>) -> tensor<?x64xbf16> {
+  %y = moe.expert_gemm %x[%g : tensor<?xi32>], %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x128xbf16>) scatter(%s : tensor<?xi32>) scale(%sc : tensor<?xf32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>} : tensor<?x64xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}

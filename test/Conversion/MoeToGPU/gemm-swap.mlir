@@ -1,7 +1,7 @@
 // The Hopper small-M ("swap AB") expert GEMM kernel (Gemm/GemmConfig.cpp,
 // chooseSwapConfig; Gemm/WgmmaEngine.cpp). Beside the main Hopper kernel,
 // for K-major weights by TMA: the host compares the GEMM's rows with
-// wgmma-swap-rows x experts (default 16 x E) and launches the small-M
+// wgmma-swap-rows x experts (default 8 x E) and launches the small-M
 // kernel when the rows are that few, its tensor map was made and the
 // operands are aligned; otherwise the main kernel's path (its own checks,
 // the SIMT kernel as the fallback). The small-M kernel puts 64 weight rows per consumer warpgroup
@@ -35,7 +35,7 @@
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-swap-tile-n must be 64 or 128 (got 32)
 
 // Plain GEMM, E = 8, N = 256, K = 128 (two K steps).
-// The small-M kernel first (rows <= 16 x 8 = 128), its tensor map with
+// The small-M kernel first (rows <= 8 x 8 = 64), its tensor map with
 // boxes of 64 K x 32 rows, grid min(items, 2 x 132), 8 stages of 16 token
 // rows + 64 weight rows (full: 128 cp.async arrivals + the TMA; empty: 128
 // consumer threads), one cp.async per producer thread and stage, the TMA
@@ -44,7 +44,7 @@
 // then the main kernel (384 threads, m64n128k16) with its tensor map and
 // the one SIMT fallback of both.
 // DEF-LABEL: func.func @plain(
-// DEF: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// DEF: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // DEF-NEXT: %[[MAP:[a-z0-9_]+]] = scf.if %[[FEW]] -> (i64) {
 // DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64)
 // DEF: arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
@@ -90,7 +90,7 @@
 // T32: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c256_i32{{(_[0-9]+)?}}
 
 // T64-LABEL: func.func @plain(
-// T64: arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// T64: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // T64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c207872_i32 {
 // T64-COUNT-14: nvvm.mbarrier.init
 // T64-NOT: nvvm.mbarrier.init
@@ -99,7 +99,7 @@
 // T64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
 
 // OFF-LABEL: func.func @plain(
-// OFF-NOT: arith.cmpi ule, %{{[a-z0-9_]+}}, %c128{{(_[0-9]+)?}} : index
+// OFF-NOT: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // OFF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
 func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x128xbf16>, tensor<8x256x128xbf16> -> tensor<?x256xbf16>

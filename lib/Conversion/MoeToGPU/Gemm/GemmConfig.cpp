@@ -15,7 +15,7 @@
 // Beside it, for few rows per expert, the small-M ("swap AB") kernel:
 // weights on the wgmma M side (64 weight rows per block), 16 tokens per
 // tile on N, two blocks per SM, as many stages as fit in half the shared
-// memory; the host launches it instead when the rows average at most 16
+// memory; the host launches it instead when the rows average at most 8
 // per expert (bench/NOTES.md v27).
 //
 //===----------------------------------------------------------------------===//
@@ -185,9 +185,11 @@ int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
   return tileM * (tileN + 4) * 4;
 }
 
-/// Average rows per expert up to which the host picks the small-M kernel.
-/// (Placeholder until measured: bench/NOTES.md v27.)
-constexpr int64_t kSwapRowsDefault = 16;
+/// Average rows per expert up to which the host picks the small-M kernel
+/// (bench/NOTES.md v27: at 16 per expert, gpt-oss-120b T=512 and
+/// Mixtral-8x7B T=64, it was 1-2% slower than the main kernel; at 2-4,
+/// T = 8 and 64, 2-11% faster).
+constexpr int64_t kSwapRowsDefault = 8;
 
 std::optional<GemmKernelConfig>
 gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,

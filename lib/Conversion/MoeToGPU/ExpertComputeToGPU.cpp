@@ -218,32 +218,42 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
     if (config->engine == GemmEngine::Simt) {
       emitSimtExpertGemm(b, g, config->simt);
     } else {
+      ModuleOp module = op->getParentOfType<ModuleOp>();
+      auto zero64 = [](LoweringBuilder &b) -> Value {
+        return arith::ConstantIntOp::create(b, b.getI64Type(), 0);
+      };
+      // if (cond) the Hopper kernel `kernel` else `otherwise`.
+      auto hopperIf = [&](LoweringBuilder &b, Value cond,
+                          const GemmKernelConfig &kernel, Value rhsMap,
+                          function_ref<void(LoweringBuilder &)> otherwise) {
+        scf::IfOp::create(
+            b, cond,
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              emitWgmmaExpertGemm(nb, g, kernel, rhsMap,
+                                  fillInKernel ? fill : UncoveredFill::Unread);
+              scf::YieldOp::create(nb);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder nb(loc, nested);
+              otherwise(nb);
+              scf::YieldOp::create(nb);
+            });
+      };
       // The main Hopper kernel under its run-time checks (aligned
       // operands, a tensor map), else the SIMT kernel.
       auto emitMain = [&](LoweringBuilder &b) {
         Value ok = wgmmaOperandsAligned(b, g);
         Value rhsMap;
         if (config->rhsTma) {
-          rhsMap = emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
-                                    *config);
-          ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap,
-                                 arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()));
+          rhsMap = emitRhsTensorMap(b, module, g, *config);
+          ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
-        scf::IfOp::create(
-            b, ok,
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              emitWgmmaExpertGemm(nb, g, *config, rhsMap,
-                                  fillInKernel ? fill : UncoveredFill::Unread);
-              scf::YieldOp::create(nb);
-            },
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              if (fillInKernel)
-                zeroUncoveredRows(nb, g, fill);
-              emitSimtExpertGemm(nb, g, config->simt);
-              scf::YieldOp::create(nb);
-            });
+        hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
+          if (fillInKernel)
+            zeroUncoveredRows(b, g, fill);
+          emitSimtExpertGemm(b, g, config->simt);
+        });
       };
       // The small-M kernel beside it, chosen on the host from the rows
       // (T x k, known at call time): no synchronisation, one compiled
@@ -255,34 +265,20 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       if (!swap) {
         emitMain(b);
       } else {
-        Type i64 = b.getI64Type();
         Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
                                b.idx(swap->swapRows * g.numExperts));
         Value swapMap = b.ifElse(
-            fewRows, {i64},
+            fewRows, {b.getI64Type()},
             [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {emitRhsTensorMap(b, op->getParentOfType<ModuleOp>(), g,
-                                       *swap)};
+              return {emitRhsTensorMap(b, module, g, *swap)};
             },
             [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()};
+              return {zero64(b)};
             })[0];
-        Value useSwap = b.andi(
-            b.andi(fewRows, wgmmaOperandsAligned(b, g)),
-            b.cmpi(arith::CmpIPredicate::ne, swapMap, arith::ConstantIntOp::create(b, b.getI64Type(), 0).getResult()));
-        scf::IfOp::create(
-            b, useSwap,
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              emitWgmmaExpertGemm(nb, g, *swap, swapMap,
-                                  fillInKernel ? fill : UncoveredFill::Unread);
-              scf::YieldOp::create(nb);
-            },
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              emitMain(nb);
-              scf::YieldOp::create(nb);
-            });
+        Value useSwap =
+            b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
+                   b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
+        hopperIf(b, useSwap, *swap, swapMap, emitMain);
       }
     }
     rewriter.replaceOp(op, toTensor(b, g.out));

@@ -6,7 +6,7 @@ moe_mlir's runtime.py on torch tensors.
 Run on the GPU machine, from gpu-artifacts/pyflow/ or with --dir:
 
   python3 python_flow_check.py [--dir DIR] [--presets a,b] [--T 1,64,512]
-                               [--graph-T 64] [--out DIR] [--budget SECONDS]
+                               [--graph-T 1,64] [--sync-T 1,64] [--out DIR] [--budget SECONDS]
 
 Imports only runtime.py, torch and torch_reference.py (copies of them sit
 next to this file in the artifacts folder). For every preset of cases.json:
@@ -22,6 +22,10 @@ next to this file in the artifacts folder). For every preset of cases.json:
                     the reference of the new inputs
   graph-alloc/<p>   the same with fn(*inputs) captured (outputs allocated
                     inside the capture, from the graph's pool)
+  sync-debug/<p>    at each --sync-T: fn(*inputs, *outputs) and fn(*inputs)
+                    called under torch.cuda.set_sync_debug_mode("error")
+                    (any synchronising torch call in the runtime raises),
+                    outputs poisoned, then checked as call/
   api/<preset>      the runtime's checks: a wrong dtype and a token-count
                     mismatch raise ArgumentError before anything runs
 
@@ -311,6 +315,38 @@ class PresetRunner:
                          detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
             traceback.print_exc()
 
+    def check_sync_debug(self, T):
+        torch = self.torch
+        name = "sync-debug/" + self.name
+        t0 = time.time()
+        try:
+            x, lg = self.inputs(T, "sync-debug")
+            ins = self.args_of(x, lg)
+            shapes = self.fn.output_shapes(*ins)
+            outs = [torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype),
+                               device=self.dev) for s, r in zip(shapes, self.spec.results)]
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                self.fn(*ins, *outs)
+                y2 = self.fn(*ins)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.synchronize()
+            self.art.synchronize()
+            ref, rr = self.reference(x, lg)
+            ok, err, det = self.compare(outs[0], ref, rr)
+            ok2, err2, det2 = self.compare(y2, ref, rr)
+            notes = [d for d in (det, det2) if d]
+            notes.append("no synchronising call under set_sync_debug_mode('error')")
+            self.res.add(name, T, "PASS" if ok and ok2 else "FAIL", max(err, err2),
+                         time.time() - t0, None, "; ".join(notes))
+        except Exception as ex:  # noqa: BLE001
+            torch.cuda.set_sync_debug_mode("default")
+            self.res.add(name, T, "FAIL", secs=time.time() - t0,
+                         detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+            traceback.print_exc()
+
     def check_api(self):
         """Argument checks of the runtime: they must raise, not launch."""
         rt = self.rt
@@ -350,7 +386,10 @@ def main(argv=None):
     ap.add_argument("--dir", default=HERE, help="the pyflow artifacts folder")
     ap.add_argument("--presets", default="", help="comma-separated (default: all in cases.json)")
     ap.add_argument("--T", default="1,64,512", help="token counts of the call checks")
-    ap.add_argument("--graph-T", dest="graph_T", type=int, default=64)
+    ap.add_argument("--graph-T", dest="graph_T", default="1,64",
+                    help="token counts of the graph checks")
+    ap.add_argument("--sync-T", dest="sync_T", default="1,64",
+                    help="token counts of the sync-debug checks")
     ap.add_argument("--out", default=None)
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds after which remaining checks are skipped")
@@ -388,7 +427,7 @@ def main(argv=None):
         if wanted and case["name"] not in wanted:
             continue
         if res.over_budget():
-            for n in ("call", "graph", "graph-alloc", "api"):
+            for n in ("call", "graph", "graph-alloc", "sync-debug", "api"):
                 res.add("%s/%s" % (n, case["name"]), status="SKIP", detail="time budget")
             continue
         print("--- %s (reference: %s)" % (case["name"], case.get("reference_from", "?")),
@@ -405,8 +444,11 @@ def main(argv=None):
                 res.add("call/" + case["name"], T, "SKIP", detail="time budget")
                 continue
             runner.check_call(T)
-        runner.check_graph(args.graph_T, allocate=False)
-        runner.check_graph(args.graph_T, allocate=True)
+        for T in [int(t) for t in args.graph_T.split(",") if t]:
+            runner.check_graph(T, allocate=False)
+            runner.check_graph(T, allocate=True)
+        for T in [int(t) for t in args.sync_T.split(",") if t]:
+            runner.check_sync_debug(T)
         runner.check_api()
         runner.free()
     res.flush(meta)

@@ -109,6 +109,9 @@ chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
 // Tile scheduler
 //===----------------------------------------------------------------------===//
 
+/// Experts examined per round of RaggedTiles::advance by default.
+constexpr int64_t kAdvanceUnroll = 8;
+
 /// Row tiles of `tileM` rows over the ragged expert groups
 /// [offsets[e], offsets[e+1]) (clamped into [0, m]).
 struct RaggedTiles {
@@ -122,20 +125,43 @@ struct RaggedTiles {
   /// Advances (expert, tilesBefore) so that `unit` lies in `expert`'s range
   /// [tilesBefore * scale, (tilesBefore + tilesOf(expert)) * scale) (units
   /// must be visited in increasing order; scale > 1 numbers `scale` work
-  /// items per row tile); returns the new pair.
+  /// items per row tile); returns the new pair. The walk examines `unroll`
+  /// experts per round (their offsets loaded together).
   std::pair<Value, Value> advance(LoweringBuilder &b, Value unit,
                                   Value expert, Value before,
-                                  int64_t scale = 1) const;
+                                  int64_t scale = 1,
+                                  int64_t unroll = kAdvanceUnroll) const;
   /// advance for work units counted by `unitsOf(tiles)` per expert:
   /// `before` counts the units of the experts before `expert`.
   std::pair<Value, Value>
   advanceUnits(LoweringBuilder &b, Value unit, Value expert, Value before,
-               function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
+               function_ref<Value(LoweringBuilder &, Value)> unitsOf,
+               int64_t unroll = kAdvanceUnroll) const;
   /// Sum of unitsOf(tilesOf(e)) over all experts.
   Value totalUnits(LoweringBuilder &b,
                    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
   /// Upper bound of total() for consistent offsets: ceil(m / tileM) + E.
   Value upperBound(LoweringBuilder &b) const;
+
+  /// Where a walk over work units starts, found by a whole warp at once.
+  struct Start {
+    /// Units of all experts.
+    Value total;
+    /// The expert of unit `threshold`'s row tile and the units of the
+    /// experts before it (for units past the end: the last expert).
+    Value expert, before;
+  };
+  /// Start for the units counted by `unitsOf(tiles)` per expert: the
+  /// expert is the number of experts whose units all end at or before
+  /// `threshold` (the inclusive unit prefix <= threshold), clamped to E -
+  /// 1. Lane `lane` takes experts [lane * c, lane * c + c), c = ceil(E /
+  /// 32): their offsets are independent loads, the sums a warp scan and
+  /// reduction (every lane of the warp must reach it together). A serial
+  /// walk over the experts made every step a dependent L2 load: at T = 1
+  /// each block waited tens of us before its first copy (bench/NOTES.md
+  /// v28).
+  Start locate(LoweringBuilder &b, Value lane, Value threshold,
+               function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
 };
 
 //===----------------------------------------------------------------------===//

@@ -42,19 +42,16 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
   return b.add(b.ceilDiv(m, tileM), b.idx(numExperts));
 }
 
-/// Experts examined per round of advanceWhile.
-constexpr int64_t kAdvanceUnroll = 8;
-
 /// while (expert < E - 1 && unit >= limit(before, tiles(expert)))
 ///   before = next(before, tiles(expert)), ++expert;
-/// in rounds of kAdvanceUnroll experts: a round loads the tiles of experts
-/// expert .. expert + 7 at once (independent loads, clamped in bounds) and
+/// in rounds of `unroll` experts: a round loads the tiles of experts
+/// expert .. expert + unroll - 1 at once (independent loads, clamped in bounds) and
 /// takes the steps in registers. One expert per round made every step a
 /// dependent L2 load: a block whose first item lay in expert 127 waited
 /// ~40 us before its first copy (bench/NOTES.md v27, T = 1).
 static std::pair<Value, Value> advanceWhile(
     const RaggedTiles &ragged, LoweringBuilder &b, Value unit, Value expert,
-    Value before,
+    Value before, int64_t unroll,
     function_ref<Value(LoweringBuilder &, Value, Value)> limit,
     function_ref<Value(LoweringBuilder &, Value, Value)> next) {
   Type idxType = b.getIndexType();
@@ -64,12 +61,12 @@ static std::pair<Value, Value> advanceWhile(
         LoweringBuilder nb(loc, nested);
         Value last = nb.idx(ragged.numExperts - 1);
         SmallVector<Value> tiles;
-        for (int64_t j = 0; j < kAdvanceUnroll; ++j)
+        for (int64_t j = 0; j < unroll; ++j)
           tiles.push_back(ragged.tilesOf(
               nb, nb.minIdx(nb.add(args[0], nb.idx(j)), last)));
         Value alive = arith::ConstantIntOp::create(nb, nb.getI1Type(), 1);
         Value e = args[0], at = args[1];
-        for (int64_t j = 0; j < kAdvanceUnroll; ++j) {
+        for (int64_t j = 0; j < unroll; ++j) {
           Value ej = nb.add(args[0], nb.idx(j));
           Value step = nb.andi(
               nb.andi(alive, nb.cmpi(CmpI::ult, ej, last)),
@@ -90,9 +87,10 @@ static std::pair<Value, Value> advanceWhile(
 
 std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
                                              Value expert, Value before,
-                                             int64_t scale) const {
+                                             int64_t scale,
+                                             int64_t unroll) const {
   return advanceWhile(
-      *this, b, unit, expert, before,
+      *this, b, unit, expert, before, unroll,
       [&](LoweringBuilder &b, Value before, Value tiles) {
         return b.mul(b.add(before, tiles), b.idx(scale));
       },
@@ -103,11 +101,12 @@ std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
 
 std::pair<Value, Value> RaggedTiles::advanceUnits(
     LoweringBuilder &b, Value unit, Value expert, Value before,
-    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
+    function_ref<Value(LoweringBuilder &, Value)> unitsOf,
+    int64_t unroll) const {
   auto after = [&](LoweringBuilder &b, Value before, Value tiles) {
     return b.add(before, unitsOf(b, tiles));
   };
-  return advanceWhile(*this, b, unit, expert, before, after, after);
+  return advanceWhile(*this, b, unit, expert, before, unroll, after, after);
 }
 
 Value RaggedTiles::totalUnits(
@@ -118,4 +117,50 @@ Value RaggedTiles::totalUnits(
                        ValueRange acc) -> SmallVector<Value> {
                      return {b.add(acc[0], unitsOf(b, tilesOf(b, e)))};
                    })[0];
+}
+
+RaggedTiles::Start RaggedTiles::locate(
+    LoweringBuilder &b, Value lane, Value threshold,
+    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
+  int64_t chunk = (numExperts + kWarpSize - 1) / kWarpSize;
+  Value numE = b.idx(numExperts);
+  Value first = b.mul(lane, b.idx(chunk));
+  // The offsets of experts first .. first + chunk - 1 and the end of the
+  // last (clamped to offsets[E]): independent loads.
+  SmallVector<Value> offs;
+  for (int64_t j = 0; j <= chunk; ++j)
+    offs.push_back(offsetAt(b, b.minIdx(b.add(first, b.idx(j)), numE)));
+  SmallVector<Value> units;
+  Value sum = b.idx(0);
+  for (int64_t j = 0; j < chunk; ++j) {
+    Value lo = offs[j], hi = b.maxIdx(offs[j + 1], lo);
+    Value tiles = b.ceilDiv(b.sub(hi, lo), tileM);
+    Value valid = b.cmpi(CmpI::ult, b.add(first, b.idx(j)), numE);
+    units.push_back(b.select(valid, unitsOf(b, tiles), b.idx(0)));
+    sum = b.add(sum, units.back());
+  }
+  Value sum32 = b.toI32(sum);
+  Value inclusive = warpInclusiveSum(b, sum32, lane);
+  Value total = b.toIndex(
+      warpShuffle(b, inclusive, kWarpSize - 1, gpu::ShuffleMode::IDX));
+  // The experts counted form a prefix (the unit prefix does not decrease):
+  // the count is the lanes' sum, the units before the first uncounted
+  // expert the lanes' largest counted end.
+  Value at = b.toIndex(b.sub(inclusive, sum32));
+  Value count = b.idx(0), end = b.idx(0);
+  for (int64_t j = 0; j < chunk; ++j) {
+    at = b.add(at, units[j]);
+    Value counted = b.andi(b.cmpi(CmpI::ule, at, threshold),
+                           b.cmpi(CmpI::ult, b.add(first, b.idx(j)), numE));
+    count = b.add(count, b.select(counted, b.idx(1), b.idx(0)));
+    end = b.select(counted, at, end);
+  }
+  SmallVector<Value> reduced = warpAllReduce(
+      b, {b.toI32(count), b.toI32(end)},
+      [](LoweringBuilder &b, ValueRange x,
+         ValueRange y) -> SmallVector<Value> {
+        return {b.add(x[0], y[0]), arith::MaxUIOp::create(b, x[1], y[1])};
+      });
+  Value expert = b.minIdx(b.toIndex(reduced[0]), b.idx(numExperts - 1));
+  return {total, expert, b.toIndex(reduced[1])};
 }

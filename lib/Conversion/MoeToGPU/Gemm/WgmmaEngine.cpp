@@ -165,14 +165,14 @@ private:
     return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
   }
 
-  void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
+  void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
                    function_ref<void(LoweringBuilder &, const WorkItem &)> body);
   /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
   /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
   /// odd last row tile; uncoupled, tiles x colTiles.
   Value clusterUnits(LoweringBuilder &b, Value tiles) const;
   void forEachClusterItem(
-      LoweringBuilder &b, Value blockX, Value gridX,
+      LoweringBuilder &b, Value tid, Value blockX, Value gridX,
       function_ref<void(LoweringBuilder &, const WorkItem &)> body);
   /// Consumers free stage `s`: every thread arrives on the CTA's empty
   /// barrier; in cluster kernels one thread per warpgroup arrives on it
@@ -263,8 +263,12 @@ private:
   const bool concat;
   const int64_t outPerTile, colTiles;
   RaggedTiles ragged;
+  /// Experts per round of the walk from one item to the block's next: one
+  /// (the first item is found by RaggedTiles::locate; rounds of 8 here
+  /// were 0-2% slower on every cell, bench/NOTES.md v28).
+  static constexpr int64_t advanceUnroll = 1;
   // Kernel-wide values.
-  Value base, totalItems, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
+  Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
   /// This CTA's rank in its cluster (index), from the special register.
   Value clusterRank(LoweringBuilder &b) const {
@@ -279,20 +283,28 @@ private:
 };
 
 void WgmmaKernel::forEachItem(
-    LoweringBuilder &b, Value blockX, Value gridX,
+    LoweringBuilder &b, Value tid, Value blockX, Value gridX,
     function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
   if (cluster > 1)
-    return forEachClusterItem(b, blockX, gridX, body);
+    return forEachClusterItem(b, tid, blockX, gridX, body);
   Value zero = b.idx(0);
-  b.forLoop(blockX, totalItems, gridX, {zero, zero, zero},
+  // The block's first item by the whole warp (RaggedTiles::locate): row
+  // tile blockX / C. Expert e owns items [before * C, (before + tiles) *
+  // C).
+  Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
+  RaggedTiles::Start start =
+      ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)),
+                    [](LoweringBuilder &, Value tiles) { return tiles; });
+  Value totalItems = b.mul(start.total, b.idx(colTiles));
+  b.forLoop(blockX, totalItems, gridX, {start.expert, start.before, zero},
             [&](LoweringBuilder &b, Value item,
                 ValueRange state) -> SmallVector<Value> {
-              // Expert e owns items [before * C, (before + tiles) * C);
-              // within them the row tile runs fastest, so the blocks of one
-              // wave share each rhs tile (read from DRAM once) and the
-              // expert's lhs rows stay in L2 across column tiles.
-              auto [expert, before] =
-                  ragged.advance(b, item, state[0], state[1], colTiles);
+              // Within an expert the row tile runs fastest, so the blocks
+              // of one wave share each rhs tile (read from DRAM once) and
+              // the expert's lhs rows stay in L2 across column tiles. The
+              // next items: a short walk from the last one.
+              auto [expert, before] = ragged.advance(
+                  b, item, state[0], state[1], colTiles, advanceUnroll);
               Value tiles = b.maxIdx(ragged.tilesOf(b, expert), b.idx(1));
               Value local =
                   b.sub(item, b.mul(before, b.idx(colTiles)));
@@ -322,7 +334,7 @@ Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
 }
 
 void WgmmaKernel::forEachClusterItem(
-    LoweringBuilder &b, Value blockX, Value gridX,
+    LoweringBuilder &b, Value tid, Value blockX, Value gridX,
     function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
   // Coupled: clusters are consecutive block pairs and both CTAs walk the
   // same units; uncoupled (no clusters; every shift below is 0, the rank
@@ -333,9 +345,10 @@ void WgmmaKernel::forEachClusterItem(
   auto unitsOf = [&](LoweringBuilder &b, Value tiles) {
     return clusterUnits(b, tiles);
   };
-  Value units = ragged.totalUnits(b, unitsOf);
+  Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
+  RaggedTiles::Start first = ragged.locate(b, lane, start, unitsOf);
   b.forLoop(
-      start, units, stride, {zero, zero, zero},
+      start, first.total, stride, {first.expert, first.before, zero},
       [&](LoweringBuilder &b, Value unit,
           ValueRange state) -> SmallVector<Value> {
         // Expert e's units: first its row-tile pairs (uncoupled: its row
@@ -343,7 +356,8 @@ void WgmmaKernel::forEachClusterItem(
         // weight tile in L2), then the column pairs of an odd last row
         // tile (coupled only).
         auto [expert, before] =
-            ragged.advanceUnits(b, unit, state[0], state[1], unitsOf);
+            ragged.advanceUnits(b, unit, state[0], state[1], unitsOf,
+                                advanceUnroll);
         Value shift = coupledShift;
         Value tiles = ragged.tilesOf(b, expert);
         Value local = b.sub(unit, before);
@@ -1060,13 +1074,12 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   });
   if (cluster > 1) {
     // Both CTAs' barriers exist before either multicasts or arrives
-    // remotely (without clusters: a block barrier).
-    // (The unit count is computed in each role, forEachClusterItem: one
-    // value fewer live across the role split.)
+    // remotely (without clusters: a block barrier). (The item count and
+    // the first item are found in each role, forEachItem: fewer values
+    // live across the role split.)
     nvvm::clusterSync(kb);
   } else {
     gpu::BarrierOp::create(kb);
-    totalItems = kb.mul(ragged.total(kb), kb.idx(colTiles));
   }
   lhsAddr = nvvm::bufferAddress(kb, g.lhs);
   rhsAddr = nvvm::bufferAddress(kb, g.rhs);
@@ -1086,7 +1099,7 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
           nvvm::setMaxRegisters(b, kProducerRegs, /*increase=*/false);
-        forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
+        forEachItem(b, tid, blockX, gridX, [&](LoweringBuilder &b,
                                           const WorkItem &item) {
           producer(b, tid, item);
         });
@@ -1102,7 +1115,7 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
         if (fill != UncoveredFill::Unread)
           zeroUncoveredStrided(b, g, fill, blockX, gridX,
                                b.sub(tid, b.idx(128)), 128 * consumers);
-        forEachItem(b, blockX, gridX, [&](LoweringBuilder &b,
+        forEachItem(b, tid, blockX, gridX, [&](LoweringBuilder &b,
                                           const WorkItem &item) {
           consumeTile(b, tid, cw, item);
         });

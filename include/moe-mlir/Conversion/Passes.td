@@ -156,10 +156,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Both pick exactly what selectTopK picks">,
     Option<"routeDispatchSmall", "route-dispatch-small", "bool",
            /*default=*/"true",
-           "moe.route_dispatch with at most 32 rows and 1024 slots as one "
-           "single-block kernel (routing and the dispatch sort), chosen on "
-           "the host at run time; more rows keep the route kernel and the "
-           "dispatch kernels">,
+           "moe.route_dispatch with at most 64 rows (k <= 32, E <= 256) as "
+           "one kernel, a cluster of up to 8 blocks that route 8 rows each "
+           "and meet in distributed shared memory for the dispatch sort, "
+           "chosen on the host at run time; more rows keep the route "
+           "kernel and the dispatch kernels">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -129,8 +129,9 @@ struct MoeLowerToNvvmOptions
       llvm::cl::init("i32")};
   PassOptions::Option<bool> routeDispatchSmall{
       *this, "route-dispatch-small",
-      llvm::cl::desc("moe.route_dispatch with at most 32 rows as one "
-                     "single-block kernel (chosen at run time)"),
+      llvm::cl::desc("moe.route_dispatch with at most 64 rows as one "
+                     "kernel, a cluster of up to 8 blocks (chosen at run "
+                     "time)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",

@@ -31,11 +31,13 @@
 //
 // moe.route_dispatch is split into route + dispatch, whose kernels are in
 // DispatchToGPU.cpp; with route-dispatch-small (the default), a launch
-// with few rows (T <= 32, T * k <= 1024) is one single-block kernel
-// instead (routeDispatchOneBlock), chosen on the host.
+// with few rows (T <= 64, k <= 32, E <= 256) is one kernel instead, a
+// thread-block cluster of up to 8 blocks (routeDispatchCluster), chosen on
+// the host.
 //
 //===----------------------------------------------------------------------===//
 #include "KernelBuilder.h"
+#include "Gemm/NVVMBuilder.h"
 #include "Patterns.h"
 
 #include "../Utils/Selection.h"
@@ -744,115 +746,206 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
 // moe.route_dispatch at small T
 //===----------------------------------------------------------------------===//
 
-/// route_dispatch in one block when T <= kSmallRows and T * k <=
-/// kSmallSlots: one thread per slot, one warp per row (kSmallSlots / 32
-/// warps), E + 1 <= kSmallBuckets + 1 bucket counters per warp in shared
-/// memory. At most one row per warp: at 64 rows (two per warp, routed one
-/// after the other) the block was slower than the route kernel + the
-/// dispatch kernels on Qwen3 and DeepSeek (bench/NOTES.md v24), at 8 rows
-/// faster.
-constexpr int64_t kSmallRows = 32, kSmallSlots = 1024, kSmallBuckets = 256;
+/// route_dispatch in one launch of up to kClusterBlocks blocks forming one
+/// thread-block cluster, for T <= kClusterRows, k <= kClusterMaxK and E <=
+/// kClusterMaxExperts (bucket counters in shared memory): block
+/// b (= its cluster rank) routes rows [8 b, 8 b + 8), one per warp, and
+/// ranks their slots; the blocks' bucket counts meet through distributed
+/// shared memory after a cluster barrier, so no block passes over all rows
+/// and no counter needs zeroing.
+constexpr int64_t kClusterBlocks = 8, kClusterThreads = 256;
+constexpr int64_t kClusterRowsPerBlock = kClusterThreads / kWarpSize;
+constexpr int64_t kClusterRows = kClusterBlocks * kClusterRowsPerBlock;
+constexpr int64_t kClusterMaxK = kClusterThreads / kClusterRowsPerBlock;
+constexpr int64_t kClusterMaxExperts = 256;
 
-/// The one-block kernel: each warp routes its rows (w, w + 32, ...); then
-/// thread s takes slot s: its bucket (the expert, E for an id outside [0,
-/// E)), its rank among the earlier slots of its warp with that bucket
-/// (shuffles) and the warp's count of each bucket; per bucket the counts
-/// of the earlier warps (in place) and the total; the block's exclusive
-/// scan of the totals is the offsets result; slot s goes to offs[bucket] +
-/// earlier warps' count + rank. The same stable counting sort as
-/// stableBuckets (moe.dispatch).
-void routeDispatchOneBlock(LoweringBuilder &b, const RouteConfig &cfg,
-                           const WarpSelectMode &mode, Value m, Value offsets,
-                           Value rev, Value tok) {
+/// Loads the i32 at CTA-relative shared byte address `address` (i64) of
+/// cluster CTA `rank` (i32).
+Value loadRemoteI32(LoweringBuilder &b, Value address, Value rank) {
+  MLIRContext *ctx = b.getContext();
+  Value local = LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(ctx, 3), address);
+  Value remote = NVVM::MapaOp::create(b, LLVM::LLVMPointerType::get(ctx, 7),
+                                      local, rank);
+  return LLVM::LoadOp::create(b, b.getI32Type(), remote, /*alignment=*/4);
+}
+
+/// The cluster kernel. Block b's slots are [b R k, (b + 1) R k) (R = 8
+/// rows): thread s takes slot b R k + s, its bucket (the expert, E for an
+/// id outside [0, E)) and its rank among the earlier slots of its warp with
+/// that bucket (shuffles); per bucket, the warps' counts become the
+/// earlier warps' (in place) and the block's total is published in shared
+/// memory. After the cluster barrier each block reads every block's totals
+/// of its q = ceil((E + 1) / 256) buckets per thread (DSMEM loads): the
+/// earlier blocks' sum and the bucket total, whose exclusive scan over the
+/// buckets (a block scan) is the offsets result (written by block 0). Slot
+/// s goes to offsets[bucket] + earlier blocks' + earlier warps' count +
+/// rank: the same stable counting sort as stableBuckets (moe.dispatch).
+void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
+                          const WarpSelectMode &mode, Value m, Value offsets,
+                          Value rev, Value tok) {
   Type i32 = b.getI32Type();
   int64_t e = cfg.e, k = cfg.k, nb = cfg.e + 1;
-  constexpr int64_t warps = kSmallSlots / kWarpSize;
-  static_assert(warps == kWarpSize, "one warp sum per lane");
-  launch(
-      b, b.idx(1), b.idx(1), kSmallSlots,
-      {workgroupType({warps, nb}, i32), workgroupType({nb}, i32),
-       workgroupType({warps}, i32)},
-      [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value> shared) {
-        Value counts = shared[0], offs = shared[1], warpSums = shared[2];
-        Value tid = ids.threadX;
-        Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
-        Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
-        Value zero = b.idx(0);
-        forEach(b, w, cfg.t, b.idx(warps), [&](LoweringBuilder &b, Value row) {
-          routeRowOnWarp(b, cfg, mode, row, lane);
-        });
-        forEach(b, lane, b.idx(nb), b.idx(kWarpSize),
-                [&](LoweringBuilder &b, Value bk) {
-                  b.store(b.i32(0), counts, {w, bk});
-                });
-        // The routed indices are visible to the block, the counters zero.
-        gpu::BarrierOp::create(b);
-        Value slot = tid;
-        Value bucket = b.ifElse(
-            b.cmpi(CmpI::ult, slot, m), {i32},
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {dispatchBucket(b, cfg.indices, slot, k, e)};
-            },
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {b.i32(-1)};
-            })[0];
-        Value before, total;
-        std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
-        Value valid = b.cmpi(CmpI::sge, bucket, b.i32(0));
-        Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
-        when(b, b.andi(valid, last), [&](LoweringBuilder &b) {
-          b.store(total, counts, {w, b.toIndex(bucket)});
-        });
-        gpu::BarrierOp::create(b);
-        // Thread t < E + 1: bucket t's counts become the earlier warps'
-        // (in place); its total.
-        Value bucketTotal = b.ifElse(
-            b.cmpi(CmpI::ult, tid, b.idx(nb)), {i32},
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {b.forLoop(zero, b.idx(warps), {b.i32(0)},
-                                [&](LoweringBuilder &b, Value ww,
-                                    ValueRange acc) -> SmallVector<Value> {
-                                  Value c = b.load(counts, {ww, tid});
-                                  b.store(acc[0], counts, {ww, tid});
-                                  return {b.add(acc[0], c)};
-                                })[0]};
-            },
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {b.i32(0)};
-            })[0];
-        // Exclusive scan of the totals over the threads: warp sums, then
-        // the sums of the earlier warps.
-        Value incl = warpInclusiveSum(b, bucketTotal, lane);
-        when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
-             [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
-        gpu::BarrierOp::create(b);
-        // The earlier warps' sums: lane l holds warp l's (warps == 32
-        // lanes), a butterfly adds those below w.
-        Value earlierSum = b.select(b.cmpi(CmpI::ult, lane, w),
-                                    b.load(warpSums, {lane}), b.i32(0));
-        Value base = warpAllReduce(b, {earlierSum},
-                                   [](LoweringBuilder &b, ValueRange x,
-                                      ValueRange y) -> SmallVector<Value> {
-                                     return {b.add(x[0], y[0])};
-                                   })[0];
-        Value excl = b.add(base, b.sub(incl, bucketTotal));
-        when(b, b.cmpi(CmpI::ult, tid, b.idx(nb)), [&](LoweringBuilder &b) {
-          b.store(excl, offs, {tid});
-          b.store(excl, offsets, {tid});
-        });
-        gpu::BarrierOp::create(b);
-        when(b, valid, [&](LoweringBuilder &b) {
-          Value bk = b.toIndex(bucket);
-          Value start = b.load(offs, {bk});
-          Value earlier = b.load(counts, {w, bk});
-          Value pos = b.add(b.add(start, earlier), before);
-          Value p = b.toIndex(pos);
-          auto [row, j] = rowAndSlot(b, slot, k);
-          (void)j;
-          b.store(b.toI32(slot), rev, {p});
-          b.store(b.toI32(row), tok, {p});
-        });
+  constexpr int64_t warps = kClusterRowsPerBlock;
+  int64_t perThread = (nb + kClusterThreads - 1) / kClusterThreads;
+  Value one = b.idx(1);
+  // One block per 8 rows, all of them one cluster (at T <= 8 a plain
+  // one-block launch: the runtime launches a 1-CTA cluster so).
+  Value blocks = b.maxIdx(b.ceilDiv(cfg.t, warps), one);
+  SmallVector<Type> wg = {workgroupType({warps, nb}, i32),
+                          workgroupType({nb}, i32), workgroupType({nb}, i32),
+                          workgroupType({nb}, i32),
+                          workgroupType({warps}, i32)};
+  auto launchOp = gpu::LaunchOp::create(
+      b, blocks, one, one, b.idx(kClusterThreads), one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/ValueRange{}, wg, /*privateAttributions=*/TypeRange{},
+      blocks, one, one);
+  // The builder leaves out the body's cluster id and size arguments (12 ..
+  // 17, before the attributions; the parser adds them).
+  for (int i = 0; i < 6; ++i)
+    launchOp.getBody().front().insertArgument(
+        unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
+        b.getIndexType(), b.getLoc());
+  OpBuilder nested = OpBuilder::atBlockEnd(&launchOp.getBody().front());
+  LoweringBuilder kb(b.getLoc(), nested);
+  {
+    LoweringBuilder &b = kb;
+    auto attrs = launchOp.getWorkgroupAttributions();
+    Value counts = attrs[0], blockTotals = attrs[1], earlierBlocks = attrs[2],
+          offs = attrs[3], warpSums = attrs[4];
+    Value tid = launchOp.getThreadIds().x;
+    Value rank = launchOp.getBlockIds().x;
+    Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
+    Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
+    Value zero = b.idx(0);
+    // Phase 1: warp w routes row R b + w (a warp-uniform guard).
+    Value row = b.add(b.mul(rank, b.idx(warps)), w);
+    when(b, b.cmpi(CmpI::ult, row, cfg.t), [&](LoweringBuilder &b) {
+      routeRowOnWarp(b, cfg, mode, row, lane);
+    });
+    forEach(b, lane, b.idx(nb), b.idx(kWarpSize),
+            [&](LoweringBuilder &b, Value bk) {
+              b.store(b.i32(0), counts, {w, bk});
+            });
+    // The block's routed indices are visible to it, its counters zero.
+    gpu::BarrierOp::create(b);
+    // Phase 2: the block's slots, ranked within their warps.
+    Value slot = b.add(b.mul(rank, b.idx(warps * k)), tid);
+    Value valid = b.andi(b.cmpi(CmpI::ult, tid, b.idx(warps * k)),
+                         b.cmpi(CmpI::ult, slot, m));
+    Value bucket = b.ifElse(
+        valid, {i32},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {dispatchBucket(b, cfg.indices, slot, k, e)};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.i32(-1)};
+        })[0];
+    Value before, total;
+    std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
+    Value placed = b.cmpi(CmpI::sge, bucket, b.i32(0));
+    Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
+    when(b, b.andi(placed, last), [&](LoweringBuilder &b) {
+      b.store(total, counts, {w, b.toIndex(bucket)});
+    });
+    gpu::BarrierOp::create(b);
+    // Thread t's buckets q t .. q t + q - 1: the earlier warps' counts in
+    // place, the block's total published.
+    auto forMyBuckets = [&](LoweringBuilder &b,
+                            function_ref<void(LoweringBuilder &, int64_t,
+                                              Value)>
+                                body) {
+      for (int64_t j = 0; j < perThread; ++j) {
+        Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
+        when(b, b.cmpi(CmpI::ult, bk, b.idx(nb)),
+             [&](LoweringBuilder &b) { body(b, j, bk); });
+      }
+    };
+    forMyBuckets(b, [&](LoweringBuilder &b, int64_t, Value bk) {
+      Value sum = b.forLoop(zero, b.idx(warps), {b.i32(0)},
+                            [&](LoweringBuilder &b, Value ww,
+                                ValueRange acc) -> SmallVector<Value> {
+                              Value c = b.load(counts, {ww, bk});
+                              b.store(acc[0], counts, {ww, bk});
+                              return {b.add(acc[0], c)};
+                            })[0];
+      b.store(sum, blockTotals, {bk});
+    });
+    // Every block's totals are published (release / acquire at cluster
+    // scope).
+    nvvm::clusterSync(b);
+    // Phase 3: per bucket, the earlier blocks' count and the total.
+    Value rankI32 = b.toI32(rank);
+    Value totalsBase = nvvm::bufferAddress(b, blockTotals);
+    SmallVector<Value> bucketTotals;
+    Value mySum = b.i32(0);
+    for (int64_t j = 0; j < perThread; ++j) {
+      Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
+      Value in = b.cmpi(CmpI::ult, bk, b.idx(nb));
+      Value address = arith::AddIOp::create(
+          b, totalsBase,
+          nvvm::toI64(b, b.mul(b.minIdx(bk, b.idx(nb - 1)), b.idx(4))));
+      Value earlier = b.i32(0), sum = b.i32(0);
+      for (int64_t r = 0; r < kClusterBlocks; ++r) {
+        // Ranks past the cluster read the last one's and count nothing.
+        Value inCluster = b.cmpi(CmpI::ult, b.idx(r), blocks);
+        Value peer = b.toI32(b.minIdx(b.idx(r), b.sub(blocks, one)));
+        Value v = b.select(inCluster, loadRemoteI32(b, address, peer),
+                           b.i32(0));
+        sum = b.add(sum, v);
+        earlier = b.add(earlier,
+                        b.select(b.cmpi(CmpI::slt, b.i32(r), rankI32), v,
+                                 b.i32(0)));
+      }
+      sum = b.select(in, sum, b.i32(0));
+      when(b, in, [&](LoweringBuilder &b) {
+        b.store(earlier, earlierBlocks, {bk});
       });
+      bucketTotals.push_back(sum);
+      mySum = b.add(mySum, sum);
+    }
+    // The exclusive scan of the totals over the buckets: the threads'
+    // sums by warp scans, then the earlier warps' sums (lane l < 8 holds
+    // warp l's; a butterfly adds those below w).
+    Value incl = warpInclusiveSum(b, mySum, lane);
+    when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
+         [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
+    gpu::BarrierOp::create(b);
+    Value laneWarp = b.minIdx(lane, b.idx(warps - 1));
+    Value earlierWarps = b.select(b.cmpi(CmpI::ult, lane, w),
+                                  b.load(warpSums, {laneWarp}), b.i32(0));
+    Value base = warpAllReduce(b, {earlierWarps},
+                               [](LoweringBuilder &b, ValueRange x,
+                                  ValueRange y) -> SmallVector<Value> {
+                                 return {b.add(x[0], y[0])};
+                               })[0];
+    Value running = b.add(base, b.sub(incl, mySum));
+    Value isFirst = b.cmpi(CmpI::eq, rank, zero);
+    forMyBuckets(b, [&](LoweringBuilder &b, int64_t j, Value bk) {
+      Value start = running;
+      for (int64_t i = 0; i < j; ++i)
+        start = b.add(start, bucketTotals[i]);
+      b.store(start, offs, {bk});
+      when(b, isFirst,
+           [&](LoweringBuilder &b) { b.store(start, offsets, {bk}); });
+    });
+    gpu::BarrierOp::create(b);
+    // Phase 4: placement.
+    when(b, placed, [&](LoweringBuilder &b) {
+      Value bk = b.toIndex(bucket);
+      Value pos = b.add(b.add(b.load(offs, {bk}), b.load(earlierBlocks, {bk})),
+                        b.add(b.load(counts, {w, bk}), before));
+      Value p = b.toIndex(pos);
+      auto [slotRow, j] = rowAndSlot(b, slot, k);
+      (void)j;
+      b.store(b.toI32(slot), rev, {p});
+      b.store(b.toI32(slotRow), tok, {p});
+    });
+    // No block leaves while a peer may still read its totals.
+    nvvm::clusterSync(b);
+    gpu::TerminatorOp::create(b);
+  }
 }
 
 /// The route kernels' view of a moe.route or moe.route_dispatch (weights
@@ -900,10 +993,10 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
 };
 
 /// moe.route_dispatch as one kernel when the rows are few (option
-/// route-dispatch-small): the host picks it for T <= kSmallRows and T * k
-/// <= kSmallSlots, else the route kernel and moe.dispatch's kernels (what
-/// SplitRouteDispatch + RouteToGPU + DispatchToGPU emit). Needs the
-/// warp-per-row route and E <= kSmallBuckets; otherwise the op is split.
+/// route-dispatch-small): the host picks it for T <= kClusterRows, else the
+/// route kernel and moe.dispatch's kernels (what SplitRouteDispatch +
+/// RouteToGPU + DispatchToGPU emit). Needs the warp-per-row route, k <=
+/// kClusterMaxK and E <= kClusterMaxExperts; otherwise the op is split.
 struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
   RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode)
       : OpRewritePattern(ctx, /*benefit=*/2), mode(mode) {}
@@ -911,7 +1004,8 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
   LogicalResult matchAndRewrite(RouteDispatchOp op,
                                 PatternRewriter &rewriter) const override {
     int64_t e = op.getLogits().getType().getDimSize(1);
-    if (!useWarpPerRow(e, op.getNGroup()) || e > kSmallBuckets)
+    if (!useWarpPerRow(e, op.getNGroup()) || e > kClusterMaxExperts ||
+        static_cast<int64_t>(op.getK()) > kClusterMaxK)
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     RouteConfig cfg = routeConfigOf(b, op);
@@ -921,13 +1015,12 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    Value small = b.andi(b.cmpi(CmpI::ule, cfg.t, b.idx(kSmallRows)),
-                         b.cmpi(CmpI::ule, m, b.idx(kSmallSlots)));
+    Value small = b.cmpi(CmpI::ule, cfg.t, b.idx(kClusterRows));
     scf::IfOp::create(
         b, small,
         [&](OpBuilder &nested, Location loc) {
           LoweringBuilder nb(loc, nested);
-          routeDispatchOneBlock(nb, cfg, mode, m, offsets, rev, tok);
+          routeDispatchCluster(nb, cfg, mode, m, offsets, rev, tok);
           scf::YieldOp::create(nb);
         },
         [&](OpBuilder &nested, Location loc) {

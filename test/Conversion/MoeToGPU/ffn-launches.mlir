@@ -1,9 +1,9 @@
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s
 
 // Kernel launches of a fused moe.ffn with the defaults elide-fills and
-// route-dispatch-small: on sm_90a with few rows (T <= 32, T * k <= 1024) a
-// call runs 4 kernels,
-// issue 11's bound: the one-block route + dispatch, the first expert GEMM
+// route-dispatch-small: on sm_90a with few rows (T <= 64) a call runs 4
+// kernels, issue 11's bound: the route + dispatch cluster kernel, the first
+// expert GEMM
 // (+ GLU, no fill: only the second GEMM reads its rows), the second (+
 // scale, scatter; it zeroes the uncovered rows' targets itself) and the
 // combine. Each branch's alternative is what runs otherwise: the route
@@ -12,9 +12,9 @@
 
 // CHECK-LABEL: func.func @ffn(
 // Routing and dispatch: one kernel for few rows, else four.
-// CHECK: scf.if %{{[a-z0-9_]+}} {
-// CHECK-NEXT: arith.constant
-// CHECK-COUNT-1: gpu.launch blocks
+// CHECK: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c64 : index
+// CHECK: scf.if %[[FEW]] {
+// CHECK-COUNT-1: gpu.launch clusters
 // CHECK-NOT: gpu.launch
 // CHECK: } else {
 // CHECK-COUNT-4: gpu.launch blocks

@@ -77,6 +77,8 @@
 // I32-COUNT-2: nvvm.redux.sync
 // I32: scf.yield
 // I32-NOT: i64
+// (route_dispatch's cluster kernel forms 64-bit shared addresses.)
+// I32-LABEL: func.func @route_dispatch(
 
 // Before sm_80 (no redux.sync): both warp reductions are butterflies of 5
 // xor shuffles (umax, then umin).

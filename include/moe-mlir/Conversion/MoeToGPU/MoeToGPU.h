@@ -59,7 +59,7 @@ struct MoeGemmOptions {
   bool elideFills = true;
   /// Warp-per-row routing selection: "i32" or "i64" (RoutingToGPU.cpp).
   std::string warpSelect = "i32";
-  /// moe.route_dispatch with few rows as one single-block kernel.
+  /// moe.route_dispatch with few rows (T <= 64) as one cluster kernel.
   bool routeDispatchSmall = true;
 };
 

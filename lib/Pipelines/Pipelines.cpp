@@ -97,6 +97,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
+  gemm.programmaticLaunch = options.programmaticLaunch;
   // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
   // weights come by cp.async.
   int ptx = 0;
@@ -145,6 +146,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;
+  kernels.programmaticLaunch = gemm.programmaticLaunch;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
@@ -169,6 +171,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // hide them from ptxas (run-time divisions by tile sizes, no folding).
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Kernels that wait for their predecessor on the device (griddepcontrol)
+  // get the name the runtime launches with programmatic serialization.
+  pm.addPass(createMoeGpuProgrammaticLaunchPass());
   if (options.deallocate)
     bufferization::buildBufferDeallocationPipeline(pm);
   // bufferization.clone (returning a buffer the function does not own)

@@ -154,6 +154,14 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "cleared; a shuffle butterfly before sm_80) or i64 (key = order "
            "key << 32 | ~entry, butterfly maximum below the previous pick). "
            "Both pick exactly what selectTopK picks">,
+    Option<"programmaticLaunch", "programmatic-launch", "bool",
+           /*default=*/"true",
+           "Hopper GEMM kernels wait for their predecessor on the device "
+           "(griddepcontrol.wait before any global access) so that the "
+           "runtime can launch them while it finishes (programmatic "
+           "dependent launch, see moe-gpu-programmatic-launch); they and "
+           "the few-row route + dispatch kernel let their successor start "
+           "early">,
     Option<"routeDispatchSmall", "route-dispatch-small", "bool",
            /*default=*/"true",
            "moe.route_dispatch with at most 64 rows (k <= 32, E <= 256) as "
@@ -215,6 +223,36 @@ def MoeGpuAlignWorkgroupMemoryPass
     Option<"alignment", "alignment", "int64_t", /*default=*/"16",
            "alignment in bytes (a power of two)">,
   ];
+}
+
+def MoeGpuProgrammaticLaunchPass
+    : Pass<"moe-gpu-programmatic-launch", "::mlir::ModuleOp"> {
+  let summary = "Mark kernels that wait for their predecessor on the device";
+  let description = [{
+    Renames every kernel (`gpu.func` with `gpu.kernel`) that contains an
+    `nvvm.griddepcontrol wait` to `<name>__pdl` and updates the
+    `gpu.launch_func` ops that launch it. moe-mlir's CUDA runtime launches
+    kernels with that suffix with programmatic stream serialization
+    (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, "PDL"): the
+    kernel may start while the previous kernel on the stream still runs
+    (once each of its blocks has executed `griddepcontrol.launch_dependents`
+    or exited), and its `griddepcontrol.wait` holds it until that kernel
+    has completed and its memory is visible. A kernel so marked must wait
+    before it touches global memory; kernels without a wait keep the plain
+    launch (they start after their predecessor has completed).
+
+    ```mlir
+    gpu.module @m {
+      gpu.func @k() kernel { nvvm.griddepcontrol wait ... }
+    }
+    gpu.launch_func @m::@k ...
+    // becomes
+    gpu.module @m {
+      gpu.func @k__pdl() kernel { nvvm.griddepcontrol wait ... }
+    }
+    gpu.launch_func @m::@k__pdl ...
+    ```
+  }];
 }
 
 def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",

@@ -127,6 +127,12 @@ struct MoeLowerToNvvmOptions
                      "i32 (redux.sync over i32 order keys) or i64 (butterfly "
                      "over i64 keys)"),
       llvm::cl::init("i32")};
+  PassOptions::Option<bool> programmaticLaunch{
+      *this, "programmatic-launch",
+      llvm::cl::desc("Hopper GEMM kernels launched programmatically (PDL): "
+                     "they start while the previous kernel finishes and "
+                     "wait for it on the device"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> routeDispatchSmall{
       *this, "route-dispatch-small",
       llvm::cl::desc("moe.route_dispatch with at most 64 rows as one "

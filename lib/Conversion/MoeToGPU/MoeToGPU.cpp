@@ -35,7 +35,8 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
-                               gemm.routeDispatchSmall);
+                               gemm.routeDispatchSmall,
+                               gemm.programmaticLaunch);
   populateDispatchToGPUPatterns(patterns);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
@@ -100,6 +101,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;
+    gemmOptions.programmaticLaunch = programmaticLaunch;
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();

@@ -17,7 +17,8 @@ namespace moe {
 /// `smallRouteDispatch`: route_dispatch with few rows as one kernel
 /// (route-dispatch-small).
 void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
-                                  bool i32Keys, bool smallRouteDispatch);
+                                  bool i32Keys, bool smallRouteDispatch,
+                                  bool allowDependents);
 /// cumsum, get_indices, get_indptr, dispatch.
 void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.

@@ -783,7 +783,7 @@ Value loadRemoteI32(LoweringBuilder &b, Value address, Value rank) {
 /// rank: the same stable counting sort as stableBuckets (moe.dispatch).
 void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
                           const WarpSelectMode &mode, Value m, Value offsets,
-                          Value rev, Value tok) {
+                          Value rev, Value tok, bool allowDependents) {
   Type i32 = b.getI32Type();
   int64_t e = cfg.e, k = cfg.k, nb = cfg.e + 1;
   constexpr int64_t warps = kClusterRowsPerBlock;
@@ -819,6 +819,10 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
     Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
     Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
     Value zero = b.idx(0);
+    // The first GEMM may be launched now (it waits for this kernel on the
+    // device before it reads anything).
+    if (allowDependents)
+      nvvm::allowDependents(b);
     // Phase 1: warp w routes row R b + w (a warp-uniform guard).
     Value row = b.add(b.mul(rank, b.idx(warps)), w);
     when(b, b.cmpi(CmpI::ult, row, cfg.t), [&](LoweringBuilder &b) {
@@ -998,8 +1002,10 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
 /// RouteToGPU + DispatchToGPU emit). Needs the warp-per-row route, k <=
 /// kClusterMaxK and E <= kClusterMaxExperts; otherwise the op is split.
 struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
-  RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode)
-      : OpRewritePattern(ctx, /*benefit=*/2), mode(mode) {}
+  RouteDispatchToGPU(MLIRContext *ctx, WarpSelectMode mode,
+                     bool allowDependents)
+      : OpRewritePattern(ctx, /*benefit=*/2), mode(mode),
+        allowDependents(allowDependents) {}
 
   LogicalResult matchAndRewrite(RouteDispatchOp op,
                                 PatternRewriter &rewriter) const override {
@@ -1020,7 +1026,8 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
         b, small,
         [&](OpBuilder &nested, Location loc) {
           LoweringBuilder nb(loc, nested);
-          routeDispatchCluster(nb, cfg, mode, m, offsets, rev, tok);
+          routeDispatchCluster(nb, cfg, mode, m, offsets, rev, tok,
+                               allowDependents);
           scf::YieldOp::create(nb);
         },
         [&](OpBuilder &nested, Location loc) {
@@ -1037,13 +1044,15 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
   }
 
   WarpSelectMode mode;
+  bool allowDependents;
 };
 
 } // namespace
 
 void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                                              StringRef chip, bool i32Keys,
-                                             bool smallRouteDispatch) {
+                                             bool smallRouteDispatch,
+                                             bool allowDependents) {
   // redux.sync: sm_80 and later ("sm_90a" -> 90).
   unsigned sm = 0;
   WarpSelectMode mode;
@@ -1053,5 +1062,6 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                sm >= 80;
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
   if (smallRouteDispatch)
-    patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode);
+    patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode,
+                                     allowDependents);
 }

@@ -33,6 +33,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace {
 
@@ -378,6 +379,53 @@ extern "C" void mgpuModuleUnload(void *module) {
     checkCu(result, "cuModuleUnload", __func__);
 }
 
+namespace {
+/// Kernels named `<name>__pdl` (moe-gpu-programmatic-launch) wait for
+/// their predecessor on the device (griddepcontrol.wait) and are launched
+/// with programmatic stream serialization: they may start while the
+/// previous kernel on the stream finishes.
+std::mutex programmaticMutex;
+std::unordered_set<CUfunction> programmaticKernels;
+
+bool isProgrammatic(CUfunction function) {
+  std::lock_guard<std::mutex> lock(programmaticMutex);
+  return programmaticKernels.count(function) != 0;
+}
+
+/// cuLaunchKernelEx with the given attributes plus, for a programmatic
+/// kernel, programmatic stream serialization.
+bool launchEx(CUfunction function, intptr_t gridX, intptr_t gridY,
+              intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+              intptr_t blockZ, int32_t sharedMemBytes, void *stream,
+              void **params, void **extra, CUlaunchAttribute *attributes,
+              unsigned numAttributes, const char *where) {
+  CUlaunchAttribute all[2];
+  std::memset(all, 0, sizeof(all));
+  unsigned n = 0;
+  for (unsigned i = 0; i < numAttributes && n < 2; ++i)
+    all[n++] = attributes[i];
+  if (isProgrammatic(function) && n < 2) {
+    all[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    all[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof(config));
+  config.gridDimX = static_cast<unsigned>(gridX);
+  config.gridDimY = static_cast<unsigned>(gridY);
+  config.gridDimZ = static_cast<unsigned>(gridZ);
+  config.blockDimX = static_cast<unsigned>(blockX);
+  config.blockDimY = static_cast<unsigned>(blockY);
+  config.blockDimZ = static_cast<unsigned>(blockZ);
+  config.sharedMemBytes = static_cast<unsigned>(sharedMemBytes);
+  config.hStream = resolveStream(stream);
+  config.attrs = all;
+  config.numAttrs = n;
+  return checkCu(cuLaunchKernelEx(&config, function, params, extra),
+                 "cuLaunchKernelEx", where);
+}
+} // namespace
+
 extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   if (!module) {
     recordError("no module to look up kernel '%s' in; did its load fail? "
@@ -389,6 +437,11 @@ extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   if (!CU_CHECK(cuModuleGetFunction, &function, static_cast<CUmodule>(module),
                 name))
     return nullptr;
+  size_t length = std::strlen(name);
+  if (length > 5 && std::strcmp(name + length - 5, "__pdl") == 0) {
+    std::lock_guard<std::mutex> lock(programmaticMutex);
+    programmaticKernels.insert(function);
+  }
   return function;
 }
 
@@ -414,6 +467,11 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
   auto cuFunction = static_cast<CUfunction>(function);
   if (!prepareSharedMemory(cuFunction, sharedMemBytes, __func__))
     return;
+  if (isProgrammatic(cuFunction)) {
+    launchEx(cuFunction, gridX, gridY, gridZ, blockX, blockY, blockZ,
+             sharedMemBytes, stream, params, extra, nullptr, 0, __func__);
+    return;
+  }
   CU_CHECK(cuLaunchKernel, cuFunction, gridX, gridY, gridZ, blockX, blockY,
            blockZ, sharedMemBytes, resolveStream(stream), params, extra);
 }
@@ -460,19 +518,8 @@ extern "C" void mgpuLaunchClusterKernel(
   attribute.value.clusterDim.y = static_cast<unsigned>(clusterY);
   attribute.value.clusterDim.z = static_cast<unsigned>(clusterZ);
 
-  CUlaunchConfig config;
-  std::memset(&config, 0, sizeof(config));
-  config.gridDimX = static_cast<unsigned>(gridX);
-  config.gridDimY = static_cast<unsigned>(gridY);
-  config.gridDimZ = static_cast<unsigned>(gridZ);
-  config.blockDimX = static_cast<unsigned>(blockX);
-  config.blockDimY = static_cast<unsigned>(blockY);
-  config.blockDimZ = static_cast<unsigned>(blockZ);
-  config.sharedMemBytes = static_cast<unsigned>(sharedMemBytes);
-  config.hStream = resolveStream(stream);
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  CU_CHECK(cuLaunchKernelEx, &config, cuFunction, params, extra);
+  launchEx(cuFunction, gridX, gridY, gridZ, blockX, blockY, blockZ,
+           sharedMemBytes, stream, params, extra, &attribute, 1, __func__);
 }
 
 //===----------------------------------------------------------------------===//

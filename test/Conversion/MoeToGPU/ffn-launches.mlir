@@ -1,4 +1,7 @@
 // RUN: moe-opt %s --moe-decompose --moe-fuse --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-nvvm | FileCheck %s --check-prefix=PDL
+// RUN: moe-opt %s --moe-decompose --moe-fuse "--moe-lower-to-nvvm=programmatic-launch=false" \
+// RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=__pdl
 
 // Kernel launches of a fused moe.ffn with the defaults elide-fills and
 // route-dispatch-small: on sm_90a with few rows (T <= 64) a call runs 4
@@ -9,6 +12,14 @@
 // combine. Each branch's alternative is what runs otherwise: the route
 // kernel and the three dispatch kernels for more rows, the SIMT kernels
 // (the second with its fill kernel) when the layout guard fails.
+
+// Through the whole pipeline the two Hopper kernels are the ones launched
+// programmatically (programmatic-launch, moe-gpu-programmatic-launch: they
+// wait for their predecessor on the device); programmatic-launch=false
+// leaves every launch plain.
+// PDL-COUNT-2: gpu.launch_func {{.*}}::@ffn_kernel__pdl clusters in
+// PDL-NOT: gpu.launch_func {{.*}}__pdl
+// NOPDL: llvm.func @ffn(
 
 // CHECK-LABEL: func.func @ffn(
 // Routing and dispatch: one kernel for few rows, else four.

@@ -22,6 +22,8 @@
 // RUN:   --implicit-check-not="n = 16, k = 16"
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-tma=false" | FileCheck %s --check-prefix=OFF \
 // RUN:   --implicit-check-not="n = 16, k = 16"
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
+// RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-n=256" 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-ROWS
@@ -53,6 +55,12 @@
 // DEF-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
 // DEF-NOT: nvvm.mbarrier.init
 // DEF-NOT: nvvm.setmaxregister
+// Launched programmatically (programmatic-launch): after the barriers are
+// set up, every thread waits for the previous kernel, then lets the next
+// one start.
+// DEF: gpu.barrier
+// DEF-NEXT: nvvm.griddepcontrol wait
+// DEF-NEXT: nvvm.griddepcontrol launch_dependents
 // Each role finds its block's first item by the whole warp (RaggedTiles::
 // locate): a scan of the lanes' tile counts, the total from lane 31, a
 // butterfly of (count, end); the item loop starts from that expert and
@@ -106,6 +114,9 @@
 // T64-COUNT-4: nvvm.cp.async.shared.global
 // T64-NOT: nvvm.cp.async.shared.global
 // T64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
+
+// programmatic-launch=false: no griddepcontrol anywhere.
+// NOPDL-LABEL: func.func @plain(
 
 // OFF-LABEL: func.func @plain(
 // OFF-NOT: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index

@@ -25,6 +25,8 @@
 // CHECK: scf.if %[[SMALL]] {
 // CHECK: %[[BLOCKS:[a-z0-9_]+]] = arith.maxui %{{[a-z0-9_]+}}, %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[BLOCKS]], {{.*}}) blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[BLOCKS]], {{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[COUNTS:[a-z0-9_]+]] : memref<8x129xi32, #gpu.address_space<workgroup>>, %[[BTOT:[a-z0-9_]+]] : memref<129xi32, #gpu.address_space<workgroup>>, %[[EARLIER:[a-z0-9_]+]] : memref<129xi32, #gpu.address_space<workgroup>>, %[[OFFS:[a-z0-9_]+]] : memref<129xi32, #gpu.address_space<workgroup>>, %[[WSUM:[a-z0-9_]+]] : memref<8xi32, #gpu.address_space<workgroup>>) {
+// The first GEMM, launched programmatically, may start at once.
+// CHECK: nvvm.griddepcontrol launch_dependents
 // Each warp routes its row: the softmax row max, then the picks.
 // CHECK: scf.if
 // CHECK: arith.maximumf

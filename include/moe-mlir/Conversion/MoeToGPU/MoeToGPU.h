@@ -61,6 +61,11 @@ struct MoeGemmOptions {
   std::string warpSelect = "i32";
   /// moe.route_dispatch with few rows (T <= 64) as one cluster kernel.
   bool routeDispatchSmall = true;
+  /// The Hopper GEMM kernels are launched programmatically (PDL): they
+  /// start while the previous kernel finishes and wait for it on the
+  /// device (griddepcontrol); it and the route + dispatch kernel let their
+  /// successor start early (moe-gpu-programmatic-launch).
+  bool programmaticLaunch = true;
 };
 
 /// Declares that gpu.launch_func reads and writes its memref operands

@@ -176,6 +176,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                           "(wgmma-tma) and tile-n >= 128");
   config.cluster = options.wgmmaCluster ? options.wgmmaCluster
                                         : (clusterable ? 2 : 1);
+  config.programmatic = options.programmaticLaunch;
   return config;
 }
 

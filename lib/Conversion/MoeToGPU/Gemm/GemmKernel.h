@@ -87,6 +87,10 @@ struct GemmKernelConfig {
   /// swapAB: the host launches this kernel instead of the other one when
   /// the GEMM's rows are at most swapRows x experts.
   int64_t swapRows = 0;
+  /// Launched programmatically (moe-gpu-programmatic-launch): waits for
+  /// the previous kernel on the device before any global access, then
+  /// lets the next one start.
+  bool programmatic = false;
 };
 
 /// Why the Hopper engine cannot run `op` (nullopt when it can).

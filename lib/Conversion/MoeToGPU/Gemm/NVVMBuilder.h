@@ -152,6 +152,20 @@ inline void clusterSync(LoweringBuilder &b) {
   NVVM::ClusterArriveOp::create(b, UnitAttr());
   NVVM::ClusterWaitOp::create(b, UnitAttr());
 }
+/// griddepcontrol.wait: until the kernel this one was launched after
+/// (programmatically, moe-gpu-programmatic-launch) has completed and its
+/// memory is visible. A kernel that contains it must run it before any
+/// global memory access.
+inline void waitForPredecessor(LoweringBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::wait);
+}
+/// griddepcontrol.launch_dependents: the next kernel on the stream, if
+/// launched programmatically, may start once every block of this one has
+/// run this (or exited).
+inline void allowDependents(LoweringBuilder &b) {
+  NVVM::GriddepcontrolOp::create(b,
+                                 NVVM::GridDepActionKind::launch_dependents);
+}
 inline void fenceMbarrierInit(LoweringBuilder &b) {
   NVVM::FenceMbarrierInitOp::create(b);
 }

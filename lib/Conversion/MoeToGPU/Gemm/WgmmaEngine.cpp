@@ -109,6 +109,7 @@ public:
         stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
         swap(config.swapAB), ctasPerSM(config.ctasPerSM),
+        programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         kSteps((g.kDim + kTileK - 1) / kTileK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -259,6 +260,8 @@ private:
   /// Small-M form (config.swapAB): rhs rows on the wgmma M side.
   const bool swap;
   const int64_t ctasPerSM;
+  /// Launched programmatically (config.programmatic).
+  const bool programmatic;
   const int64_t consumers, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
@@ -1080,6 +1083,12 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
     nvvm::clusterSync(kb);
   } else {
     gpu::BarrierOp::create(kb);
+  }
+  if (programmatic) {
+    // Launched programmatically: the barriers are set up while the
+    // previous kernel finishes; nothing global is touched before this.
+    nvvm::waitForPredecessor(kb);
+    nvvm::allowDependents(kb);
   }
   lhsAddr = nvvm::bufferAddress(kb, g.lhs);
   rhsAddr = nvvm::bufferAddress(kb, g.rhs);

@@ -94,6 +94,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSwapRows = options.wgmmaSwapRows;
   gemm.wgmmaSwapTileM = options.wgmmaSwapTileM;
   gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
+  gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
@@ -143,6 +144,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSwapRows = gemm.wgmmaSwapRows;
   kernels.wgmmaSwapTileM = gemm.wgmmaSwapTileM;
   kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
+  kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;

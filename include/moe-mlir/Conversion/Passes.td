@@ -139,6 +139,12 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            /*default=*/"0",
            "Small-M kernel tokens per tile (the wgmma N): 16, 32 or 64 "
            "(0: cost model)">,
+    Option<"wgmmaSwapMnMajor", "wgmma-swap-mn-major", "bool",
+           /*default=*/"false",
+           "Small-M kernel also for MN-major weights ([E, K, N]; the "
+           "weights are wgmma's transposed A operand; not with a concat "
+           "GLU). Off by default: built and checked with ptxas, not yet "
+           "measured on the device">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -109,6 +109,11 @@ struct MoeLowerToNvvmOptions
       llvm::cl::desc("Small-M kernel tokens per tile: 16, 32 or 64 (0: cost "
                      "model)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> wgmmaSwapMnMajor{
+      *this, "wgmma-swap-mn-major",
+      llvm::cl::desc("Small-M kernel also for MN-major weights (transposed "
+                     "A operand; not with a concat GLU; off by default)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -98,6 +98,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSwapRows = wgmmaSwapRows;
     gemmOptions.wgmmaSwapTileM = wgmmaSwapTileM;
     gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
+    gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;

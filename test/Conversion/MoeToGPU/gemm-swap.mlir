@@ -22,6 +22,8 @@
 // RUN:   --implicit-check-not="n = 16, k = 16"
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-tma=false" | FileCheck %s --check-prefix=OFF \
 // RUN:   --implicit-check-not="n = 16, k = 16"
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-mn-major=true" \
+// RUN:   | FileCheck %s --check-prefix=MN
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
 // RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
@@ -128,12 +130,25 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 
 // -----
 
-// MN-major weights ([E, K, N]): no small-M kernel (it would need the
-// transposed A operand), only the main kernel.
+// MN-major weights ([E, K, N]): by default no small-M kernel, only the
+// main kernel. With wgmma-swap-mn-major the small-M kernel too: its
+// weights come in the main kernel's MN-major boxes (64 columns x 64 K
+// rows, one per consumer warpgroup) and are wgmma's transposed A operand
+// (layout col; the descriptor's leading offset 8192 B, a k16 step 2048 B).
 // DEF-LABEL: func.func @mn_major(
 // DEF-NOT: n = 16, k = 16
 // DEF-NOT: dynamic_shared_memory_size %c88320_i32
 // DEF: return
+// MN-LABEL: func.func @mn_major(
+// MN: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
+// MN: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// MN: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
+// MN: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// MN: %c4611686293338849280_i64
+// MN: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// MN: gpu.terminator
+// MN: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
+// MN: return
 func.func @mn_major(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
@@ -155,4 +170,17 @@ func.func @mn_major(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tens
 func.func @glu(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tensor<8x128x64xbf16>, %b: tensor<8x128xbf16>, %off: tensor<9xi32>, %s: tensor<?xi32>, %sc: tensor<?xf32>) -> tensor<?x64xbf16> {
   %y = moe.expert_gemm %x[%g : tensor<?xi32>], %w offsets(%off : tensor<9xi32>) bias(%b : tensor<8x128xbf16>) scatter(%s : tensor<?xi32>) scale(%sc : tensor<?xf32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>} : tensor<?x64xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
+}
+
+// -----
+
+// MN-major with a concat GLU: the gate and up halves of a 64-row tile
+// would be 32-column boxes, narrower than the swizzle atom: no small-M
+// kernel even with wgmma-swap-mn-major.
+// MN-LABEL: func.func @mn_major_concat(
+// MN-NOT: n = 16, k = 16
+// MN: return
+func.func @mn_major_concat(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x128xbf16> {
+  %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>} : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
 }

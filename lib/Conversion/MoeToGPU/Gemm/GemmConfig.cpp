@@ -197,10 +197,16 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
                                const GemmKernelConfig &main) {
   int64_t rows = options.wgmmaSwapRows < 0 ? kSwapRowsDefault
                                            : options.wgmmaSwapRows;
-  // K-major weights by TMA only (the MN-major [E, K, N] layout would be a
-  // transposed A operand: not built).
+  // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
+  // the transposed A of wgmma, boxes of 64 weight columns) with
+  // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of
+  // a 64-row tile would be 32-column boxes, narrower than the 128-byte
+  // swizzle atom).
+  bool concat = op.hasGluEpilogue() &&
+                gluParamsOf(op).layout == GluLayout::concat;
+  bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
   if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
-      !op.getTransposeRhs())
+      (!op.getTransposeRhs() && !mnMajorOk))
     return std::nullopt;
   GemmKernelConfig config = main;
   config.swapAB = true;

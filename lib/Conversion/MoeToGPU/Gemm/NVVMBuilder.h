@@ -284,13 +284,14 @@ inline Type wgmmaAccumulatorType(LoweringBuilder &b, int64_t n) {
   return LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(n / 2, b.getF32Type()));
 }
-/// acc += A(desc a, K-major) * B(desc b, K-major, or MN-major with
+/// acc += A(desc a, K-major, or MN-major with `aMnMajor`: the transposed
+/// A of wgmma, 16-bit types only) * B(desc b, K-major, or MN-major with
 /// `bMnMajor`), m64nNk16, f32 += 16-bit.
 /// With `accumulate` false the MMA ignores `acc` (D = A * B: the first MMA
 /// of a tile, so that no zero accumulators are live across the stage wait
 /// before it; ptxas serialises the wgmma otherwise, C7520).
 inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
-                   int64_t n, bool bf16, bool bMnMajor,
+                   int64_t n, bool bf16, bool aMnMajor, bool bMnMajor,
                    bool accumulate = true) {
   MLIRContext *ctx = b.getContext();
   auto type = NVVM::WGMMATypesAttr::get(
@@ -303,7 +304,8 @@ inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
       NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
                                                    : NVVM::WGMMAScaleOut::zero),
       one, one,
-      NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+      NVVM::MMALayoutAttr::get(ctx, aMnMajor ? NVVM::MMALayout::col
+                                             : NVVM::MMALayout::row),
       NVVM::MMALayoutAttr::get(ctx, bMnMajor ? NVVM::MMALayout::row
                                              : NVVM::MMALayout::col),
       /*satfinite=*/NVVM::MMAIntOverflowAttr());

@@ -641,6 +641,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   const int64_t mmaN = swap ? tileM : tileN;
   Type accType = nvvm::wgmmaAccumulatorType(b, mmaN);
   bool bf16 = g.inElem.isBF16();
+  const bool aMnMajor = swap && !g.transposed;
   Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
   if (swap)
     aOffset = add64(b, aOffset, aBytes());
@@ -659,7 +660,12 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
     Value stage = stageAddress(b, s);
-    Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset));
+    // Small-M with MN-major weights ([E, K, N]): A is the weight box as
+    // TMA lands it, 64 K rows of 64 weight columns (128 B, swizzled), the
+    // transposed A of wgmma; one k16 step is 16 rows (2048 B).
+    Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset),
+                                        aMnMajor ? 64 * 128 : 16);
+    int64_t stepA = aMnMajor ? 2048 >> 4 : 2;
     // K-major rhs: one k16 step is +32 B; MN-major: two 1024-B atoms.
     // Small-M: B is the lhs tile at the stage's start (K-major).
     bool mnMajor = !swap && !g.transposed;
@@ -668,8 +674,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     int64_t stepB = mnMajor ? 2048 >> 4 : 2;
     nvvm::wgmmaFence(b);
     for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
-      acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
-                        add64(b, descB, stepB * k16), mmaN, bf16, mnMajor,
+      acc = nvvm::wgmma(b, acc, add64(b, descA, stepA * k16),
+                        add64(b, descB, stepB * k16), mmaN, bf16, aMnMajor,
+                        mnMajor,
                         /*accumulate=*/!(first && k16 == 0));
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);

@@ -568,6 +568,11 @@ class Bench:
             lines += ["%3d  %-60s %10.1f us" % (i, name[:60], t)
                       for i, (name, t) in enumerate(p["kernels"])]
             lines.append("```")
+            if any(name.endswith("__pdl") for name, _ in p["kernels"]):
+                lines += ["", "(`__pdl` kernels are launched programmatically: they start "
+                          "while the kernel before them runs and their time includes "
+                          "the wait for it, so the times overlap and their sum can "
+                          "exceed the call.)"]
         return lines
 
 

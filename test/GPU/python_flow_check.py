@@ -218,6 +218,12 @@ class PresetRunner:
     def args_of(self, x, lg):
         return [x, lg] + list(self.weights)
 
+    def poisoned_outputs(self, ins):
+        """The outputs of fn(*ins), preallocated and filled with NaN."""
+        shapes = self.fn.output_shapes(*ins)
+        return [self.torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype),
+                                device=self.dev) for s, r in zip(shapes, self.spec.results)]
+
     def time_call(self, ins, outs):
         torch = self.torch
         a = torch.cuda.Event(enable_timing=True)
@@ -237,9 +243,7 @@ class PresetRunner:
         try:
             x, lg = self.inputs(T, "call")
             ins = self.args_of(x, lg)
-            shapes = self.fn.output_shapes(*ins)
-            outs = [torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype),
-                               device=self.dev) for s, r in zip(shapes, self.spec.results)]
+            outs = self.poisoned_outputs(ins)
             ret = self.fn(*ins, *outs)
             self.art.synchronize()
             if ret is not outs[0]:
@@ -322,9 +326,7 @@ class PresetRunner:
         try:
             x, lg = self.inputs(T, "sync-debug")
             ins = self.args_of(x, lg)
-            shapes = self.fn.output_shapes(*ins)
-            outs = [torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype),
-                               device=self.dev) for s, r in zip(shapes, self.spec.results)]
+            outs = self.poisoned_outputs(ins)
             torch.cuda.synchronize()
             torch.cuda.set_sync_debug_mode("error")
             try:

@@ -84,6 +84,35 @@ void gpu_lowering::launch(LoweringBuilder &b, Value gridX, Value gridY,
   gpu::TerminatorOp::create(kb);
 }
 
+void gpu_lowering::launchInClusters(LoweringBuilder &b, Value gridX,
+                                    Value clusterX, int64_t threads,
+                                    Value dynamicSharedBytes,
+                                    ArrayRef<MemRefType> workgroup,
+                                    KernelBody body) {
+  Value one = b.idx(1);
+  SmallVector<Type> wg(workgroup.begin(), workgroup.end());
+  auto launchOp = gpu::LaunchOp::create(
+      b, gridX, one, one, b.idx(threads), one, one, dynamicSharedBytes,
+      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/ValueRange{}, wg,
+      /*privateAttributions=*/TypeRange{}, clusterX, clusterX ? one : Value(),
+      clusterX ? one : Value());
+  Block &block = launchOp.getBody().front();
+  // The builder leaves out the body's cluster id and size arguments (12 ..
+  // 17, before any attributions; the parser adds them).
+  if (clusterX)
+    for (int i = 0; i < 6; ++i)
+      block.insertArgument(
+          unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
+          b.getIndexType(), b.getLoc());
+  OpBuilder nested = OpBuilder::atBlockEnd(&block);
+  LoweringBuilder kb(b.getLoc(), nested);
+  KernelIds ids{launchOp.getBlockIds().x, launchOp.getBlockIds().y,
+                launchOp.getThreadIds().x, launchOp.getGridSize().x};
+  SmallVector<Value> wgValues(launchOp.getWorkgroupAttributions());
+  body(kb, ids, wgValues);
+  gpu::TerminatorOp::create(kb);
+}
+
 void gpu_lowering::forEach(LoweringBuilder &b, Value lb, Value ub, Value step,
                            function_ref<void(LoweringBuilder &, Value)> body) {
   scf::ForOp::create(b, lb, ub, step, ValueRange{},
@@ -196,14 +225,8 @@ void gpu_lowering::orderedBuckets(
         // 2. Exclusive scan over threads, one bucket per thread (strided).
         forEach(kb, t, nb, kb.idx(kScanThreads),
                 [&](LoweringBuilder &kb, Value bk) {
-                  Value total = kb.forLoop(
-                      zero, kb.idx(kScanThreads), {kb.i32(0)},
-                      [&](LoweringBuilder &kb, Value u,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value c = kb.load(counts, {u, bk});
-                        kb.store(acc[0], counts, {u, bk});
-                        return {kb.add(acc[0], c)};
-                      })[0];
+                  Value total =
+                      exclusiveColumnScan(kb, counts, kScanThreads, bk);
                   kb.store(total, totals, {bk});
                 });
         gpu::BarrierOp::create(kb);
@@ -231,6 +254,17 @@ static Value sumRange(LoweringBuilder &b, Value buffer, Value first,
                    [&](LoweringBuilder &b, Value i,
                        ValueRange acc) -> SmallVector<Value> {
                      return {b.add(acc[0], b.load(buffer, {i}))};
+                   })[0];
+}
+
+Value gpu_lowering::exclusiveColumnScan(LoweringBuilder &b, Value counts,
+                                       int64_t rows, Value col) {
+  return b.forLoop(b.idx(0), b.idx(rows), {b.i32(0)},
+                   [&](LoweringBuilder &b, Value row,
+                       ValueRange acc) -> SmallVector<Value> {
+                     Value c = b.load(counts, {row, col});
+                     b.store(acc[0], counts, {row, col});
+                     return {b.add(acc[0], c)};
                    })[0];
 }
 

@@ -67,6 +67,15 @@ using KernelBody = function_ref<void(LoweringBuilder &, const KernelIds &,
 void launch(LoweringBuilder &b, Value gridX, Value gridY, int64_t threads,
             ArrayRef<MemRefType> workgroup, KernelBody body);
 
+/// gpu.launch of `gridX` x 1 x 1 blocks (no rounding up from 0: the caller
+/// guarantees >= 1) of `threads` threads, in clusters of `clusterX` x 1 x 1
+/// blocks (a run-time value; null: no cluster size, a plain launch), with
+/// `dynamicSharedBytes` (i32; null: none) and `workgroup` buffers; `body`
+/// as for launch (the terminator is added after it).
+void launchInClusters(LoweringBuilder &b, Value gridX, Value clusterX,
+                      int64_t threads, Value dynamicSharedBytes,
+                      ArrayRef<MemRefType> workgroup, KernelBody body);
+
 /// One thread per i in [0, n).
 void launchForEach(LoweringBuilder &b, Value n,
                    function_ref<void(LoweringBuilder &, Value i)> body);
@@ -112,6 +121,12 @@ void orderedBuckets(
     function_ref<void(LoweringBuilder &, Value item, Value bucket,
                       Value rank)>
         place);
+
+/// Column `col` of the i32 buffer `counts` ([rows][buckets], shared or
+/// global), in place and in row order: each entry becomes the sum of the
+/// entries above it; returns the column's total.
+Value exclusiveColumnScan(LoweringBuilder &b, Value counts, int64_t rows,
+                          Value col);
 
 /// In-place inclusive prefix sum of a rank-1 i32 buffer of `n` elements
 /// (one block, chunked).

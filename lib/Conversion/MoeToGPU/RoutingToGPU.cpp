@@ -759,17 +759,6 @@ constexpr int64_t kClusterRows = kClusterBlocks * kClusterRowsPerBlock;
 constexpr int64_t kClusterMaxK = kClusterThreads / kClusterRowsPerBlock;
 constexpr int64_t kClusterMaxExperts = 256;
 
-/// Loads the i32 at CTA-relative shared byte address `address` (i64) of
-/// cluster CTA `rank` (i32).
-Value loadRemoteI32(LoweringBuilder &b, Value address, Value rank) {
-  MLIRContext *ctx = b.getContext();
-  Value local = LLVM::IntToPtrOp::create(
-      b, LLVM::LLVMPointerType::get(ctx, 3), address);
-  Value remote = NVVM::MapaOp::create(b, LLVM::LLVMPointerType::get(ctx, 7),
-                                      local, rank);
-  return LLVM::LoadOp::create(b, b.getI32Type(), remote, /*alignment=*/4);
-}
-
 /// The cluster kernel. Block b's slots are [b R k, (b + 1) R k) (R = 8
 /// rows): thread s takes slot b R k + s, its bucket (the expert, E for an
 /// id outside [0, E)) and its rank among the earlier slots of its warp with
@@ -792,30 +781,18 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
   // One block per 8 rows, all of them one cluster (at T <= 8 a plain
   // one-block launch: the runtime launches a 1-CTA cluster so).
   Value blocks = b.maxIdx(b.ceilDiv(cfg.t, warps), one);
-  SmallVector<Type> wg = {workgroupType({warps, nb}, i32),
+  SmallVector<MemRefType> wg = {workgroupType({warps, nb}, i32),
                           workgroupType({nb}, i32), workgroupType({nb}, i32),
                           workgroupType({nb}, i32),
                           workgroupType({warps}, i32)};
-  auto launchOp = gpu::LaunchOp::create(
-      b, blocks, one, one, b.idx(kClusterThreads), one, one,
-      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-      /*asyncDependencies=*/ValueRange{}, wg, /*privateAttributions=*/TypeRange{},
-      blocks, one, one);
-  // The builder leaves out the body's cluster id and size arguments (12 ..
-  // 17, before the attributions; the parser adds them).
-  for (int i = 0; i < 6; ++i)
-    launchOp.getBody().front().insertArgument(
-        unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
-        b.getIndexType(), b.getLoc());
-  OpBuilder nested = OpBuilder::atBlockEnd(&launchOp.getBody().front());
-  LoweringBuilder kb(b.getLoc(), nested);
-  {
-    LoweringBuilder &b = kb;
-    auto attrs = launchOp.getWorkgroupAttributions();
-    Value counts = attrs[0], blockTotals = attrs[1], earlierBlocks = attrs[2],
-          offs = attrs[3], warpSums = attrs[4];
-    Value tid = launchOp.getThreadIds().x;
-    Value rank = launchOp.getBlockIds().x;
+  launchInClusters(
+      b, blocks, /*clusterX=*/blocks, kClusterThreads,
+      /*dynamicSharedBytes=*/Value(), wg,
+      [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value> shared) {
+    Value counts = shared[0], blockTotals = shared[1],
+          earlierBlocks = shared[2], offs = shared[3], warpSums = shared[4];
+    Value tid = ids.threadX;
+    Value rank = ids.blockX;
     Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
     Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
     Value zero = b.idx(0);
@@ -867,14 +844,7 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
       }
     };
     forMyBuckets(b, [&](LoweringBuilder &b, int64_t, Value bk) {
-      Value sum = b.forLoop(zero, b.idx(warps), {b.i32(0)},
-                            [&](LoweringBuilder &b, Value ww,
-                                ValueRange acc) -> SmallVector<Value> {
-                              Value c = b.load(counts, {ww, bk});
-                              b.store(acc[0], counts, {ww, bk});
-                              return {b.add(acc[0], c)};
-                            })[0];
-      b.store(sum, blockTotals, {bk});
+      b.store(exclusiveColumnScan(b, counts, warps, bk), blockTotals, {bk});
     });
     // Every block's totals are published (release / acquire at cluster
     // scope).
@@ -895,7 +865,8 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
         // Ranks past the cluster read the last one's and count nothing.
         Value inCluster = b.cmpi(CmpI::ult, b.idx(r), blocks);
         Value peer = b.toI32(b.minIdx(b.idx(r), b.sub(blocks, one)));
-        Value v = b.select(inCluster, loadRemoteI32(b, address, peer),
+        Value v = b.select(inCluster,
+                           nvvm::loadSharedClusterI32(b, address, peer),
                            b.i32(0));
         sum = b.add(sum, v);
         earlier = b.add(earlier,
@@ -948,8 +919,7 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
     });
     // No block leaves while a peer may still read its totals.
     nvvm::clusterSync(b);
-    gpu::TerminatorOp::create(b);
-  }
+  });
 }
 
 /// The route kernels' view of a moe.route or moe.route_dispatch (weights

@@ -141,9 +141,6 @@ struct RaggedTiles {
   advanceUnits(LoweringBuilder &b, Value unit, Value expert, Value before,
                function_ref<Value(LoweringBuilder &, Value)> unitsOf,
                int64_t unroll = kAdvanceUnroll) const;
-  /// Sum of unitsOf(tilesOf(e)) over all experts.
-  Value totalUnits(LoweringBuilder &b,
-                   function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
   /// Upper bound of total() for consistent offsets: ceil(m / tileM) + E.
   Value upperBound(LoweringBuilder &b) const;
 

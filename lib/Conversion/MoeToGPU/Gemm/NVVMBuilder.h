@@ -146,6 +146,15 @@ inline void mbarrierArriveRemote(LoweringBuilder &b, Value address,
       b, Type(), remote, /*count=*/Value(),
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
 }
+/// Loads the i32 at CTA-relative shared address `address` (i64) of cluster
+/// CTA `rank` (i32): distributed shared memory (ld.shared::cluster).
+inline Value loadSharedClusterI32(LoweringBuilder &b, Value address,
+                                  Value rank) {
+  Value remote = NVVM::MapaOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, address),
+      rank);
+  return LLVM::LoadOp::create(b, b.getI32Type(), remote, /*alignment=*/4);
+}
 /// barrier.cluster.arrive + wait (every thread of every CTA of the
 /// cluster; without a cluster launch, of the block).
 inline void clusterSync(LoweringBuilder &b) {

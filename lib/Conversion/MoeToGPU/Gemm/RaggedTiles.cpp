@@ -109,16 +109,6 @@ std::pair<Value, Value> RaggedTiles::advanceUnits(
   return advanceWhile(*this, b, unit, expert, before, unroll, after, after);
 }
 
-Value RaggedTiles::totalUnits(
-    LoweringBuilder &b,
-    function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
-  return b.forLoop(b.idx(0), b.idx(numExperts), {b.idx(0)},
-                   [&](LoweringBuilder &b, Value e,
-                       ValueRange acc) -> SmallVector<Value> {
-                     return {b.add(acc[0], unitsOf(b, tilesOf(b, e)))};
-                   })[0];
-}
-
 RaggedTiles::Start RaggedTiles::locate(
     LoweringBuilder &b, Value lane, Value threshold,
     function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {

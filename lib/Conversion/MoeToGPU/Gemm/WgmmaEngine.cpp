@@ -118,6 +118,8 @@ public:
         ragged{g.offsets, g.m, g.numExperts, config.tileM} {}
 
   void emit(LoweringBuilder &b);
+  /// The kernel body (emit launches it).
+  void emitBody(LoweringBuilder &kb, const KernelIds &ids, int64_t threads);
 
 private:
   int64_t aBytes() const { return tileM * 128; }
@@ -1051,24 +1053,17 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
     coupledShift = b.select(pairRows, one, b.idx(0));
   }
   int64_t threads = 128 * (1 + consumers);
-  auto launchOp = gpu::LaunchOp::create(
-      b, grid, one, one, b.idx(threads), one, one,
-      b.i32(sharedBytes() + 1024), /*asyncTokenType=*/nullptr,
-      /*asyncDependencies=*/ValueRange{}, /*workgroupAttributions=*/TypeRange{},
-      /*privateAttributions=*/TypeRange{}, clusterX, clusterX ? one : Value(),
-      clusterX ? one : Value());
-  // The builder leaves out the body's cluster id and size arguments (12 ..
-  // 17, before any attributions; the parser adds them).
-  if (clusterX)
-    for (int i = 0; i < 6; ++i)
-      launchOp.getBody().front().insertArgument(
-          unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
-          b.getIndexType(), b.getLoc());
-  OpBuilder nested = OpBuilder::atBlockEnd(&launchOp.getBody().front());
-  LoweringBuilder kb(b.getLoc(), nested);
-  Value tid = launchOp.getThreadIds().x;
-  Value blockX = launchOp.getBlockIds().x;
-  Value gridX = launchOp.getGridSize().x;
+  launchInClusters(b, grid, clusterX, threads, b.i32(sharedBytes() + 1024),
+                   /*workgroup=*/{},
+                   [&](LoweringBuilder &kb, const KernelIds &ids,
+                       ArrayRef<Value>) { emitBody(kb, ids, threads); });
+}
+
+void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
+                           int64_t threads) {
+  Value tid = ids.threadX;
+  Value blockX = ids.blockX;
+  Value gridX = ids.gridX;
 
   base = nvvm::dynamicSharedBase(kb, 1024);
   when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
@@ -1141,7 +1136,6 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
   // receive its multicasts.
   if (cluster > 1)
     nvvm::clusterSync(kb);
-  gpu::TerminatorOp::create(kb);
 }
 
 } // namespace

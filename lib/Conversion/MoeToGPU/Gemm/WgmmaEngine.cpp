@@ -115,7 +115,8 @@ public:
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
-        ragged{g.offsets, g.m, g.numExperts, config.tileM} {}
+        ragged{g.offsets, g.m, g.numExperts, config.tileM},
+        locateEach(config.swapAB) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -272,6 +273,12 @@ private:
   /// (the first item is found by RaggedTiles::locate; rounds of 8 here
   /// were 0-2% slower on every cell, bench/NOTES.md v28).
   static constexpr int64_t advanceUnroll = 1;
+  /// Small-M kernel: every item's expert is found by the whole warp
+  /// (RaggedTiles::locate) instead of the walk from the previous item. At
+  /// few rows most experts are empty and the walk crossed ~E / hit of them
+  /// per item, a dependent load each, while the weight stream stalled
+  /// (DeepSeek-V3 T=1 243 -> 194 us, bench/NOTES.md v34).
+  const bool locateEach;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
@@ -297,9 +304,9 @@ void WgmmaKernel::forEachItem(
   // tile blockX / C. Expert e owns items [before * C, (before + tiles) *
   // C).
   Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
+  auto identity = [](LoweringBuilder &, Value tiles) { return tiles; };
   RaggedTiles::Start start =
-      ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)),
-                    [](LoweringBuilder &, Value tiles) { return tiles; });
+      ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)), identity);
   Value totalItems = b.mul(start.total, b.idx(colTiles));
   b.forLoop(blockX, totalItems, gridX, {start.expert, start.before, zero},
             [&](LoweringBuilder &b, Value item,
@@ -307,10 +314,22 @@ void WgmmaKernel::forEachItem(
               // Within an expert the row tile runs fastest, so the blocks
               // of one wave share each rhs tile (read from DRAM once) and
               // the expert's lhs rows stay in L2 across column tiles. The
-              // next items: a short walk from the last one.
-              auto [expert, before] = ragged.advance(
-                  b, item, state[0], state[1], colTiles, advanceUnroll);
-              Value tiles = b.maxIdx(ragged.tilesOf(b, expert), b.idx(1));
+              // item's expert: a short walk from the last one, or (small-M
+              // kernel, locateEach) found again by the whole warp.
+              Value expert, before;
+              if (locateEach) {
+                RaggedTiles::Start at = ragged.locate(
+                    b, lane, b.div(item, b.idx(colTiles)), identity);
+                expert = at.expert;
+                before = at.before;
+              } else {
+                std::tie(expert, before) = ragged.advance(
+                    b, item, state[0], state[1], colTiles, advanceUnroll);
+              }
+              Value lo = ragged.offsetAt(b, expert);
+              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+              Value tiles = b.maxIdx(
+                  b.ceilDiv(b.sub(b.maxIdx(hi, lo), lo), tileM), b.idx(1));
               Value local =
                   b.sub(item, b.mul(before, b.idx(colTiles)));
               // 32-bit: a 64-bit division becomes a branch between the
@@ -320,8 +339,6 @@ void WgmmaKernel::forEachItem(
               Value colTile = b.toIndex(arith::DivUIOp::create(
                   b, b.toI32(local), b.toI32(tiles)));
               Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
-              Value lo = ragged.offsetAt(b, expert);
-              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
               Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
               Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
               body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});

@@ -17,7 +17,8 @@
 # Environment: ROUNDS (default 2), CONFIGS (default the four layers), TS
 # (default 512,4096,16384), PROFILE (default qwen3-30b-a3b:4096,
 # deepseek-v3:4096; per-kernel times of one call), BUDGET (seconds per
-# folder and round, default 50), OUT (default ./ab-results). Per folder and
+# folder and round, default 50), VARIANTS=1 (also the folders' layout
+# variants, e.g. <config>.nt), OUT (default ./ab-results). Per folder and
 # round: OUT/<name>.<round>.txt (bench_moe.py's output) and OUT/<name>.<round>/
 # (its .md / .json); a summary table (us per cell, variants side by side)
 # is printed and written to OUT/summary.txt.
@@ -30,6 +31,8 @@ TS="${TS:-512,4096,16384}"
 PROFILE="${PROFILE:-qwen3-30b-a3b:4096,deepseek-v3:4096}"
 BUDGET="${BUDGET:-50}"
 OUT="${OUT:-$(pwd)/ab-results}"
+VARIANT_FLAG=()
+[ "${VARIANTS:-0}" = 1 ] && VARIANT_FLAG=(--variants)
 [ $# -ge 1 ] || { echo "usage: bench/ab_run.sh DIR..." >&2; exit 2; }
 mkdir -p "$OUT"
 for d in "$@"; do
@@ -38,9 +41,9 @@ done
 for r in $(seq 1 "$ROUNDS"); do
   for d in "$@"; do
     n="$(basename "$d").$r"
-    python3 "$d/bench_moe.py" --dir "$d" --out "$OUT/$n" --skip-baselines \
+    python3 "$d/bench_moe.py" --dir "$d" --out "$OUT/$n" --skip-baselines --only-built \
       --configs "$CONFIGS" --T "$TS" --max-seconds-per-cell 1 \
-      --budget "$BUDGET" --profile "$PROFILE" > "$OUT/$n.txt" 2>&1
+      --budget "$BUDGET" --profile "$PROFILE" "${VARIANT_FLAG[@]}" > "$OUT/$n.txt" 2>&1
     echo "ab_run: $n rc=$?"
   done
 done

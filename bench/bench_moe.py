@@ -662,6 +662,9 @@ def main(argv=None):
     ap.add_argument("--T", default=",".join(map(str, DEFAULT_T)))
     ap.add_argument("--variants", action="store_true",
                     help="also the .nt / .concat variants of the configs that have them")
+    ap.add_argument("--only-built", action="store_true",
+                    help="only the layers whose library is in --dir (bench/ab_run.sh; "
+                         "with --variants also every config's variants built there)")
     ap.add_argument("--max-seconds-per-cell", type=float, default=2.0,
                     help="cap on each implementation's timed runs in a cell (s)")
     ap.add_argument("--min-runs", type=int, default=5)
@@ -685,8 +688,14 @@ def main(argv=None):
     if unknown:
         ap.error("unknown config(s) %s (known: %s)" % (", ".join(unknown), ", ".join(GL.CONFIGS)))
     Ts = [int(t) for t in args.T.split(",") if t]
-    layers = [layer for layer in GL.LAYERS if layer.config in configs
-              and (args.variants or not layer.variant)]
+    def built(layer):
+        return os.path.isfile(os.path.join(args.dir, layer.name + ".so"))
+    # --only-built: what the folder holds (variants of any config too);
+    # else the default layers, a missing library being a failed cell.
+    pool = GL.ALL_LAYERS if args.only_built else GL.LAYERS
+    layers = [layer for layer in pool if layer.config in configs
+              and (args.variants or not layer.variant)
+              and (built(layer) or not args.only_built)]
     if not torch.cuda.is_available():
         sys.exit("bench_moe: torch sees no CUDA device")
     TR.configure_precision()

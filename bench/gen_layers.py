@@ -95,7 +95,11 @@ class Layer:
 
 LAYERS = [Layer(c, "") for c in CONFIGS] + [
     Layer(c, v) for c in VARIANT_CONFIGS for v in VARIANTS if v]
-LAYERS_BY_NAME = {layer.name: layer for layer in LAYERS}
+# Every config in every variant: built only when named (--layers), e.g.
+# deepseek-v3.nt for a comparison of the weight layouts.
+ALL_LAYERS = LAYERS + [Layer(c, v) for c in CONFIGS for v in VARIANTS
+                       if v and c not in VARIANT_CONFIGS]
+LAYERS_BY_NAME = {layer.name: layer for layer in ALL_LAYERS}
 
 
 def main(argv=None):

@@ -140,11 +140,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Small-M kernel tokens per tile (the wgmma N): 16, 32 or 64 "
            "(0: cost model)">,
     Option<"wgmmaSwapMnMajor", "wgmma-swap-mn-major", "bool",
-           /*default=*/"false",
+           /*default=*/"true",
            "Small-M kernel also for MN-major weights ([E, K, N]; the "
            "weights are wgmma's transposed A operand; not with a concat "
-           "GLU). Off by default: built and checked with ptxas, not yet "
-           "measured on the device">,
+           "GLU); by default up to 1 row per expert (wgmma-swap-rows sets "
+           "both thresholds)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -112,8 +112,9 @@ struct MoeLowerToNvvmOptions
   PassOptions::Option<bool> wgmmaSwapMnMajor{
       *this, "wgmma-swap-mn-major",
       llvm::cl::desc("Small-M kernel also for MN-major weights (transposed "
-                     "A operand; not with a concat GLU; off by default)"),
-      llvm::cl::init(false)};
+                     "A operand; not with a concat GLU; by default up to 1 "
+                     "row per expert)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -1,7 +1,7 @@
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt route-dispatch-small=false" | FileCheck %s
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt route-dispatch-small=false" | FileCheck %s --check-prefix=COUNT
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=false route-dispatch-small=false" | FileCheck %s --check-prefix=ALL
-// RUN: moe-opt %s "--convert-moe-to-gpu=route-dispatch-small=false" | FileCheck %s --check-prefix=WGMMA
+// RUN: moe-opt %s "--convert-moe-to-gpu=route-dispatch-small=false wgmma-swap-mn-major=false" | FileCheck %s --check-prefix=WGMMA
 
 // With elide-fills (the default), how moe.expert_gemm zeroes the output rows no expert
 // writes depends on the op's context (ExpertComputeToGPU.cpp,

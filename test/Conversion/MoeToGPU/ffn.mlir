@@ -1,8 +1,8 @@
-// RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SPLIT
+// RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false wgmma-swap-mn-major=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SPLIT
 // RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SIMTS \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=MEMS --implicit-check-not=moe.
-// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=FUSED
+// RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=elide-fills=false wgmma-swap-mn-major=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=FUSED
 // RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=gemm=simt elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=SIMTF \
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --moe-decompose --moe-fuse "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false warp-select=i64 route-dispatch-small=false" | FileCheck %s --check-prefix=MEMF \
@@ -32,6 +32,8 @@
 // layout guard, with the SIMT kernel as its else branch: one more kernel
 // per GEMM, 21 unfused and 13 fused (one of each pair runs). The f32 layer
 // has no Hopper kernel: 19 and 11 kernels by default too.
+// (SPLIT and FUSED count with wgmma-swap-mn-major=false: these MN-major
+// layers' small-M kernels are tested in gemm-swap.mlir.)
 
 // SPLIT-LABEL: func.func @ffn_mixtral(
 // SPLIT-COUNT-21: gpu.launch

@@ -22,8 +22,10 @@
 // RUN:   --implicit-check-not="n = 16, k = 16"
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-tma=false" | FileCheck %s --check-prefix=OFF \
 // RUN:   --implicit-check-not="n = 16, k = 16"
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-mn-major=true" \
-// RUN:   | FileCheck %s --check-prefix=MN
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-mn-major=false" \
+// RUN:   | FileCheck %s --check-prefix=MNOFF
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=8" \
+// RUN:   | FileCheck %s --check-prefix=MN8
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
 // RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
@@ -134,25 +136,29 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 
 // -----
 
-// MN-major weights ([E, K, N]): by default no small-M kernel, only the
-// main kernel. With wgmma-swap-mn-major the small-M kernel too: its
-// weights come in the main kernel's MN-major boxes (64 columns x 64 K
-// rows, one per consumer warpgroup) and are wgmma's transposed A operand
-// (layout col; the descriptor's leading offset 8192 B, a k16 step 2048 B).
+// MN-major weights ([E, K, N]): the small-M kernel too, by default up to
+// 1 row per expert (8 here; wgmma-swap-rows sets it, as for K-major
+// weights): its weights come in the main kernel's MN-major boxes (64
+// columns x 64 K rows, one per consumer warpgroup) and are wgmma's
+// transposed A operand (layout col; the descriptor's leading offset 8192
+// B, a k16 step 2048 B). wgmma-swap-mn-major=false: the main kernel only.
 // DEF-LABEL: func.func @mn_major(
-// DEF-NOT: n = 16, k = 16
-// DEF-NOT: dynamic_shared_memory_size %c88320_i32
+// DEF: arith.cmpi ule, %{{[a-z0-9_]+}}, %c8{{(_[0-9]+)?}} : index
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
+// DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// DEF: %c4611686293338849280_i64
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// DEF: gpu.terminator
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
 // DEF: return
-// MN-LABEL: func.func @mn_major(
-// MN: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
-// MN: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
-// MN: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
-// MN: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// MN: %c4611686293338849280_i64
-// MN: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
-// MN: gpu.terminator
-// MN: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
-// MN: return
+// MN8-LABEL: func.func @mn_major(
+// MN8: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
+// MN8: n = 16, k = 16
+// MNOFF-LABEL: func.func @mn_major(
+// MNOFF-NOT: n = 16, k = 16
+// MNOFF-NOT: dynamic_shared_memory_size %c88320_i32
+// MNOFF: return
 func.func @mn_major(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
@@ -181,9 +187,9 @@ func.func @glu(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tensor<8x128x64xbf1
 // MN-major with a concat GLU: the gate and up halves of a 64-row tile
 // would be 32-column boxes, narrower than the swizzle atom: no small-M
 // kernel even with wgmma-swap-mn-major.
-// MN-LABEL: func.func @mn_major_concat(
-// MN-NOT: n = 16, k = 16
-// MN: return
+// DEF-LABEL: func.func @mn_major_concat(
+// DEF-NOT: n = 16, k = 16
+// DEF: return
 func.func @mn_major_concat(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x128xbf16> {
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>} : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>

@@ -55,8 +55,8 @@ struct MoeGemmOptions {
   /// 16, 32 or 64) and weight rows per block (64 or 128).
   int64_t wgmmaSwapTileM = 0, wgmmaSwapTileN = 0;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
-  /// operand); off by default until measured on the device.
-  bool wgmmaSwapMnMajor = false;
+  /// operand; by default at most 1 row per expert, GemmConfig.cpp).
+  bool wgmmaSwapMnMajor = true;
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
   bool elideFills = true;

@@ -191,12 +191,18 @@ int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
 /// Mixtral-8x7B T=64, it was 1-2% slower than the main kernel; at 2-4,
 /// T = 8 and 64, 2-11% faster).
 constexpr int64_t kSwapRowsDefault = 8;
+/// The same for MN-major weights (bench/NOTES.md v36, .nt layers: at up to
+/// 0.5 rows per expert, T = 1 and 8, 9-29% faster than the main kernel,
+/// e.g. Mixtral-8x7B T=1 276 -> 195 us; at 2 per expert, DeepSeek-V3 T=64,
+/// 6% slower, its down GEMM's MN-major small-M kernel the cause).
+constexpr int64_t kSwapRowsMnMajorDefault = 1;
 
 std::optional<GemmKernelConfig>
 gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
                                const GemmKernelConfig &main) {
-  int64_t rows = options.wgmmaSwapRows < 0 ? kSwapRowsDefault
-                                           : options.wgmmaSwapRows;
+  int64_t rows = options.wgmmaSwapRows >= 0 ? options.wgmmaSwapRows
+                 : op.getTransposeRhs()      ? kSwapRowsDefault
+                                             : kSwapRowsMnMajorDefault;
   // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
   // the transposed A of wgmma, boxes of 64 weight columns) with
   // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of

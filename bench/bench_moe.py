@@ -34,7 +34,7 @@ adaptive: at least --min-runs, then more while under --max-seconds-per-cell
 capture that fails is recorded and that implementation is timed as plain
 calls (mode "direct").
 
-Correctness: every timed output against torch_reference.ffn (the SPEC
+Correctness: every timed output against torch_reference.ffn (the contract's
 chain in float32, intermediates rounded to bf16 where the unfused chain
 rounds them) on at most --ref-rows rows (a random subset above that):
 ||y - ref|| / ||ref|| <= 1e-2, NaN fails. Ours is poisoned (NaN) before

@@ -1,4 +1,4 @@
-"""Every SPEC op built with the typed builders: verified, printed and
+"""Every public op built with the typed builders: verified, printed and
 re-parsed, compiled for the CPU and compared with the numpy reference
 (test/Differential/reference.py), in f32 and bf16, with static and dynamic T.
 """
@@ -348,7 +348,7 @@ def test_ffn(rng, dtype, variant):
 def test_primitive_chain_matches_ffn(rng):
     """route -> cumsum -> get_indices -> get_indptr -> gather -> matmul ->
     glu -> matmul -> scatter -> expand -> combine, built op by op, computes
-    moe.ffn (SPEC section 3)."""
+    moe.ffn (docs/Contract.md, section 3)."""
     T, H, I, E, k, dtype = 5, 16, 8, 8, 2, "bf16"
     args = ffn_inputs(rng, T, H, I, E, dtype)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent numpy reference of the public `moe` dialect ops.
 
-Written from /work/shared/SPEC.md (sections 1-3) and the op descriptions in
+Written from docs/Contract.md and the op descriptions in
 MoeOps.td; it shares no code with the compiler.  Everything is computed in
 float64; `round_to(x, dtype)` emulates the storage precision of f32, f16 and
 bf16 (round to nearest even) so inputs and the intermediate activations of the
@@ -346,7 +346,7 @@ def scatter(x, idx):
 def grouped_matmul(lhs, rhs, offsets, bias=None, transpose_rhs=False):
     """Returns (value [M,N], scale [M,N], defined_rows [M] bool).
 
-    A row is undefined (not compared) when the two rules of the SPEC
+    A row is undefined (not compared) when the two rules of the op reference
     disagree on it, which only happens for non-monotone offsets: several
     experts' ranges cover it, or one covers it outside [offsets[0], offsets[E])."""
     lhs = np.asarray(lhs, dtype=np.float64)
@@ -481,7 +481,7 @@ def multihot_to_indices(pm, pos, k):
 
 
 # ----------------------------------------------------------------------------
-# The composite: moe.ffn as the chain of SPEC section 3
+# The composite: moe.ffn as the chain of docs/Contract.md section 3
 # ----------------------------------------------------------------------------
 
 def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,

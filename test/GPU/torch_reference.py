@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Torch reference of the public moe ops, the fused ops and moe.ffn.
 
-Written from SPEC.md (and MoeOps.td for the fused ops); it shares nothing with
+Written from docs/Contract.md and the op reference; it shares nothing with
 the compiler. Everything is computed in float32 on the tensors' device from
 the f32 / bf16 / f16 inputs (GEMMs in true f32: call configure_precision()
 first, which turns TF32 and reduced-precision reductions off). Routing math
 (softmax, sigmoid, bias, group scores, normalisation) is f32, exactly as
-SPEC section 2 says:
+moe.route's description says:
 
   * NaN logits count as -inf, +inf as the largest finite f32;
   * a row whose scores are all zero gets weights 0, never NaN, and distinct
@@ -17,7 +17,7 @@ SPEC section 2 says:
     rows / drop rows, later rows / slots / higher experts win collisions as
     MoeOps.td says.
 
-`ffn()` is the SPEC section 3 chain for whole layers (per-expert f32 GEMMs;
+`ffn()` is the chain of docs/Contract.md section 3 for whole layers (per-expert f32 GEMMs;
 intermediates rounded to the layer's element type where the unfused chain
 rounds them), with a `rows=` subset for huge T and an `ids=` override to
 follow a routing that broke a near tie the other way.
@@ -146,7 +146,7 @@ def weights_at(s, ids, normalize, scaling):
 
 def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
           group_score="max", scaling=1.0, bias=None):
-    """moe.route (SPEC 2, steps 1-6) in f32."""
+    """moe.route (its description, steps 1-6) in f32."""
     s = scores(logits, scoring)
     c = s + bias.float()[None, :] if bias is not None else s
     T, E = c.shape
@@ -206,7 +206,7 @@ def cumsum(ids, E):
 
 
 def get_indices(cs, ids):
-    """moe.get_indices from a cumsum and its ids (SPEC 2)."""
+    """moe.get_indices from a cumsum and its ids (its description)."""
     T, k = ids.shape
     dev = ids.device
     if T == 0:
@@ -427,7 +427,7 @@ def ffn(x, logits, w_up, w_down, bias=None, *, k, scoring, normalize=False, n_gr
         topk_group=1, group_score="max", scaling=1.0, activation="silu", layout="concat",
         alpha=1.0, limit=None, up_bias=0.0, transpose_weights=False, rows=None, ids=None,
         round_intermediates=True):
-    """moe.ffn as the SPEC section 3 chain. Returns (y f32 [R, H], RouteResult)
+    """moe.ffn as the chain of docs/Contract.md section 3. Returns (y f32 [R, H], RouteResult)
     for the R = len(rows) rows selected (all rows by default). `ids` (i32
     [R, k]) overrides the routing's selection (weights are recomputed from
     the f32 scores at those ids). With `round_intermediates` the GEMM /

@@ -15,7 +15,7 @@ def ConvertMoeToLinalgPass : Pass<"convert-moe-to-linalg"> {
     The executable semantics of the `moe` dialect: every op (and `moe.ffn`,
     through the `--moe-decompose` patterns) becomes upstream tensor-level
     IR that one-shot bufferization and the usual LLVM lowering handle. The
-    lowering follows SPEC.md to the letter, including the run-time rules
+    lowering follows the op reference to the letter, including the run-time rules
     (NaN ranking, non-finite routing logits, ids out of range, empty
     experts, T = 0); every data-dependent access is bounds-guarded.
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The pipelines of SPEC.md section 4 as options struct + build function +
+// The pipelines of docs/Contract.md section 4 as options struct + build function +
 // registration, so moe-opt, the C API and Python all run the same pipeline.
 //
 //===----------------------------------------------------------------------===//

@@ -18,7 +18,7 @@
 //   per slot placing it (each block scans the expert totals into the
 //   offsets; block 0 writes them to the offsets result).
 //   Bucket E collects the out-of-range ids, which land after all dispatched
-//   rows exactly as SPEC.md asks. O(T*k + E * chunks) work, no E*T
+//   rows exactly as moe.get_indices defines. O(T*k + E * chunks) work, no E*T
 //   intermediate. Larger E: the one-block counting sort (orderedBuckets).
 //
 //===----------------------------------------------------------------------===//

@@ -52,7 +52,7 @@ namespace {
 /// - Rows: without a scatter, output row r is GEMM row r: the uncovered
 ///   rows are zeroed (a well-formed dispatch has none).
 /// - PermutedRows: the scatter is a dispatch's reverse_indices, a
-///   permutation of [0, M) (SPEC.md, moe.get_indices): every output row is
+///   permutation of [0, M) (moe.get_indices): every output row is
 ///   the target of exactly one GEMM row, so the targets of the uncovered
 ///   rows are zeroed.
 /// - Flags: any other scatter: a flag per output row is set for each

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // moe.cumsum, moe.get_indices and moe.get_indptr as sequential scf loops on
-// tensors. These are the reference semantics (SPEC.md section 2) including
+// tensors. These are the reference semantics (the ops' descriptions) including
 // the run-time rules: ids outside [0, E) are not counted, duplicated ids in a
 // row take consecutive positions in slot order, undispatched slots go after
 // all dispatched rows in (b, j) order. Every read and write is bounds-guarded

@@ -8,7 +8,7 @@
 // picks the best entry that ranks strictly after pass j-1's pick in the total
 // order "larger value first, lower index on ties, NaN last". Because the
 // order is total, no "already taken" mask is needed and ties are resolved
-// exactly as SPEC.md pins them. O(T * k * E) work, O(1) extra state per row
+// exactly as the op reference pins them. O(T * k * E) work, O(1) extra state per row
 // for topk; route adds two E-element f32 rows (scores, biased scores) and the
 // group mask.
 //

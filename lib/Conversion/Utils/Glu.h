@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// SPEC.md's GLU on one (gate, up) pair in f32: optional clamping by
+// moe.glu's function on one (gate, up) pair in f32: optional clamping by
 // `limit`, act(alpha * gate) forms, times (up + up_bias). Used by the CPU
 // lowering's linalg bodies and the GPU kernels' epilogues alike.
 //
@@ -36,7 +36,7 @@ GluParams gluParamsOf(GluOp op);
 /// GLU parameters of an expert_gemm's epilogue (requires one).
 GluParams gluParamsOf(ExpertGemmOp op);
 
-/// act(gate) in f32 for the GLU activations of SPEC.md. `approximate`
+/// act(gate) in f32 for the GLU activations of moe.glu. `approximate`
 /// lets silu use approximate exp and division (`afn`; the GPU epilogues:
 /// an IEEE divide and expf per element were a large part of the Hopper
 /// GEMM's epilogue, bench/NOTES.md v15); the other activations are exact

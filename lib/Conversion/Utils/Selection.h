@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// SPEC.md's total order for routing: larger value first, lower index on
+// The routing ops' total order: larger value first, lower index on
 // ties, NaN below every number (NaNs among themselves by index). k
 // selection passes over a row each pick the best entry ranking strictly
 // after the previous pick, so no "taken" mask is needed. Used by the CPU
@@ -42,7 +42,7 @@ SmallVector<Value> selectTopK(LoweringBuilder &b, int64_t k,
                               ValueAtFn valueAt, AllowedFn allowed,
                               EmitSlotFn emit);
 
-/// SPEC.md's routing scores of one row of `numExperts` logits. Built once
+/// moe.route's routing scores of one row of `numExperts` logits. Built once
 /// per row (for softmax: the row max and the sum of exponentials, two
 /// passes over `rawLogitAt`), then `score(col)` is the unbiased score of
 /// expert `col`: softmax or sigmoid of the sanitised logit (NaN -> -inf,

@@ -2,7 +2,7 @@
 // RUN: moe-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC --implicit-check-not=operandSegmentSizes
 
 // Every public op written only in the generic form, with exactly the operand
-// order, attribute names and attribute types SPEC.md pins: integer attributes
+// order, attribute names and attribute types the contract pins: integer attributes
 // i64, float attributes f32, flags BoolAttr, enums `#moe.<enum><keyword>`,
 // optional operands last (no operand segment sizes). The default run checks
 // the custom form that comes out; the GENERIC run checks that the printer

@@ -1,7 +1,7 @@
 // RUN: moe-opt %s --pass-pipeline='builtin.module(func.func(moe-decompose))' | FileCheck %s --implicit-check-not=moe.ffn
 // RUN: moe-opt %s --moe-decompose | FileCheck %s --implicit-check-not=moe.ffn
 
-// --moe-decompose expands moe.ffn into exactly the chain of SPEC section 3:
+// --moe-decompose expands moe.ffn into exactly the chain of docs/Contract.md section 3:
 //   route -> cumsum -> get_indices -> get_indptr -> gather(token_indices)
 //   -> grouped_matmul(w_up) -> glu -> grouped_matmul(w_down)
 //   -> scatter(reverse_indices) -> tensor.expand_shape to T x k x H

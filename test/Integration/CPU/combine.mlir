@@ -3,7 +3,7 @@
 // moe.combine: out[t] = sum_j weights[t][j] * input[t][j] (plain sum
 // without weights), accumulated in f32 in slot order j = 0..k-1.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -4,7 +4,7 @@
 // result is the inclusive prefix sum of mask in expert-major order
 // (position e*T + t). Ids outside [0, E) are not counted.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

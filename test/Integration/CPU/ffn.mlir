@@ -6,7 +6,7 @@
 // directly: out[t] = sum_j w[t][j] * (glu(x[t] @ w_up[e]) @ w_down[e]),
 // e = ids[t][j], with (w, ids) from moe.route's definition.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -3,7 +3,7 @@
 // moe.gather: out[m] = input[indices[m]]; an index outside [0, T) yields a
 // zero row (never an out-of-bounds read).
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -5,7 +5,7 @@
 // A row naming an expert twice takes consecutive places in slot order;
 // slots with ids outside [0, E) go after all dispatched rows in (b, j) order.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

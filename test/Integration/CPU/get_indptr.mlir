@@ -3,7 +3,7 @@
 // moe.get_indptr: end_e = cumsum[(e+1)*T - 1] (0 when T = 0); exclusive
 // [0, end_0, ..., end_(E-1)] or inclusive [end_0, ..., end_(E-1)], i32 or i64.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -6,7 +6,7 @@
 // gelu_tanh = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))). limit clamps
 // the gate to <= limit and up to [-limit, limit].
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

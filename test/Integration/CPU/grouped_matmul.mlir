@@ -5,7 +5,7 @@
 // [offsets[0], offsets[E]) and rows of empty experts are zero; offsets are
 // clamped to [0, M] and a decreasing pair is an empty group.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -4,7 +4,7 @@
 // indices converter): ids < 0 or >= E are ignored; slots no expert maps to
 // come back as 0.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

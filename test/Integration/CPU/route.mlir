@@ -7,7 +7,7 @@
 // finite f32; rows whose selected scores are all zero get weights 0 (never
 // NaN) and distinct ids.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -3,7 +3,7 @@
 // moe.scatter: out[indices[i]] = input[i]; rows nothing writes are zero;
 // an index outside [0, M) drops that row; on a duplicate the later row wins.
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -3,7 +3,7 @@
 // moe.topk: per row the k largest entries in descending order; equal values
 // keep ascending expert order; NaN ranks below every number (even -inf).
 //
-// Expected values were computed from SPEC.md's definitions with
+// Expected values were computed from the ops' definitions (docs/) with
 // numpy (float64, then rounded to the result type); a value within a
 // few f32 ulps of a printing boundary accepts either rendering.
 

@@ -9,8 +9,8 @@
 // Verification order: ODS checks ranks and element-type families first; the
 // InferTypeOpInterface check only compares result counts and ranks (see
 // isCompatibleReturnTypes); verify() then checks every static rule of
-// SPEC.md and, last, that each result type is exactly the inferred one.
-// That order makes every broken rule report itself instead of a type
+// the op reference (docs/Contract.md) and, last, that each result type is
+// exactly the inferred one. That order makes every broken rule report itself instead of a type
 // mismatch it causes.
 //
 //===----------------------------------------------------------------------===//
@@ -95,7 +95,7 @@ static bool productFitsI32(int64_t a, int64_t b) {
 }
 
 /// An expert count that the i32 dispatch metadata can address: `E * T` must
-/// fit i32 for every `T >= 1` (SPEC 1), so `E < 2^31`.
+/// fit i32 for every `T >= 1` (docs/Contract.md section 1), so `E < 2^31`.
 static LogicalResult verifyExpertCountFitsI32(Operation *op, int64_t e,
                                               StringRef name) {
   if (e >= kI32Limit)
@@ -104,7 +104,8 @@ static LogicalResult verifyExpertCountFitsI32(Operation *op, int64_t e,
   return success();
 }
 
-/// A static `cumsum` operand length (`E * T`) fits i32 (SPEC 1).
+/// A static `cumsum` operand length (`E * T`) fits i32 (docs/Contract.md
+/// section 1).
 static LogicalResult verifyCumsumLength(Operation *op, Value cumsum) {
   int64_t len = dimOf(cumsum, 0);
   if (!isDyn(len) && len >= kI32Limit)
@@ -183,7 +184,7 @@ static bool sameCountAndRanks(TypeRange l, TypeRange r) {
   return true;
 }
 
-/// The routing rules shared by moe.route and moe.ffn (SPEC 2, moe.route).
+/// The routing rules shared by moe.route and moe.ffn (moe.route's description).
 static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
                                    int64_t k, int64_t nGroup,
                                    int64_t topkGroup, GroupScore groupScore,
@@ -720,7 +721,8 @@ LogicalResult FfnOp::verify() {
   if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
                             getUpBias().convertToFloat())))
     return failure();
-  // The dispatch chain's i32 metadata: E * T and T * k fit i32 (SPEC 1).
+  // The dispatch chain's i32 metadata: E * T and T * k fit i32
+  // (docs/Contract.md section 1).
   // verifyRouting() established k <= E, so E * T bounds T * k as well.
   if (failed(verifyExpertCountFitsI32(*this, e, "E")))
     return failure();

@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The public ops of the `moe` dialect. Names, operand order, attribute names
-// and types, and semantics are pinned by SPEC.md; the custom assembly syntax
+// and types, and semantics are the contract (docs/Contract.md, and each
+// op's description below); the custom assembly syntax
 // is ours. Enum attributes are printed as bare keywords in the custom form
 // (`scoring = softmax`) through the `EnumKeyword` custom directive, and as
 // `#moe.scoring<softmax>` in attribute dictionaries and the generic form.
@@ -19,10 +20,27 @@ include "moe-mlir/Dialect/Moe/IR/MoeBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+/// The op reference's two sections.
+def Moe_PublicOpsDoc : OpDocGroup {
+  let summary = "1. Public ops";
+  let description = [{
+    What a frontend emits: names, operands, attributes and results are
+    stable (docs/Contract.md).
+  }];
+}
+def Moe_InternalOpsDoc : OpDocGroup {
+  let summary = "2. Internal fused ops";
+  let description = [{
+    Made by the `--moe-fuse-*` passes from the public ops; documented,
+    verified and executable like them, but their form may change.
+  }];
+}
+
 /// Every moe op is side-effect free and has a C++ verifier.
 class Moe_Op<string mnemonic, list<Trait> traits = []>
     : Op<Moe_Dialect, mnemonic, !listconcat([Pure], traits)> {
   let hasVerifier = 1;
+  let opDocGroup = Moe_PublicOpsDoc;
 }
 
 /// Ops whose result types follow from operands and attributes. The inferred
@@ -540,12 +558,13 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
 // Fused ops
 //
 // Produced by the --moe-fuse-* passes from the primitive chain; not part of
-// SPEC.md's public contract, but documented, verified and executable like
-// the primitives. Each one computes exactly what the primitives it replaces
-// compute (within floating-point reassociation).
+// the public contract (docs/Contract.md), but documented, verified and
+// executable like the primitives. Each one computes exactly what the
+// primitives it replaces compute (within floating-point reassociation).
 //===----------------------------------------------------------------------===//
 
 def Moe_DispatchOp : Moe_InferredOp<"dispatch"> {
+  let opDocGroup = Moe_InternalOpsDoc;
   let summary = "dispatch metadata in O(T*k): offsets and the index maps";
   let description = [{
     Computes what `moe.cumsum` + `moe.get_indptr` (exclusive, i32) +
@@ -579,6 +598,7 @@ def Moe_DispatchOp : Moe_InferredOp<"dispatch"> {
 }
 
 def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
+  let opDocGroup = Moe_InternalOpsDoc;
   let summary = "grouped matmul with fused gather prologue and GLU / scatter epilogues";
   let description = [{
     `moe.grouped_matmul` with optional fused stages. For each expert `e` and
@@ -645,6 +665,7 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
 }
 
 def Moe_RouteDispatchOp : Moe_Op<"route_dispatch"> {
+  let opDocGroup = Moe_InternalOpsDoc;
   let summary = "routing and its dispatch metadata in one kernel";
   let description = [{
     `moe.route` followed by `moe.dispatch` on its ids, as one op: the

@@ -12,7 +12,8 @@ include "mlir/Pass/PassBase.td"
 def MoeDecomposePass : Pass<"moe-decompose"> {
   let summary = "Expand moe.ffn into the primitive routing/dispatch/GEMM chain";
   let description = [{
-    Rewrites every `moe.ffn` into the chain of SPEC section 3:
+    Rewrites every `moe.ffn` into the chain of public ops that defines it
+    (docs/Contract.md, section 3):
 
     ```
     route -> cumsum -> get_indices -> get_indptr -> gather(token_indices)

@@ -19,7 +19,7 @@
 namespace mlir {
 namespace moe {
 
-/// moe.ffn -> the primitive chain of SPEC section 3.
+/// moe.ffn -> the primitive chain of docs/Contract.md section 3.
 void populateMoeDecomposePatterns(RewritePatternSet &patterns);
 
 /// The fusions the moe-fuse-* patterns perform.

@@ -1,0 +1,60 @@
+// RUN: moe-opt %s --convert-moe-to-linalg | FileCheck %s --implicit-check-not=moe.
+
+// The expert computations on tensors: the grouped matmul as one matmul-like
+// linalg.generic per expert over its row range, the GLU elementwise, and
+// moe.ffn through its decomposition.
+
+// moe.grouped_matmul: a zero-filled f32 output (rows outside the experts'
+// ranges stay zero), a loop over the E = 8 experts, each slicing its rows
+// of lhs and its weight matrix, with bf16 operands widened to f32 before
+// the multiply-add.
+// CHECK-LABEL: func.func @grouped_matmul(
+// CHECK: linalg.fill ins(%cst : f32) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK: tensor.extract_slice
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<64x32xbf16>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: tensor.insert_slice
+func.func @grouped_matmul(%a: tensor<?x64xbf16>, %w: tensor<8x64x32xbf16>, %off: tensor<9xi32>) -> tensor<?x32xf32> {
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x32xbf16> -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}
+
+// moe.glu, gpt-oss style (interleaved, alpha 1.702, limit 7, up_bias 1):
+// gate and up as strided slices, gate clamped above, up clamped to
+// [-limit, limit], silu(alpha * gate) = gate / (1 + exp(-alpha * gate)),
+// times (up + 1).
+// CHECK-LABEL: func.func @glu(
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [%{{.*}}, 32] [1, 2]
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [%{{.*}}, 32] [1, 2]
+// CHECK: linalg.generic
+// CHECK: arith.minimumf
+// CHECK: arith.minimumf
+// CHECK: arith.maximumf
+// CHECK: arith.mulf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+// CHECK: arith.addf
+// CHECK: arith.mulf
+func.func @glu(%h: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  %r = moe.glu %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x64xf32> -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}
+
+// moe.ffn: decomposed and lowered in the same pass, nothing of moe is
+// left (implicit check); the two expert matmuls remain, one per GEMM.
+// CHECK-LABEL: func.func @ffn(
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: tensor<64x96xbf16>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: tensor<48x64xbf16>
+func.func @ffn(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>) -> tensor<?x64xbf16> {
+  %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}

@@ -319,4 +319,29 @@ def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
   }];
 }
 
+def MoeGpuLaunchReportPass
+    : Pass<"moe-gpu-launch-report", "::mlir::ModuleOp"> {
+  let summary = "Print the kernel launches of each host function";
+  let description = [{
+    An analysis that changes nothing. For every host function whose control
+    flow is still structured (`scf`: after `--convert-moe-to-gpu`, counting
+    `gpu.launch`, or after kernel outlining, `gpu.launch_func`) it prints to stderr how many kernel launch sites the
+    function has and how many launches one call makes, the fewest and the
+    most over the branches the lowering chose between on the host (`scf.if`:
+    engine guards, the few-row paths); a launch inside a loop makes the most
+    unbounded. This is what the GPU backend really launches, where
+    `--moe-cost-report` counts the tensor-level ops.
+
+    ```
+    moe-opt layer.mlir --moe-decompose --moe-fuse --convert-moe-to-gpu \
+        --moe-gpu-launch-report=label=fused
+    moe-gpu-launch-report [fused] @ffn: 12 launch sites, 4 to 8 launches per call
+    ```
+  }];
+  let options = [
+    Option<"label", "label", "std::string", /*default=*/"\"\"",
+           "A tag printed with each report">,
+  ];
+}
+
 #endif // MOE_MLIR_CONVERSION_PASSES_TD

@@ -39,12 +39,12 @@ func.func @gpt_oss(%x: tensor<5x32xf32>, %l: tensor<5x8xf32>, %wu: tensor<8x32x3
 // CHECK-NOT: moe.glu
 // CHECK-NOT: moe.scatter
 
-// REPORT: moe-cost-report [unfused] @mixtral: 10 kernels, 11 intermediates
+// REPORT: moe-cost-report [unfused] @mixtral: 10 compute ops, 11 intermediates
 // REPORT: intermediate moe.cumsum #0 tensor<?xi32> : 32*T bytes
 // REPORT: intermediate moe.gather #0 tensor<?x64xbf16> : 256*T bytes
 // REPORT: intermediate moe.grouped_matmul #0 tensor<?x256xbf16> : 1024*T bytes
 // REPORT: total intermediate bytes: 2368*T + 36
-// REPORT: moe-cost-report [fused] @mixtral: 4 kernels, 6 intermediates
+// REPORT: moe-cost-report [fused] @mixtral: 4 compute ops, 6 intermediates
 // REPORT-NOT: moe.cumsum
 // REPORT-NOT: moe.gather
 // REPORT: total intermediate bytes: 792*T + 36

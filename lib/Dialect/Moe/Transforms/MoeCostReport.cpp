@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Prints, per function, the ops that become kernels and the tensors that are
-// materialised between them, with sizes in bytes as `a*T + b`. Dynamic dims
+// Prints, per function, the tensor-level compute ops (moe and linalg: each
+// one or more kernels on a backend, which --moe-gpu-launch-report counts
+// for the GPU lowering) and the tensors that are materialised between them, with sizes in bytes as `a*T + b`. Dynamic dims
 // are tracked as multiples of the token count T: every dynamic dim of a
 // function argument is T, and each op's rule below says how its results'
 // dynamic dims follow from its operands' (M = T*k for the dispatch maps,
@@ -163,8 +164,8 @@ private:
   DenseMap<Value, SmallVector<int64_t>> coeffs;
 };
 
-/// Ops that run as kernels (everything that computes on tensors).
-static bool isKernel(Operation *op) {
+/// The tensor-level compute ops (each becomes one or more kernels).
+static bool isComputeOp(Operation *op) {
   return isa<MoeDialect, linalg::LinalgDialect>(op->getDialect());
 }
 
@@ -185,13 +186,13 @@ struct MoeCostReportPass
     TokenDims dims;
     for (BlockArgument arg : func.getArguments())
       dims.setArgument(arg);
-    SmallVector<Operation *> kernels;
+    SmallVector<Operation *> computeOps;
     SmallVector<Value> intermediates;
     func.walk([&](Operation *op) {
       dims.infer(op);
-      if (!isKernel(op) || op->getParentOp() != func.getOperation())
+      if (!isComputeOp(op) || op->getParentOp() != func.getOperation())
         return;
-      kernels.push_back(op);
+      computeOps.push_back(op);
       for (Value r : op->getResults()) {
         if (!isa<RankedTensorType>(r.getType()))
           continue;
@@ -206,10 +207,10 @@ struct MoeCostReportPass
     os << "moe-cost-report";
     if (!label.empty())
       os << " [" << label << "]";
-    os << " @" << func.getName() << ": " << kernels.size() << " kernels, "
-       << intermediates.size() << " intermediates\n";
-    for (Operation *op : kernels)
-      os << "  kernel " << op->getName() << "\n";
+    os << " @" << func.getName() << ": " << computeOps.size()
+       << " compute ops, " << intermediates.size() << " intermediates\n";
+    for (Operation *op : computeOps)
+      os << "  op " << op->getName() << "\n";
     Size total;
     for (Value v : intermediates) {
       auto r = cast<OpResult>(v);

@@ -212,11 +212,12 @@ def MoeFuseRouteDispatchPass : Pass<"moe-fuse-route-dispatch"> {
 }
 
 def MoeCostReportPass : Pass<"moe-cost-report"> {
-  let summary = "Print the kernels and materialised intermediates per function";
+  let summary = "Print the compute ops and materialised intermediates per function";
   let description = [{
     An analysis that changes nothing. For every function it prints (to
-    stderr) the ops that become kernels (every op of the moe, linalg and
-    tensor data-movement families) and every intermediate tensor (a result
+    stderr) the tensor-level compute ops (every moe and linalg op; a backend
+    runs each as one or more kernels: `--moe-gpu-launch-report` counts what
+    the GPU lowering launches) and every intermediate tensor (a result
     used by another op of the function), with its size in bytes as a
     function of the token count `T` (dynamic dims are tracked as multiples
     of `T`: `M = T*k`, the cumsum's `E*T`, ...), and the totals. Run it

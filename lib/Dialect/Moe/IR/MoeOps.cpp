@@ -54,6 +54,21 @@ static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
   printer << stringifyEnum(attr.getValue());
 }
 
+/// Inference only needs the result count and ranks to line up; verify()
+/// demands exact types with a precise diagnostic.
+/// (Moe_InferredOp's isCompatibleReturnTypes, generated for each op.)
+static bool sameCountAndRanks(TypeRange l, TypeRange r) {
+  if (l.size() != r.size())
+    return false;
+  for (auto [a, b] : llvm::zip(l, r)) {
+    auto ta = dyn_cast<RankedTensorType>(a);
+    auto tb = dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getRank() != tb.getRank())
+      return false;
+  }
+  return true;
+}
+
 #define GET_OP_CLASSES
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.cpp.inc"
 
@@ -170,19 +185,6 @@ static LogicalResult verifyResultTypesExactly(OpTy op) {
   return success();
 }
 
-/// Inference only needs the result count and ranks to line up; verify()
-/// demands exact types with a precise diagnostic.
-static bool sameCountAndRanks(TypeRange l, TypeRange r) {
-  if (l.size() != r.size())
-    return false;
-  for (auto [a, b] : llvm::zip(l, r)) {
-    auto ta = dyn_cast<RankedTensorType>(a);
-    auto tb = dyn_cast<RankedTensorType>(b);
-    if (!ta || !tb || ta.getRank() != tb.getRank())
-      return false;
-  }
-  return true;
-}
 
 /// The routing rules shared by moe.route and moe.ffn (moe.route's description).
 static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
@@ -252,9 +254,6 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-bool TopKOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult TopKOp::verify() {
   if (failed(verifyStaticDim(*this, getInput(), 1, "input", "E")))
@@ -305,9 +304,6 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-bool CumsumOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult CumsumOp::verify() {
   int64_t e = getNumExperts();
@@ -341,9 +337,6 @@ LogicalResult GetIndicesOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-bool GetIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult GetIndicesOp::verify() {
   if (failed(verifyStaticK(*this, getIndices(), "indices")) ||
@@ -417,9 +410,6 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-bool GatherOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult GatherOp::verify() { return verifyRowMovement(*this); }
 
@@ -434,9 +424,6 @@ LogicalResult ScatterOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-bool ScatterOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult ScatterOp::verify() { return verifyRowMovement(*this); }
 
@@ -522,9 +509,6 @@ LogicalResult GluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-bool GluOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult GluOp::verify() {
   if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
@@ -559,9 +543,6 @@ LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-bool CombineOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult CombineOp::verify() {
   if (failed(verifyStaticK(*this, getInput(), "input")) ||
@@ -599,9 +580,6 @@ LogicalResult IndicesToMultihotOp::inferReturnTypes(
   return success();
 }
 
-bool IndicesToMultihotOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult IndicesToMultihotOp::verify() {
   int64_t e = getNumExperts();
@@ -629,9 +607,6 @@ LogicalResult MultihotToIndicesOp::inferReturnTypes(
   return success();
 }
 
-bool MultihotToIndicesOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult MultihotToIndicesOp::verify() {
   int64_t k = getK();
@@ -668,9 +643,6 @@ LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-bool FfnOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult FfnOp::verify() {
   if (failed(verifyStaticDim(*this, getX(), 1, "x", "H")) ||
@@ -753,9 +725,6 @@ LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-bool DispatchOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
-  return sameCountAndRanks(l, r);
-}
 
 LogicalResult DispatchOp::verify() {
   int64_t e = static_cast<int64_t>(getNumExperts());

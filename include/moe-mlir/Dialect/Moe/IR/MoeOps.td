@@ -20,6 +20,24 @@ include "moe-mlir/Dialect/Moe/IR/MoeBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
+/// The routing attributes of moe.route, moe.route_dispatch and moe.ffn (one
+/// declaration: their verifier is shared too, MoeOps.cpp verifyRouting).
+defvar Moe_RoutingAttrs = (ins
+    I64Attr:$k,
+    Moe_ScoringAttr:$scoring,
+    DefaultValuedAttr<BoolAttr, "false">:$normalize,
+    DefaultValuedAttr<I64Attr, "1">:$n_group,
+    DefaultValuedAttr<I64Attr, "1">:$topk_group,
+    DefaultValuedAttr<Moe_GroupScoreAttr,
+                      "::mlir::moe::GroupScore::max">:$group_score,
+    DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+/// The GLU's parameters after its activation and layout (moe.glu, moe.ffn,
+/// moe.expert_gemm's epilogue).
+defvar Moe_GluParamAttrs = (ins
+    DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+    OptionalAttr<F32Attr>:$limit,
+    DefaultValuedAttr<F32Attr, "0.0f">:$up_bias);
+
 /// The op reference's two sections.
 def Moe_PublicOpsDoc : OpDocGroup {
   let summary = "1. Public ops";
@@ -49,7 +67,14 @@ class Moe_Op<string mnemonic, list<Trait> traits = []>
 /// invalid IR reports the broken rule rather than a type mismatch.
 class Moe_InferredOp<string mnemonic, list<Trait> traits = []>
     : Moe_Op<mnemonic, !listconcat(traits,
-                                   [InferTypeOpAdaptorWithIsCompatible])>;
+                                   [InferTypeOpAdaptorWithIsCompatible])> {
+  let extraClassDefinition = [{
+    bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l,
+                                            ::mlir::TypeRange r) {
+      return sameCountAndRanks(l, r);
+    }
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Routing
@@ -129,16 +154,9 @@ def Moe_RouteOp : Moe_Op<"route"> {
         : tensor<?x256xf32> -> tensor<?x8xf32>, tensor<?x8xi32>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$logits,
-                       Optional<Moe_F32Vector>:$bias,
-                       I64Attr:$k,
-                       Moe_ScoringAttr:$scoring,
-                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
-                       DefaultValuedAttr<I64Attr, "1">:$n_group,
-                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
-                       DefaultValuedAttr<Moe_GroupScoreAttr,
-                                         "::mlir::moe::GroupScore::max">:$group_score,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$logits,
+                            Optional<Moe_F32Vector>:$bias),
+                       Moe_RoutingAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$weights,
                       Moe_IndexTensorOfRank<2>:$indices);
   let assemblyFormat = [{
@@ -371,12 +389,10 @@ def Moe_GluOp : Moe_InferredOp<"glu"> {
         : tensor<?x256xbf16> -> tensor<?x128xbf16>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$input,
-                       Moe_ActivationAttr:$activation,
-                       Moe_GluLayoutAttr:$layout,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
-                       OptionalAttr<F32Attr>:$limit,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias);
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$input,
+                            Moe_ActivationAttr:$activation,
+                            Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $input custom<EnumKeyword>($activation) custom<EnumKeyword>($layout)
@@ -517,25 +533,16 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
           tensor<8x128x64xbf16> -> tensor<?x64xbf16>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$x,
-                       Moe_FloatTensorOfRank<2>:$logits,
-                       Moe_FloatTensorOfRank<3>:$w_up,
-                       Moe_FloatTensorOfRank<3>:$w_down,
-                       Optional<Moe_F32Vector>:$bias,
-                       I64Attr:$k,
-                       Moe_ScoringAttr:$scoring,
-                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
-                       DefaultValuedAttr<I64Attr, "1">:$n_group,
-                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
-                       DefaultValuedAttr<Moe_GroupScoreAttr,
-                                         "::mlir::moe::GroupScore::max">:$group_score,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling,
-                       Moe_ActivationAttr:$activation,
-                       Moe_GluLayoutAttr:$layout,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
-                       OptionalAttr<F32Attr>:$limit,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_weights);
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$x,
+                            Moe_FloatTensorOfRank<2>:$logits,
+                            Moe_FloatTensorOfRank<3>:$w_up,
+                            Moe_FloatTensorOfRank<3>:$w_down,
+                            Optional<Moe_F32Vector>:$bias),
+                       Moe_RoutingAttrs,
+                       (ins Moe_ActivationAttr:$activation,
+                            Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs,
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights));
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $x `,` $logits `,` $w_up `,` $w_down (`bias` `(` $bias^ `:` type($bias) `)`)?
@@ -632,7 +639,7 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
         : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x128xbf16>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$lhs,
                        Moe_FloatTensorOfRank<3>:$rhs,
                        Moe_IndexTensorOfRank<1>:$offsets,
                        Optional<Moe_IndexTensorOfRank<1>>:$gather,
@@ -641,10 +648,8 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
                        Optional<TensorRankOf<Moe_FloatTypes, [1]>>:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        OptionalAttr<Moe_ActivationAttr>:$activation,
-                       OptionalAttr<Moe_GluLayoutAttr>:$layout,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
-                       OptionalAttr<F32Attr>:$limit,
-                       DefaultValuedAttr<F32Attr, "0.0f">:$up_bias);
+                       OptionalAttr<Moe_GluLayoutAttr>:$layout),
+                       Moe_GluParamAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $lhs (`[` $gather^ `:` type($gather) `]`)? `,` $rhs
@@ -686,16 +691,9 @@ def Moe_RouteDispatchOp : Moe_Op<"route_dispatch"> {
           tensor<?xi32>, tensor<?xi32>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$logits,
-                       Optional<Moe_F32Vector>:$bias,
-                       I64Attr:$k,
-                       Moe_ScoringAttr:$scoring,
-                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
-                       DefaultValuedAttr<I64Attr, "1">:$n_group,
-                       DefaultValuedAttr<I64Attr, "1">:$topk_group,
-                       DefaultValuedAttr<Moe_GroupScoreAttr,
-                                         "::mlir::moe::GroupScore::max">:$group_score,
-                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$logits,
+                            Optional<Moe_F32Vector>:$bias),
+                       Moe_RoutingAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$weights,
                       Moe_IndexTensorOfRank<2>:$indices,
                       Moe_IndexTensorOfRank<1>:$offsets,

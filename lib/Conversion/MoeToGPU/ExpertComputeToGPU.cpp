@@ -22,8 +22,8 @@
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
-#include "../Utils/FusedForms.h"
-#include "../Utils/Glu.h"
+#include "Utils/FusedForms.h"
+#include "Utils/Glu.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
 using namespace mlir;

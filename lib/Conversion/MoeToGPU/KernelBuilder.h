@@ -24,7 +24,7 @@
 #ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_KERNELBUILDER_H
 #define MOE_MLIR_LIB_CONVERSION_MOETOGPU_KERNELBUILDER_H
 
-#include "../Utils/LoweringBuilder.h"
+#include "Utils/LoweringBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 

@@ -11,7 +11,7 @@
 #include "moe-mlir/Dialect/Moe/IR/MoeDialect.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
-#include "../Utils/FusedForms.h"
+#include "Utils/FusedForms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

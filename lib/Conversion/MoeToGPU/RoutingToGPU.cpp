@@ -40,7 +40,7 @@
 #include "Gemm/NVVMBuilder.h"
 #include "Patterns.h"
 
-#include "../Utils/Selection.h"
+#include "Utils/Selection.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

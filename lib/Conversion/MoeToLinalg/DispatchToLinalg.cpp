@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Utils/LoweringBuilder.h"
+#include "Utils/LoweringBuilder.h"
 #include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"

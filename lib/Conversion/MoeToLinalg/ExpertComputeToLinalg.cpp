@@ -18,9 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Utils/FusedForms.h"
-#include "../Utils/Glu.h"
-#include "../Utils/LoweringBuilder.h"
+#include "Utils/FusedForms.h"
+#include "Utils/Glu.h"
+#include "Utils/LoweringBuilder.h"
 #include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"

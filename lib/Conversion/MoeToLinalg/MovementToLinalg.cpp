@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Utils/LoweringBuilder.h"
+#include "Utils/LoweringBuilder.h"
 #include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"

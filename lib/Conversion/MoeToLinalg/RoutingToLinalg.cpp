@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Utils/LoweringBuilder.h"
-#include "../Utils/Selection.h"
+#include "Utils/LoweringBuilder.h"
+#include "Utils/Selection.h"
 #include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"

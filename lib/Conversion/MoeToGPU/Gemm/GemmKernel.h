@@ -26,9 +26,9 @@
 #ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_GEMMKERNEL_H
 #define MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_GEMMKERNEL_H
 
-#include "../KernelBuilder.h"
+#include "MoeToGPU/KernelBuilder.h"
 
-#include "../../Utils/Glu.h"
+#include "Utils/Glu.h"
 #include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 

@@ -6,7 +6,7 @@
 
 #include "GemmKernel.h"
 
-#include "../../Utils/FusedForms.h"
+#include "Utils/FusedForms.h"
 
 using namespace mlir;
 using namespace mlir::moe;

@@ -16,7 +16,7 @@
 #ifndef MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_NVVMBUILDER_H
 #define MOE_MLIR_LIB_CONVERSION_MOETOGPU_GEMM_NVVMBUILDER_H
 
-#include "../../Utils/LoweringBuilder.h"
+#include "Utils/LoweringBuilder.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -62,6 +62,20 @@ MemRefType gpu_lowering::workgroupType(ArrayRef<int64_t> shape, Type element) {
   return MemRefType::get(shape, element, MemRefLayoutAttrInterface(), space);
 }
 
+/// The body of `launchOp` (its block already has every argument): `body`
+/// with the kernel ids and workgroup buffers, then the terminator.
+static void buildLaunchBody(LoweringBuilder &b, gpu::LaunchOp launchOp,
+                            gpu_lowering::KernelBody body) {
+  Block &block = launchOp.getBody().front();
+  OpBuilder nested = OpBuilder::atBlockEnd(&block);
+  LoweringBuilder kb(b.getLoc(), nested);
+  gpu_lowering::KernelIds ids{launchOp.getBlockIds().x, launchOp.getBlockIds().y,
+                              launchOp.getThreadIds().x, launchOp.getGridSize().x};
+  SmallVector<Value> wgValues(launchOp.getWorkgroupAttributions());
+  body(kb, ids, wgValues);
+  gpu::TerminatorOp::create(kb);
+}
+
 void gpu_lowering::launch(LoweringBuilder &b, Value gridX, Value gridY,
                           int64_t threads, ArrayRef<MemRefType> workgroup,
                           KernelBody body) {
@@ -74,14 +88,7 @@ void gpu_lowering::launch(LoweringBuilder &b, Value gridX, Value gridY,
       b, gx, gridY, one, b.idx(threads), one, one,
       /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
       /*asyncDependencies=*/ValueRange{}, wg);
-  Block &block = launchOp.getBody().front();
-  OpBuilder nested = OpBuilder::atBlockEnd(&block);
-  LoweringBuilder kb(b.getLoc(), nested);
-  KernelIds ids{launchOp.getBlockIds().x, launchOp.getBlockIds().y,
-                launchOp.getThreadIds().x, launchOp.getGridSize().x};
-  SmallVector<Value> wgValues(launchOp.getWorkgroupAttributions());
-  body(kb, ids, wgValues);
-  gpu::TerminatorOp::create(kb);
+  buildLaunchBody(b, launchOp, body);
 }
 
 void gpu_lowering::launchInClusters(LoweringBuilder &b, Value gridX,
@@ -104,13 +111,7 @@ void gpu_lowering::launchInClusters(LoweringBuilder &b, Value gridX,
       block.insertArgument(
           unsigned(gpu::LaunchOp::kNumConfigRegionAttributes + i),
           b.getIndexType(), b.getLoc());
-  OpBuilder nested = OpBuilder::atBlockEnd(&block);
-  LoweringBuilder kb(b.getLoc(), nested);
-  KernelIds ids{launchOp.getBlockIds().x, launchOp.getBlockIds().y,
-                launchOp.getThreadIds().x, launchOp.getGridSize().x};
-  SmallVector<Value> wgValues(launchOp.getWorkgroupAttributions());
-  body(kb, ids, wgValues);
-  gpu::TerminatorOp::create(kb);
+  buildLaunchBody(b, launchOp, body);
 }
 
 void gpu_lowering::forEach(LoweringBuilder &b, Value lb, Value ub, Value step,

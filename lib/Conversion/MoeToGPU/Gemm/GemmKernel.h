@@ -123,6 +123,8 @@ struct RaggedTiles {
   int64_t numExperts, tileM;
 
   Value offsetAt(LoweringBuilder &b, Value expert) const;
+  /// Row tiles of the group [lo, hi) (none when hi < lo).
+  Value tilesIn(LoweringBuilder &b, Value lo, Value hi) const;
   Value tilesOf(LoweringBuilder &b, Value expert) const;
   /// Sum of tilesOf over all experts.
   Value total(LoweringBuilder &b) const;

@@ -27,6 +27,10 @@ Value RaggedTiles::offsetAt(LoweringBuilder &b, Value expert) const {
 Value RaggedTiles::tilesOf(LoweringBuilder &b, Value expert) const {
   Value lo = offsetAt(b, expert);
   Value hi = offsetAt(b, b.add(expert, b.idx(1)));
+  return tilesIn(b, lo, hi);
+}
+
+Value RaggedTiles::tilesIn(LoweringBuilder &b, Value lo, Value hi) const {
   return b.ceilDiv(b.sub(b.maxIdx(hi, lo), lo), tileM);
 }
 
@@ -123,8 +127,7 @@ RaggedTiles::Start RaggedTiles::locate(
   SmallVector<Value> units;
   Value sum = b.idx(0);
   for (int64_t j = 0; j < chunk; ++j) {
-    Value lo = offs[j], hi = b.maxIdx(offs[j + 1], lo);
-    Value tiles = b.ceilDiv(b.sub(hi, lo), tileM);
+    Value tiles = tilesIn(b, offs[j], offs[j + 1]);
     Value valid = b.cmpi(CmpI::ult, b.add(first, b.idx(j)), numE);
     units.push_back(b.select(valid, unitsOf(b, tiles), b.idx(0)));
     sum = b.add(sum, units.back());

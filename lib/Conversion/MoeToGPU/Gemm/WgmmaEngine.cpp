@@ -328,8 +328,7 @@ void WgmmaKernel::forEachItem(
               }
               Value lo = ragged.offsetAt(b, expert);
               Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-              Value tiles = b.maxIdx(
-                  b.ceilDiv(b.sub(b.maxIdx(hi, lo), lo), tileM), b.idx(1));
+              Value tiles = b.maxIdx(ragged.tilesIn(b, lo, hi), b.idx(1));
               Value local =
                   b.sub(item, b.mul(before, b.idx(colTiles)));
               // 32-bit: a 64-bit division becomes a branch between the

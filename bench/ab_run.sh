@@ -41,7 +41,10 @@ done
 for r in $(seq 1 "$ROUNDS"); do
   for d in "$@"; do
     n="$(basename "$d").$r"
-    python3 "$d/bench_moe.py" --dir "$d" --out "$OUT/$n" --skip-baselines --only-built \
+    # A folder's ENV file (VAR=value lines) sets its run's environment.
+    env_args=()
+    [ -f "$d/ENV" ] && mapfile -t env_args < "$d/ENV"
+    env "${env_args[@]}" python3 "$d/bench_moe.py" --dir "$d" --out "$OUT/$n" --skip-baselines --only-built \
       --configs "$CONFIGS" --T "$TS" --max-seconds-per-cell 1 \
       --budget "$BUDGET" --profile "$PROFILE" "${VARIANT_FLAG[@]}" > "$OUT/$n.txt" 2>&1
     echo "ab_run: $n rc=$?"

@@ -12,9 +12,12 @@
 //   bulk   1-D TMA (cp.async.bulk) chunks into a ring of mbarrier stages
 //   tile   2-D TMA boxes in the expert GEMM's pattern: work items of 64
 //          rows of a [rows, K] bf16 matrix, each walking K in stages of
-//          two boxes of 32 rows x boxK elements (boxK = 64: the 128-byte
-//          swizzled boxes of WgmmaEngine.cpp; larger: unswizzled, longer
-//          runs per row), items strided over a persistent grid
+//          64 rows x 64 elements (the 128-byte swizzled boxes of
+//          WgmmaEngine.cpp), items strided over a persistent grid; with
+//          each L2 promotion of the tensor map
+//   rows1d the same bytes in the same order as 1-D bulk copies of each
+//          row's 128 (256, 512) bytes: TMA's 2-D unit or the pattern?
+//   tile2k two swizzled boxes side by side in K per stage
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -126,41 +129,67 @@ __global__ void bulkKernel(const char *p, size_t chunks, uint32_t chunk,
 }
 
 // The GEMM pattern: item i = rows [64 i, 64 i + 64); step kt of an item
-// loads two boxes (rows +0, +32) at K offset kt * boxK into one stage.
-// boxRows 32 (two boxes per stage) or 64 (one); rotate: item i starts its K
-// walk at step 7 i mod kSteps.
+// loads the item's 64 rows at K offset kt * boxK into one stage.
+//   mode 0  2-D boxes of boxRows rows (32: two boxes per stage, 64: one)
+//   mode 1  the same bytes as 64 1-D bulk copies of one row's boxK * 2 bytes
+//           each (no tensor map; the 32 lanes issue two each)
+//   mode 2  two 64-row 2-D boxes side by side in K per stage (a stage holds
+//           64 rows x 2 boxK: twice the bytes per row per stage)
+// rotate: item i starts its K walk at step 7 i mod kSteps.
 __global__ void tileKernel(const __grid_constant__ CUtensorMap map,
-                           int items, int kSteps, int boxK, int stages,
-                           int boxRows, int rotate) {
+                           const char *base, int rowBytes, int items,
+                           int kSteps, int boxK, int stages, int boxRows,
+                           int rotate, int mode) {
   extern __shared__ __align__(1024) char sm[];
   auto *full = reinterpret_cast<uint64_t *>(sm);
   char *buf = sm + 1024;
-  const uint32_t boxBytes = uint32_t(boxRows) * boxK * 2, stageBytes = 64u * boxK * 2;
-  if (threadIdx.x != 0)
+  const int lane = threadIdx.x & 31;
+  const int perStep = mode == 2 ? 2 : 1;
+  const uint32_t boxBytes = uint32_t(boxRows) * boxK * 2,
+                 stageBytes = 64u * boxK * 2 * perStep;
+  if (threadIdx.x >= 32)
     return;
-  for (int s = 0; s < stages; ++s)
-    mbarInit(&full[s], 1);
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  if (lane == 0) {
+    for (int s = 0; s < stages; ++s)
+      mbarInit(&full[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncwarp();
+  const int steps = kSteps / perStep;
   long total = 0;
   for (int i = blockIdx.x; i < items; i += gridDim.x)
-    total += kSteps;
+    total += steps;
   auto issue = [&](long step) {
-    int it = blockIdx.x + int(step / kSteps) * gridDim.x;
-    int kt = int(step % kSteps);
+    int it = blockIdx.x + int(step / steps) * gridDim.x;
+    int kt = int(step % steps);
     if (rotate)
-      kt = (kt + 7 * it) % kSteps;
+      kt = (kt + 7 * it) % steps;
     int s = int(step % stages);
-    mbarExpectTx(&full[s], stageBytes);
     char *dst = buf + size_t(s) * stageBytes;
-    for (int r = 0; r < 64; r += boxRows)
-      tileLoad(dst + (r / boxRows) * boxBytes, &map, kt * boxK, it * 64 + r,
-               &full[s]);
+    if (lane == 0)
+      mbarExpectTx(&full[s], stageBytes);
+    __syncwarp();
+    if (mode == 1) {
+      const uint32_t bytes = uint32_t(boxK) * 2;
+      for (int r = lane; r < 64; r += 32)
+        bulkLoad(dst + r * bytes,
+                 base + (size_t(it) * 64 + r) * rowBytes + size_t(kt) * bytes,
+                 bytes, &full[s]);
+      return;
+    }
+    if (lane != 0)
+      return;
+    for (int h = 0; h < perStep; ++h)
+      for (int r = 0; r < 64; r += boxRows)
+        tileLoad(dst + h * 64 * boxK * 2 + (r / boxRows) * boxBytes, &map,
+                 (kt * perStep + h) * boxK, it * 64 + r, &full[s]);
   };
   long next = 0;
   for (; next < stages && next < total; ++next)
     issue(next);
   for (long step = 0; step < total; ++step) {
     mbarWait(&full[step % stages], uint32_t((step / stages) & 1));
+    __syncwarp();
     if (next < total)
       issue(next++);
   }
@@ -257,52 +286,62 @@ int main() {
   }
   auto encode = reinterpret_cast<EncodeTiled>(fn);
   // (rows, K): DeepSeek-V3 T = 1 GEMM2 (8 experts x 7168 rows, K 2048) and
-  // GEMM1 (8 x 4096, K 7168), and a T = 64-sized stream (K 7168, ~3.8 GB).
+  // GEMM1 (8 x 4096, K 7168), and T = 64-sized streams (K 7168, ~3.8 GB;
+  // K 2880, ~3.2 GB).
   struct TileCase { const char *what; long rows; int k; };
+  struct Shape { int boxK, boxRows, rotate, perSM, mode, l2, stages = 0; };
+  const int L2_256 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            L2_NONE = CU_TENSOR_MAP_L2_PROMOTION_NONE;
+  const char *l2Names[] = {"none", "64B", "128B", "256B"};
   for (TileCase t : {TileCase{"DeepSeek T=1 GEMM2", 8L * 7168, 2048},
                      TileCase{"DeepSeek T=1 GEMM1", 8L * 4096, 7168},
                      TileCase{"K 7168 stream", 64L * 4096, 7168},
                      TileCase{"K 2880 stream", 96L * 5760, 2880}}) {
     size_t bytes = size_t(t.rows) * t.k * 2;
-    struct Shape { int boxK, boxRows, rotate, perSM; };
-    for (Shape sh : {Shape{64, 32, 0, 2}, Shape{64, 32, 1, 2}, Shape{64, 64, 0, 2},
-                     Shape{64, 64, 0, 1}, Shape{128, 32, 0, 1}, Shape{128, 64, 0, 1},
-                     Shape{128, 64, 1, 1}, Shape{256, 32, 0, 1}}) {
+    for (Shape sh : {Shape{64, 64, 0, 2, 0, L2_256}, Shape{64, 64, 0, 2, 0, L2_NONE},
+                     Shape{64, 64, 0, 2, 0, L2_256, 4}, Shape{64, 64, 0, 2, 0, L2_256, 6},
+                     Shape{64, 64, 0, 2, 0, L2_256, 8}, Shape{64, 32, 0, 2, 0, L2_256, 8},
+                     Shape{64, 32, 0, 2, 0, L2_NONE, 8}, Shape{64, 64, 0, 3, 0, L2_256},
+                     Shape{64, 64, 0, 3, 0, L2_256, 6}, Shape{64, 64, 0, 4, 0, L2_256},
+                     Shape{64, 64, 0, 2, 2, L2_256}, Shape{64, 64, 0, 2, 2, L2_NONE},
+                     Shape{64, 64, 0, 2, 2, L2_NONE, 4}, Shape{64, 64, 0, 2, 2, L2_256, 4},
+                     Shape{64, 32, 0, 2, 2, L2_NONE, 4}, Shape{64, 64, 0, 3, 2, L2_NONE}}) {
       int boxK = sh.boxK;
-      if (t.k % boxK)
+      if (t.k % (boxK * (sh.mode == 2 ? 2 : 1)))
         continue;
       cuuint64_t dims[2] = {cuuint64_t(t.k), cuuint64_t(t.rows)};
       cuuint64_t strides[1] = {cuuint64_t(t.k) * 2};
-      cuuint32_t box[2] = {cuuint32_t(boxK), cuuint32_t(sh.boxRows)};
+      cuuint32_t box[2] = {cuuint32_t(std::min(boxK, 64)), cuuint32_t(sh.boxRows)};
       cuuint32_t elemStrides[2] = {1, 1};
       CUtensorMap map;
       CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, data, dims,
                           strides, box, elemStrides,
                           CU_TENSOR_MAP_INTERLEAVE_NONE,
-                          boxK == 64 ? CU_TENSOR_MAP_SWIZZLE_128B
-                                     : CU_TENSOR_MAP_SWIZZLE_NONE,
-                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_SWIZZLE_128B,
+                          static_cast<CUtensorMapL2promotion>(sh.l2),
                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) {
         std::fprintf(stderr, "encode failed %d\n", int(r));
         return 1;
       }
       int items = int(t.rows / 64), kSteps = t.k / boxK;
-      int stageBytes = 64 * boxK * 2;
-      {
-        int perSM = sh.perSM;
-        int st = std::min(16, (227 * 1024 / perSM - 2048) / stageBytes);
-        int smem = 1024 + st * stageBytes;
-        float us = timeIt([&] {
-          tileKernel<<<sms * perSM, 32, smem>>>(map, items, kSteps, boxK, st,
-                                                sh.boxRows, sh.rotate);
-        }, runs);
-        std::snprintf(name, sizeof name,
-                      "tile %s box %dx%d%s, %d x %d B, %d/SM", t.what, boxK,
-                      sh.boxRows, sh.rotate ? " rot" : "", st, stageBytes,
-                      perSM);
-        report(name, bytes, us);
-      }
+      int stageBytes = 64 * boxK * 2 * (sh.mode == 2 ? 2 : 1);
+      int perSM = sh.perSM;
+      int st = std::min(16, (227 * 1024 / perSM - 2048) / stageBytes);
+      if (sh.stages)
+        st = std::min(st, sh.stages);
+      int smem = 1024 + st * stageBytes;
+      float us = timeIt([&] {
+        tileKernel<<<sms * perSM, 32, smem>>>(map, data, t.k * 2, items,
+                                              kSteps, boxK, st, sh.boxRows,
+                                              sh.rotate, sh.mode);
+      }, runs);
+      const char *modes[] = {"tile", "rows1d", "tile2k"};
+      std::snprintf(name, sizeof name, "%s %s box %dx%d%s l2 %s, %d x %d B, %d/SM",
+                    modes[sh.mode], t.what, boxK, sh.boxRows,
+                    sh.rotate ? " rot" : "", l2Names[sh.l2], st, stageBytes,
+                    perSM);
+      report(name, bytes, us);
     }
   }
   return 0;

@@ -95,6 +95,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSwapTileM = options.wgmmaSwapTileM;
   gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
+  gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
@@ -145,6 +146,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSwapTileM = gemm.wgmmaSwapTileM;
   kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
+  kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;

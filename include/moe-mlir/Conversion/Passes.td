@@ -145,6 +145,12 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "weights are wgmma's transposed A operand; not with a concat "
            "GLU); by default up to 1 row per expert (wgmma-swap-rows sets "
            "both thresholds)">,
+    Option<"wgmmaSwapL2Promotion", "wgmma-swap-l2-promotion", "int64_t",
+           /*default=*/"0",
+           "L2 promotion of the small-M kernel's weight TMA loads, in "
+           "bytes: 0 (none), 64, 128 or 256 (the main kernel keeps 256); "
+           "none streamed the weights 1-2% faster at T <= 64 "
+           "(bench/NOTES.md v37)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -115,6 +115,11 @@ struct MoeLowerToNvvmOptions
                      "A operand; not with a concat GLU; by default up to 1 "
                      "row per expert)"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> wgmmaSwapL2Promotion{
+      *this, "wgmma-swap-l2-promotion",
+      llvm::cl::desc("L2 promotion of the small-M kernel's weight TMA "
+                     "loads, in bytes: 0 (none), 64, 128 or 256"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -73,7 +73,8 @@ MOE_CUDA_RUNTIME_EXPORT void moeRuntimeClearError(void);
 MOE_CUDA_RUNTIME_EXPORT int moeRuntimeSynchronize(void);
 
 /// A TMA tensor map of a 3-D tensor (dims innermost first, strides of dims
-/// 1 and 2 in bytes, box in elements, `swizzle` a CUtensorMapSwizzle) in
+/// 1 and 2 in bytes, box in elements, `swizzle` a CUtensorMapSwizzle,
+/// `l2Promotion` a CUtensorMapL2promotion) in
 /// device memory, cached per distinct map: what the compiled Hopper GEMMs
 /// load their weights with. Null when the layout cannot be described
 /// (address or strides not 16-byte aligned), so the caller can take another
@@ -83,7 +84,7 @@ MOE_CUDA_RUNTIME_EXPORT void *
 moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
                       int64_t dim1, int64_t dim2, int64_t stride1,
                       int64_t stride2, int64_t box0, int64_t box1,
-                      int64_t box2, int64_t swizzle);
+                      int64_t box2, int64_t swizzle, int64_t l2Promotion);
 
 /*===----------------------------------------------------------------------===*\
 |* Modules and kernels                                                        *|

@@ -99,6 +99,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSwapTileM = wgmmaSwapTileM;
     gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
+    gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;

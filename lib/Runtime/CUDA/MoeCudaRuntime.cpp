@@ -806,7 +806,7 @@ extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
                                        int64_t dim2, int64_t stride1,
                                        int64_t stride2, int64_t box0,
                                        int64_t box1, int64_t box2,
-                                       int64_t swizzle) {
+                                       int64_t swizzle, int64_t l2Promotion) {
   // Layouts TMA cannot describe are not errors: the caller then takes its
   // non-TMA path.
   auto bits = reinterpret_cast<uintptr_t>(address);
@@ -823,6 +823,12 @@ extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
                 __func__);
     return nullptr;
   }
+  if (l2Promotion < CU_TENSOR_MAP_L2_PROMOTION_NONE ||
+      l2Promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+    recordError("unsupported tensor map L2 promotion %lld (in %s)",
+                static_cast<long long>(l2Promotion), __func__);
+    return nullptr;
+  }
   cuuint64_t globalDim[3] = {static_cast<cuuint64_t>(dim0),
                              static_cast<cuuint64_t>(dim1),
                              static_cast<cuuint64_t>(dim2)};
@@ -833,6 +839,6 @@ extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
                           static_cast<cuuint32_t>(box2)};
   return encodeTiledTensorMap(3, address, dataType, globalDim, globalStrides,
                               boxDim, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              l2Promotion,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, __func__);
 }

@@ -227,8 +227,9 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CPASYNC: arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // CPASYNC-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // The tensor map: bf16 (9), dims (K = 64, N = 32, E = 8), the byte strides
-// of N and E, a 64 x 64 x 1 box (half the 128-row tile), swizzle 128B (3).
-// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c64_i64, %c32_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64
+// of N and E, a 64 x 64 x 1 box (half the 128-row tile), swizzle 128B (3),
+// L2 promotion 256B (3).
+// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c64_i64, %c32_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64, %c3_i64{{(_[0-9]+)?}}) : (i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64, i64) -> i64
 // TMA: %[[HAS:[a-z0-9_]+]] = arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
 // TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {
@@ -431,7 +432,7 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CPASYNC: arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // CPASYNC-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : i1
 // rhs [E, K, N]: dims (N = 256, K = 64, E = 8), a 64 x 64 x 1 box.
-// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c256_i64, %c64_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64)
+// TMA: %[[MAP:[a-z0-9_]+]] = call @moeRuntimeTensorMap3D(%{{[a-z0-9_]+}}, %c9_i64, %c256_i64, %c64_i64, %c8_i64, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64, %c3_i64, %c3_i64{{(_[0-9]+)?}})
 // TMA: %[[HAS:[a-z0-9_]+]] = arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
 // TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {

@@ -28,21 +28,28 @@
 // RUN:   | FileCheck %s --check-prefix=MN8
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
 // RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-l2-promotion=128" \
+// RUN:   | FileCheck %s --check-prefix=L2
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-n=256" 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-ROWS
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-m=48" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-n=32" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-l2-promotion=32" 2>&1 | FileCheck %s --check-prefix=PASS-L2
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-l2-promotion=512" 2>&1 | FileCheck %s --check-prefix=PIPE-L2
 
 // PASS-TM: error: convert-moe-to-gpu: wgmma-swap-tile-m must be 16, 32 or 64 (got 8)
 // PASS-TN: error: convert-moe-to-gpu: wgmma-swap-tile-n must be 64 or 128 (got 256)
 // PASS-ROWS: error: convert-moe-to-gpu: wgmma-swap-rows must be -1 (cost model), 0 (never) or positive (got -2)
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-swap-tile-m must be 16, 32 or 64 (got 48)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-swap-tile-n must be 64 or 128 (got 32)
+// PASS-L2: error: convert-moe-to-gpu: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 32)
+// PIPE-L2: error: moe-lower-to-nvvm: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 512)
 
 // Plain GEMM, E = 8, N = 256, K = 128 (two K steps).
 // The small-M kernel first (rows <= 8 x 8 = 64), its tensor map with
-// boxes of 64 K x 32 rows, grid min(items, 2 x 132), 8 stages of 16 token
+// boxes of 64 K x 32 rows and no L2 promotion (the main kernel's: 256B),
+// grid min(items, 2 x 132), 8 stages of 16 token
 // rows + 64 weight rows (full: 128 cp.async arrivals + the TMA; empty: 128
 // consumer threads), one cp.async per producer thread and stage, the TMA
 // copy of 64 x 128 bytes, the MMAs (first without accumulating), the
@@ -52,7 +59,7 @@
 // DEF-LABEL: func.func @plain(
 // DEF: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // DEF-NEXT: %[[MAP:[a-z0-9_]+]] = scf.if %[[FEW]] -> (i64) {
-// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64)
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64, %c0_i64{{(_[0-9]+)?}})
 // DEF: arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
 // DEF: arith.minui %{{[a-z0-9_]+}}, %c264{{(_[0-9]+)?}} : index
 // DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
@@ -90,7 +97,7 @@
 // DEF: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 // DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
 // DEF: gpu.terminator
-// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
 // DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
 // DEF: gpu.terminator
@@ -98,11 +105,17 @@
 // DEF-NOT: gpu.launch
 // DEF: return
 
+// The small-M kernel's weight map with wgmma-swap-l2-promotion=128 (2);
+// the main kernel's keeps 256B (3).
+// L2-LABEL: func.func @plain(
+// L2: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64, %c2_i64{{(_[0-9]+)?}})
+// L2: call @moeRuntimeTensorMap3D({{.*}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+
 // Rows <= 4 x 8, 32 tokens x 128 weight rows: two consumer warpgroups
 // (setmaxnreg), one block per SM, boxes of 64 rows.
 // T32-LABEL: func.func @plain(
 // T32: arith.cmpi ule, %{{[a-z0-9_]+}}, %c32{{(_[0-9]+)?}} : index
-// T32: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// T32: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
 // T32: arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
 // T32: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c182784_i32 {
 // T32-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
@@ -144,7 +157,7 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 // B, a k16 step 2048 B). wgmma-swap-mn-major=false: the main kernel only.
 // DEF-LABEL: func.func @mn_major(
 // DEF: arith.cmpi ule, %{{[a-z0-9_]+}}, %c8{{(_[0-9]+)?}} : index
-// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
+// DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
 // DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
 // DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF: %c4611686293338849280_i64

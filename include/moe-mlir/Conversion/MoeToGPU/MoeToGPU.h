@@ -57,6 +57,9 @@ struct MoeGemmOptions {
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;
+  /// L2 promotion of the small-M kernel's weight TMA loads in bytes (0:
+  /// none, 64, 128, 256; the main kernel keeps 256).
+  int64_t wgmmaSwapL2Promotion = 0;
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
   bool elideFills = true;

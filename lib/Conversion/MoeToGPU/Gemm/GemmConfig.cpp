@@ -15,8 +15,9 @@
 // Beside it, for few rows per expert, the small-M ("swap AB") kernel:
 // weights on the wgmma M side (64 weight rows per block), 16 tokens per
 // tile on N, two blocks per SM, as many stages as fit in half the shared
-// memory; the host launches it instead when the rows average at most 8
-// per expert (bench/NOTES.md v27).
+// memory, its weight loads without L2 promotion (the main kernel's promote
+// 256 bytes); the host launches it instead when the rows average at most 8
+// per expert (bench/NOTES.md v27, v37).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +57,9 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       options.wgmmaTileN != 128 && options.wgmmaTileN != 256)
     return "wgmma-tile-n must be 64, 128 or 256 (got " +
            std::to_string(options.wgmmaTileN) + ")";
+  if (!llvm::is_contained({0, 64, 128, 256}, options.wgmmaSwapL2Promotion))
+    return "wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got " +
+           std::to_string(options.wgmmaSwapL2Promotion) + ")";
   if (options.warpSelect != "i64" && options.warpSelect != "i32")
     return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
   StringRef epilogue = options.wgmmaEpilogue;
@@ -225,6 +229,7 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
   // SM (more loads in flight per SM); 128: two consumers with setmaxnreg,
   // one block per SM.
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
+  config.l2PromotionBytes = options.wgmmaSwapL2Promotion;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;

@@ -84,6 +84,12 @@ struct GemmKernelConfig {
   /// epilogue goes through shared memory. K-major rhs by TMA only.
   bool swapAB = false;
   int64_t ctasPerSM = 1;    // blocks per SM the persistent grid counts on
+  /// L2 promotion of the rhs TMA loads in bytes (0: none, 64, 128, 256).
+  /// The main kernel's 256: its weight tiles are read again from L2 by the
+  /// expert's other row tiles (none made T = 512 3-4% slower); the small-M
+  /// kernel's none: its weights are read once, and without the promotion
+  /// they streamed 1-2% faster (bench/NOTES.md v37).
+  int64_t l2PromotionBytes = 256;
   /// swapAB: the host launches this kernel instead of the other one when
   /// the GEMM's rows are at most swapRows x experts.
   int64_t swapRows = 0;

@@ -1172,7 +1172,7 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
     auto fn = func::FuncOp::create(
-        b, kName, b.getFunctionType(SmallVector<Type>(11, i64), {i64}));
+        b, kName, b.getFunctionType(SmallVector<Type>(12, i64), {i64}));
     fn.setPrivate();
   }
   auto c = [&](int64_t v) { return nvvm::i64(b, v); };
@@ -1181,7 +1181,8 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 1)), elem);
   Value s0 = arith::MulIOp::create(
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 0)), elem);
-  // CUtensorMapDataType: FLOAT16 = 6, BFLOAT16 = 9; CU_TENSOR_MAP_SWIZZLE_128B = 3.
+  // CUtensorMapDataType: FLOAT16 = 6, BFLOAT16 = 9; CU_TENSOR_MAP_SWIZZLE_128B
+  // = 3.
   Value dtype = c(g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
   if (g.transposed)
@@ -1190,6 +1191,11 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   else
     args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),
                  c(kTileK), c(1)});
-  args.push_back(c(3));
+  // CUtensorMapL2promotion: NONE = 0, L2_64B = 1, L2_128B = 2, L2_256B = 3.
+  int64_t promotion = config.l2PromotionBytes == 0     ? 0
+                      : config.l2PromotionBytes == 64  ? 1
+                      : config.l2PromotionBytes == 128 ? 2
+                                                       : 3;
+  args.append({c(3), c(promotion)});
   return func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
 }

@@ -96,6 +96,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
+  gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
   gemm.elideFills = options.elideFills;
   gemm.warpSelect = options.warpSelect;
   gemm.routeDispatchSmall = options.routeDispatchSmall;
@@ -147,6 +148,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
+  kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;
   kernels.elideFills = gemm.elideFills;
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;

@@ -151,6 +151,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "bytes: 0 (none), 64, 128 or 256 (the main kernel keeps 256); "
            "none streamed the weights 1-2% faster at T <= 64 "
            "(bench/NOTES.md v37)">,
+    Option<"wgmmaSwapStageK", "wgmma-swap-stage-k", "int64_t",
+           /*default=*/"128",
+           "K elements per pipeline stage of the small-M kernel: 128 (two "
+           "K-adjacent 128-byte swizzled slices; streamed the weights "
+           "0.2-2.5% faster at T <= 64, bench/NOTES.md v38) or 64 (one)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -120,6 +120,11 @@ struct MoeLowerToNvvmOptions
       llvm::cl::desc("L2 promotion of the small-M kernel's weight TMA "
                      "loads, in bytes: 0 (none), 64, 128 or 256"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> wgmmaSwapStageK{
+      *this, "wgmma-swap-stage-k",
+      llvm::cl::desc("K elements per pipeline stage of the small-M kernel: "
+                     "128 (two 128-byte K slices) or 64"),
+      llvm::cl::init(128)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -100,6 +100,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
+    gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;
     gemmOptions.elideFills = elideFills;
     gemmOptions.warpSelect = warpSelect;
     gemmOptions.routeDispatchSmall = routeDispatchSmall;

@@ -8,12 +8,15 @@
 // on the wgmma M side and tile-m tokens on N (m64n<tile-m>k16, both
 // operands K-major, the first MMA of a tile without accumulating), and
 // stages its f32 results in shared memory ([token][weight row], pitch
-// tile-n + 4) before the epilogue's 16-byte stores.
+// tile-n + 4) before the epilogue's 16-byte stores. A stage holds 128 K
+// elements as two K-adjacent 64-element slices (wgmma-swap-stage-k=64:
+// one; K64 lines).
 //
 //   tiles (m x n)   threads  blocks/SM  stages  shared (+1 KiB slack)  TMA box rows
-//   16 x 64         256      2          8       87296 + 1024           32
-//   32 x 128        384      1          8       181760 + 1024          64
-//   64 x 128        384      1          7       206848 + 1024          64
+//   16 x 64         256      2          5       107776 + 1024          32
+//   32 x 128        384      1          5       222720 + 1024          64
+//   64 x 128        384      1          3       182272 + 1024          64
+//   16 x 64, K 64   256      2          8       87296 + 1024           32
 //
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=DEF
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=4 wgmma-swap-tile-m=32 wgmma-swap-tile-n=128" | FileCheck %s --check-prefix=T32
@@ -28,6 +31,8 @@
 // RUN:   | FileCheck %s --check-prefix=MN8
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
 // RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-stage-k=64" \
+// RUN:   | FileCheck %s --check-prefix=K64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-l2-promotion=128" \
 // RUN:   | FileCheck %s --check-prefix=L2
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
@@ -36,6 +41,7 @@
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-m=48" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-n=32" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-l2-promotion=32" 2>&1 | FileCheck %s --check-prefix=PASS-L2
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-stage-k=256" 2>&1 | FileCheck %s --check-prefix=PIPE-SK
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-l2-promotion=512" 2>&1 | FileCheck %s --check-prefix=PIPE-L2
 
 // PASS-TM: error: convert-moe-to-gpu: wgmma-swap-tile-m must be 16, 32 or 64 (got 8)
@@ -45,14 +51,15 @@
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-swap-tile-n must be 64 or 128 (got 32)
 // PASS-L2: error: convert-moe-to-gpu: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 32)
 // PIPE-L2: error: moe-lower-to-nvvm: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 512)
+// PIPE-SK: error: moe-lower-to-nvvm: wgmma-swap-stage-k must be 64 or 128 (got 256)
 
 // Plain GEMM, E = 8, N = 256, K = 128 (two K steps).
 // The small-M kernel first (rows <= 8 x 8 = 64), its tensor map with
 // boxes of 64 K x 32 rows and no L2 promotion (the main kernel's: 256B),
-// grid min(items, 2 x 132), 8 stages of 16 token
+// grid min(items, 2 x 132), 5 stages of two K slices of 16 token
 // rows + 64 weight rows (full: 128 cp.async arrivals + the TMA; empty: 128
-// consumer threads), one cp.async per producer thread and stage, the TMA
-// copy of 64 x 128 bytes, the MMAs (first without accumulating), the
+// consumer threads), one cp.async per producer thread and slice, the TMA
+// copies of 2 x 64 x 128 bytes, the MMAs (first without accumulating), the
 // staging barrier of the one consumer warpgroup and the 16-byte stores;
 // then the main kernel (384 threads, m64n128k16) with its tensor map and
 // the one SIMT fallback of both.
@@ -62,8 +69,8 @@
 // DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64, %c0_i64{{(_[0-9]+)?}})
 // DEF: arith.cmpi ne, %[[MAP]], %c0_i64{{(_[0-9]+)?}} : i64
 // DEF: arith.minui %{{[a-z0-9_]+}}, %c264{{(_[0-9]+)?}} : index
-// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
-// DEF-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c108800_i32 {
+// DEF-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
 // DEF-NOT: nvvm.mbarrier.init
 // DEF-NOT: nvvm.setmaxregister
 // Launched programmatically (programmatic-launch): after the barriers are
@@ -85,12 +92,28 @@
 // DEF: gpu.shuffle  idx %{{[a-z0-9_]+}}, %c31_i32
 // DEF-COUNT-10: gpu.shuffle  xor
 // DEF-NOT: scf.while
-// DEF-COUNT-1: nvvm.cp.async.shared.global
+// DEF-COUNT-2: nvvm.cp.async.shared.global
 // DEF-NOT: nvvm.cp.async.shared.global
-// DEF: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
-// DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// DEF: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// K64-LABEL: func.func @plain(
+// K64: dynamic_shared_memory_size %c88320_i32 {
+// K64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
+// K64-NOT: nvvm.mbarrier.init
+// K64-COUNT-1: nvvm.cp.async.shared.global
+// K64-NOT: nvvm.cp.async.shared.global
+// K64: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
+// K64-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// K64-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// K64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>]
+// K64-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>]
+// K64-NOT: nvvm.wgmma.mma_async
+// K64: nvvm.wgmma.wait.group.sync.aligned 1
+// DEF-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// DEF-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<({{(f32, ){7}f32}})> ->
-// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>]
+// DEF-COUNT-7: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>]
+// DEF-NOT: nvvm.wgmma.mma_async
+// DEF: nvvm.wgmma.wait.group.sync.aligned 1
 // DEF: nvvm.wgmma.wait.group.sync.aligned 0
 // DEF-COUNT-8: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
 // DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
@@ -117,22 +140,22 @@
 // T32: arith.cmpi ule, %{{[a-z0-9_]+}}, %c32{{(_[0-9]+)?}} : index
 // T32: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
 // T32: arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
-// T32: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c182784_i32 {
-// T32-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
+// T32: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c223744_i32 {
+// T32-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
 // T32: nvvm.setmaxregister decrease 40
-// T32-COUNT-2: nvvm.cp.async.shared.global
+// T32-COUNT-4: nvvm.cp.async.shared.global
 // T32-NOT: nvvm.cp.async.shared.global
-// T32: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
+// T32: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c32768_i32
 // T32: nvvm.setmaxregister increase 232
 // T32: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <zero>]
 // T32: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c256_i32{{(_[0-9]+)?}}
 
 // T64-LABEL: func.func @plain(
 // T64: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
-// T64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c207872_i32 {
-// T64-COUNT-14: nvvm.mbarrier.init
+// T64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c183296_i32 {
+// T64-COUNT-6: nvvm.mbarrier.init
 // T64-NOT: nvvm.mbarrier.init
-// T64-COUNT-4: nvvm.cp.async.shared.global
+// T64-COUNT-8: nvvm.cp.async.shared.global
 // T64-NOT: nvvm.cp.async.shared.global
 // T64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>]
 
@@ -158,7 +181,7 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 // DEF-LABEL: func.func @mn_major(
 // DEF: arith.cmpi ule, %{{[a-z0-9_]+}}, %c8{{(_[0-9]+)?}} : index
 // DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
-// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c88320_i32 {
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c108800_i32 {
 // DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF: %c4611686293338849280_i64
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
@@ -170,7 +193,7 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 // MN8: n = 16, k = 16
 // MNOFF-LABEL: func.func @mn_major(
 // MNOFF-NOT: n = 16, k = 16
-// MNOFF-NOT: dynamic_shared_memory_size %c88320_i32
+// MNOFF-NOT: dynamic_shared_memory_size %c108800_i32
 // MNOFF: return
 func.func @mn_major(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xbf16>

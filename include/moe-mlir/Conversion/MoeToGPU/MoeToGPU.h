@@ -60,6 +60,8 @@ struct MoeGemmOptions {
   /// L2 promotion of the small-M kernel's weight TMA loads in bytes (0:
   /// none, 64, 128, 256; the main kernel keeps 256).
   int64_t wgmmaSwapL2Promotion = 0;
+  /// K elements per stage of the small-M kernel (64 or 128).
+  int64_t wgmmaSwapStageK = 128;
   /// Zero-fill only the output rows that can be read (see
   /// ExpertComputeToGPU.cpp, uncoveredFillOf).
   bool elideFills = true;

@@ -15,9 +15,10 @@
 // Beside it, for few rows per expert, the small-M ("swap AB") kernel:
 // weights on the wgmma M side (64 weight rows per block), 16 tokens per
 // tile on N, two blocks per SM, as many stages as fit in half the shared
-// memory, its weight loads without L2 promotion (the main kernel's promote
-// 256 bytes); the host launches it instead when the rows average at most 8
-// per expert (bench/NOTES.md v27, v37).
+// memory, each stage 128 K elements deep (two 128-byte swizzled slices),
+// its weight loads without L2 promotion (the main kernel's promote 256
+// bytes); the host launches it instead when the rows average at most 8 per
+// expert (bench/NOTES.md v27, v37, v38).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +61,9 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (!llvm::is_contained({0, 64, 128, 256}, options.wgmmaSwapL2Promotion))
     return "wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got " +
            std::to_string(options.wgmmaSwapL2Promotion) + ")";
+  if (options.wgmmaSwapStageK != 64 && options.wgmmaSwapStageK != 128)
+    return "wgmma-swap-stage-k must be 64 or 128 (got " +
+           std::to_string(options.wgmmaSwapStageK) + ")";
   if (options.warpSelect != "i64" && options.warpSelect != "i32")
     return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
   StringRef epilogue = options.wgmmaEpilogue;
@@ -230,12 +234,14 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
   // one block per SM.
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
   config.l2PromotionBytes = options.wgmmaSwapL2Promotion;
+  config.stageK = options.wgmmaSwapStageK;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSharedOverheadBytes -
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
-                wgmmaStageBytes(config.tileM, config.tileN);
+                (wgmmaStageBytes(config.tileM, config.tileN) * config.stageK /
+                 64);
   // An explicit wgmma-stages (checked against the main kernel's tile) is
   // capped at what fits here.
   config.stages = std::min<int64_t>(

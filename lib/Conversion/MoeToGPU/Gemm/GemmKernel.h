@@ -73,6 +73,8 @@ struct GemmKernelConfig {
   int64_t tileM = 128;      // wgmma: rows per block (64 per consumer warpgroup)
   int64_t tileN = 128;      // wgmma: rhs columns per block (the wgmma N)
   int64_t stages = 4;       // wgmma: pipeline depth
+  int64_t stageK = 64;      // wgmma: K elements per stage (64 or 128: one
+                            // or two 128-byte swizzled K slices)
   int64_t numSMs = 132;     // persistent grid size
   bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory

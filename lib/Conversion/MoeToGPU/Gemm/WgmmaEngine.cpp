@@ -111,7 +111,8 @@ public:
         swap(config.swapAB), ctasPerSM(config.ctasPerSM),
         programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
-        kSteps((g.kDim + kTileK - 1) / kTileK),
+        kHalves(config.stageK / kTileK),
+        kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
@@ -124,7 +125,11 @@ public:
 
 private:
   int64_t aBytes() const { return tileM * 128; }
-  int64_t stageBytes() const { return (tileM + tileN) * 128; }
+  /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
+  /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
+  int64_t halfBytes() const { return (tileM + tileN) * 128; }
+  /// A stage holds kHalves slices, K-adjacent.
+  int64_t stageBytes() const { return kHalves * halfBytes(); }
   /// Barriers (16 * stages <= 128 bytes) and, from byte 512, the staged
   /// epilogue's row tables (256 bytes per consumer warpgroup) in the first
   /// 1024 bytes, then the stages, then each consumer warpgroup's epilogue
@@ -265,7 +270,9 @@ private:
   const int64_t ctasPerSM;
   /// Launched programmatically (config.programmatic).
   const bool programmatic;
-  const int64_t consumers, kSteps;
+  const int64_t consumers;
+  /// 64-element K slices per stage (config.stageK / 64) and K steps.
+  const int64_t kHalves, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
   RaggedTiles ragged;
@@ -538,41 +545,51 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       nvvm::mbarrierWait(b, emptyBarrier(b, s), parity(b, prev));
     });
     Value stageBase = stageAddress(b, s);
-    Value stage = add64(b, stageBase, dstOffset);
-    Value k = b.add(b.mul(kt, b.idx(kTileK)), b.mul(c, b.idx(8)));
-    Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
-    Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
     // Without a K tail every chunk of a valid row is in bounds: no
     // per-step select (rows that read zeros point at row 0).
-    bool kTail = g.kDim % kTileK != 0;
-    auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
-      if (!kTail) {
-        nvvm::cpAsync16(b, dst, add64(b, rowAddr, kBytes),
-                        b.select(ok, b.i32(16), b.i32(0)));
-        return;
-      }
-      Value valid = b.andi(ok, kIn);
-      Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
-      nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
+    bool kTail = g.kDim % (kTileK * kHalves) != 0;
+    // First K element of slice h of this step.
+    auto sliceK = [&](int64_t h) {
+      return b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)), b.idx(kTileK));
     };
-    for (int64_t j = 0; j < tileM / 16; ++j)
-      copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
-    for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
-      copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
+    for (int64_t h = 0; h < kHalves; ++h) {
+      Value stage = add64(b, add64(b, stageBase, h * halfBytes()), dstOffset);
+      Value k = b.add(sliceK(h), b.mul(c, b.idx(8)));
+      Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
+      Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
+      auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
+        if (!kTail) {
+          nvvm::cpAsync16(b, dst, add64(b, rowAddr, kBytes),
+                          b.select(ok, b.i32(16), b.i32(0)));
+          return;
+        }
+        Value valid = b.andi(ok, kIn);
+        Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
+        nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
+      };
+      for (int64_t j = 0; j < tileM / 16; ++j)
+        copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
+      for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
+        copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
+    }
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
       });
-    for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
-      Value k = b.add(b.mul(kt, b.idx(kTileK)), kr);
-      Value valid = kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)))
-                          : mnOk;
-      Value rowOffset =
-          nvvm::toI64(b, b.mul(b.mul(k, rhsStride1), elemBytes));
-      Value src = kTail ? b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr)
+    for (int64_t h = 0; h < kHalves; ++h) {
+      Value sliceBase = add64(b, stageBase, h * halfBytes());
+      for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
+        Value k = b.add(sliceK(h), kr);
+        Value valid = kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)))
+                            : mnOk;
+        Value rowOffset =
+            nvvm::toI64(b, b.mul(b.mul(k, rhsStride1), elemBytes));
+        Value src = kTail
+                        ? b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr)
                         : add64(b, mnColAddr, rowOffset);
-      nvvm::cpAsync16(b, add64(b, stageBase, dst), src,
-                      b.select(valid, b.i32(16), b.i32(0)));
+        nvvm::cpAsync16(b, add64(b, sliceBase, dst), src,
+                        b.select(valid, b.i32(16), b.i32(0)));
+      }
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
   });
@@ -587,8 +604,7 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
   // each CTA): the expected bytes are the whole tile either way.
-  nvvm::mbarrierArriveExpectTx(b, barrier, tileN * 128);
-  Value k0 = b.toI32(b.mul(kt, b.idx(kTileK)));
+  nvvm::mbarrierArriveExpectTx(b, barrier, kHalves * tileN * 128);
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.
@@ -605,13 +621,20 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
   // Box p of the tile's boxes: K-major two of tileN / 2 rows, MN-major
   // tileN / 64 of 64 columns.
   const int64_t boxes = g.transposed ? 2 : tileN / 64;
+  // (Box p of each of the stage's kHalves K slices.)
   auto loadBox = [&](LoweringBuilder &b, int64_t p, Value ctaMask) {
-    Value dst = add64(b, rhsBase, p * (tileN / boxes) * 128);
-    SmallVector<Value, 3> at =
-        g.transposed
-            ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
-            : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0, expert};
-    nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at, ctaMask);
+    for (int64_t h = 0; h < kHalves; ++h) {
+      Value dst =
+          add64(b, rhsBase, h * halfBytes() + p * (tileN / boxes) * 128);
+      Value k0 = b.toI32(b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)),
+                               b.idx(kTileK)));
+      SmallVector<Value, 3> at =
+          g.transposed
+              ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
+              : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0,
+                                      expert};
+      nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at, ctaMask);
+    }
   };
   if (cluster == 1) {
     for (int64_t p = 0; p < boxes; ++p)
@@ -691,11 +714,14 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
         b, swap ? stage : add64(b, stage, aBytes()), mnMajor ? 64 * 128 : 16);
     int64_t stepB = mnMajor ? 2048 >> 4 : 2;
     nvvm::wgmmaFence(b);
-    for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
-      acc = nvvm::wgmma(b, acc, add64(b, descA, stepA * k16),
-                        add64(b, descB, stepB * k16), mmaN, bf16, aMnMajor,
-                        mnMajor,
-                        /*accumulate=*/!(first && k16 == 0));
+    // Slice h of the stage is halfBytes() further (>> 4 in a descriptor).
+    for (int64_t h = 0; h < kHalves; ++h)
+      for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
+        acc = nvvm::wgmma(
+            b, acc, add64(b, descA, stepA * k16 + h * (halfBytes() >> 4)),
+            add64(b, descB, stepB * k16 + h * (halfBytes() >> 4)), mmaN, bf16,
+            aMnMajor, mnMajor,
+            /*accumulate=*/!(first && h == 0 && k16 == 0));
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {

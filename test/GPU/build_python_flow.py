@@ -76,6 +76,8 @@ def import_package(need_presets):
         try:
             pkg = importlib.import_module("moe_mlir")
             gpu = importlib.import_module("moe_mlir.gpu")
+            # gpu.function_specs reads the IR through the extension
+            importlib.import_module("moe_mlir._moe")
         except Exception as ex:  # noqa: BLE001
             errors.append("%s: %s: %s" % (extra or "sys.path", type(ex).__name__, ex))
             continue
@@ -223,11 +225,7 @@ def main(argv=None):
             return 3
         print("build_python_flow: moe_mlir from %s" % os.path.dirname(gpu.__file__))
         return 0
-    if pkg is None and args.source == "gpu-cases":
-        # compile_gpu through moe-aot needs only gpu.py + runtime.py
-        sys.path.insert(0, os.path.join(REPO, "python", "moe_mlir"))
-        gpu = importlib.import_module("gpu")
-    elif pkg is None:
+    if pkg is None:
         print("build_python_flow: cannot import moe_mlir: %s" % why, file=sys.stderr)
         return 1
     rt = gpu._rt

@@ -12,7 +12,9 @@
 `compile_gpu` runs, through the core API, `moe-decompose,moe-fuse` (when
 `fuse`), then `moe-lower-to-nvvm{chip tile-m tile-n tile-k}` (the module
 becomes LLVM dialect with the kernels embedded as a cubin), emits an object
-file and links it exactly as `tools/moe-aot` does:
+file and links it. Object emission and the link are lib/AOT's (moe::aot,
+through the extension), the same C++ that the `moe-aot` tool runs, so both
+produce the same library:
 
     c++ -shared obj libmoe_cuda_runtime.a -L<cuda stubs> -lcuda
         -static-libstdc++ -static-libgcc -Wl,--exclude-libs,libstdc++.a
@@ -27,16 +29,18 @@ the extension (`function_specs`), so compiling needs the built package in
 every case.
 
 When the core API cannot emit objects (an older extension without
-`Module.emit_object`), or with `backend="moe-aot"`, the module is compiled by
-the `moe-aot` tool of the build tree instead (same pipeline, same link).
+`Module.emit_object` or `link_shared`), or with `backend="moe-aot"`, the
+module is compiled by the `moe-aot` tool of the build tree instead (same
+pipeline, same C++ for the object and the link).
 
 Where things are found (first hit wins):
   runtime archive  $MOE_MLIR_CUDA_RUNTIME; next to the package
                    (moe_mlir/lib/, moe_mlir/); <prefix>/lib of an install or
                    build tree holding the package; the path configured into
-                   build/bin/moe-aot; <repo>/build/lib
-  driver stub dir  $MOE_MLIR_CUDA_LIB_DIR; the directory configured into
-                   moe-aot; $CUDA_HOME/lib64/stubs; /usr/local/cuda/lib64/stubs
+                   the extension's build (lib/AOT); <repo>/build/lib
+  driver stub dir  $MOE_MLIR_CUDA_LIB_DIR; the directory configured into the
+                   extension's build; $CUDA_HOME/lib64/stubs;
+                   /usr/local/cuda/lib64/stubs
   moe-aot          $MOE_AOT; <build>/bin/moe-aot as above; PATH
   build trees      $MOE_MLIR_BUILD_DIR; the folders above the package;
                    <repo>/build
@@ -114,15 +118,13 @@ def _cmake_source_dir(build_dir):
     return None
 
 
-def _aot_configured(moe_aot, key):
-    """A path CMake configured into a build tree's moe-aot script."""
-    try:
-        with open(moe_aot) as f:
-            text = f.read()
-    except OSError:
+def _configured(key):
+    """A path configured into the extension's build (moe::aot), or None."""
+    core = _core()
+    if core is None:
         return None
-    m = re.search(r'"%s":\s*"([^"@]*)"' % re.escape(key), text)
-    return m.group(1) if m and m.group(1) else None
+    from . import _moe
+    return getattr(_moe, key, None) or None
 
 
 def find_moe_aot():
@@ -147,9 +149,7 @@ def find_runtime_library():
                    os.path.join(_PKG_DIR, _RUNTIME_ARCHIVE)]
     for d in _build_dirs():
         candidates.append(os.path.join(d, "lib", _RUNTIME_ARCHIVE))
-    aot = find_moe_aot()
-    if aot:
-        candidates.append(_aot_configured(aot, "runtime_library"))
+    candidates.append(_configured("CONFIGURED_RUNTIME_LIBRARY"))
     for c in candidates:
         if c and os.path.isfile(c):
             return os.path.abspath(c)
@@ -164,9 +164,7 @@ def find_cuda_library_dir():
     env = os.environ.get("MOE_MLIR_CUDA_LIB_DIR")
     if env:
         candidates.append(env)
-    aot = find_moe_aot()
-    if aot:
-        candidates.append(_aot_configured(aot, "cuda_library_dir"))
+    candidates.append(_configured("CONFIGURED_CUDA_LIBRARY_DIR"))
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home:
         candidates += [os.path.join(home, "lib64", "stubs"),
@@ -346,7 +344,10 @@ def _core_module(core, module, text):
 
 
 def _can_emit_objects(core):
-    return core is not None and hasattr(core.Module, "emit_object")
+    if core is None or not hasattr(core.Module, "emit_object"):
+        return False
+    from . import _moe
+    return hasattr(_moe, "link_shared")
 
 
 def _run(command, what, verbose):
@@ -366,18 +367,18 @@ def _run(command, what, verbose):
 def link_shared(obj, output, verbose=False, cxx=None, runtime_library=None,
                 cuda_library_dir=None):
     """Links an object of lowered host code into a self-contained shared
-    library, as tools/moe-aot does."""
+    library with moe::aot::linkSharedLibrary, as moe-aot does."""
+    from . import _moe
     cxx = cxx or os.environ.get("CXX", "c++")
     runtime_library = runtime_library or find_runtime_library()
     cuda_library_dir = cuda_library_dir or find_cuda_library_dir()
-    # -Bsymbolic: the module's calls bind to its own copy of the runtime even
-    # when another library in the process exports mgpu* too. libstdc++ is
-    # linked in but not re-exported.
-    _run([cxx, "-shared", "-o", output, obj, runtime_library,
-          "-L" + cuda_library_dir, "-lcuda",
-          "-static-libstdc++", "-static-libgcc",
-          "-Wl,--exclude-libs,libstdc++.a", "-Wl,-Bsymbolic", "-Wl,-z,defs"],
-         "link", verbose)
+    if verbose:
+        print("compile_gpu: [link] %s" % " ".join(shlex.quote(c) for c in _moe.link_command(
+            obj, output, cxx, runtime_library, cuda_library_dir)))
+    try:
+        _moe.link_shared(obj, output, cxx, runtime_library, cuda_library_dir)
+    except Exception as exc:  # noqa: BLE001 - MLIRError
+        raise CompileError(str(exc)) from exc
 
 
 def _core_step(what, fn, *args, **kwargs):
@@ -402,7 +403,7 @@ def _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose):
     obj = os.path.join(temp_dir, "module.o")
     if verbose:
         print("compile_gpu: [core] emit_object(%r)" % obj)
-    # as moe-aot's `llc -O2 -relocation-model=pic -filetype=obj`
+    # moe::aot::emitObjectFile with moe-aot's options (host triple, PIC, -O2)
     _core_step("emit_object", m.emit_object, obj, None, True, opt_level=2)
     link_shared(obj, output, verbose, runtime_library=runtime_library,
                 cuda_library_dir=cuda_library_dir)

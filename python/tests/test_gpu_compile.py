@@ -473,6 +473,17 @@ def test_compile_gpu_small_ffn(tmp_path, backend):
                                "w_down: f32[8, 64, 32]) -> f32[T, 32]")
 
 
+def test_backends_build_the_same_library(tmp_path):
+    """One compile path: moe-aot and the core API run the same C++ (lib/AOT)
+    for the object and the link, so their libraries are byte-identical."""
+    if sorted(_backends()) != ["core", "moe-aot"]:
+        pytest.skip("needs both the core API and moe-aot")
+    _toolchain_or_skip()
+    core = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "core.so"), backend="core")
+    aot = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "aot.so"), backend="moe-aot")
+    assert Path(core).read_bytes() == Path(aot).read_bytes()
+
+
 def test_compile_gpu_unfused_from_file(tmp_path):
     if _backends() == ["none"]:
         pytest.skip("neither the core API's emit_object nor moe-aot is available")

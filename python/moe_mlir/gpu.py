@@ -21,7 +21,7 @@ produce the same library:
         -Wl,-Bsymbolic -Wl,-z,defs
 
 The library needs only the CUDA driver (libcuda.so.1) where it runs. Next to
-it goes the manifest (`<stem>.manifest.json`, see runtime.py) that the
+it goes the manifest (`<stem>.manifest.json`, see moe_mlir_runtime) that the
 runtime checks calls against: each public function with its argument and
 result shapes (null for dynamic dimensions), dtypes and the names of
 dynamic dimensions that must agree. The signatures are read off the IR by

@@ -8,7 +8,8 @@
   * compile_gpu on a small moe.ffn: a .so exporting _mlir_ciface_ffn and the
     runtime's embedder API, needing only libcuda.so.1, and its manifest
     (skipped without the CUDA toolkit / runtime archive);
-  * runtime.py imports without torch and without the compiled extension;
+  * the runtime (moe_mlir_runtime, python/runtime) imports without torch
+    and without the compiled extension;
   * manifest reading and argument checks raise clear errors;
   * the ctypes calling path end to end, against a fake host-only library
     (a C file compiled here) and a stand-in for torch over numpy arrays.
@@ -29,8 +30,7 @@ from pathlib import Path
 import pytest
 
 PY_DIR = Path(__file__).resolve().parents[1]
-PKG_DIR = PY_DIR / "moe_mlir"
-RUNTIME_PY = PKG_DIR / "runtime.py"
+RUNTIME_PY = PY_DIR / "runtime" / "moe_mlir_runtime" / "__init__.py"
 
 
 from moe_mlir import gpu, runtime as rt  # noqa: E402

@@ -7,8 +7,8 @@ with `moe_mlir.ffn_from_config(moe_mlir.PRESETS[name], T=None, dtype="bf16")`
 
     OUT/<preset>.so  OUT/<preset>.manifest.json
 
-and copies what the GPU machine needs next to them: runtime.py (the copy the
-package used to write the manifests), torch_reference.py,
+and copies what the GPU machine needs next to them: the runtime package
+moe_mlir_runtime/ and its wheel (python/runtime/ship.py), torch_reference.py,
 python_flow_check.py, and cases.json (per preset: library, function, shapes
 and the torch_reference.ffn keyword arguments). The reference arguments come
 from the GPU harness's own model table (gpu_cases.MODELS) where a preset
@@ -307,8 +307,16 @@ def main(argv=None):
         print("build_python_flow: nothing built", file=sys.stderr)
         status = 1
 
-    runtime_src = rt.__file__
-    shutil.copy(runtime_src, os.path.join(out, "runtime.py"))
+    runtime_src = os.path.dirname(rt.__file__)
+    stale = os.path.join(out, "runtime.py")  # the single file shipped before
+    if os.path.exists(stale):
+        os.remove(stale)
+    shipped = subprocess.run([sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"),
+                              out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             universal_newlines=True)
+    print(shipped.stdout.rstrip())
+    if shipped.returncode != 0:
+        status = 1
     for f in ("torch_reference.py", "python_flow_check.py"):
         shutil.copy(os.path.join(HERE, f), os.path.join(out, f))
     meta = dict(commit=commit(), built=datetime.datetime.now(datetime.timezone.utc).strftime(

@@ -2,8 +2,8 @@
 """The issue-10 benchmark: compiled moe.ffn layers against torch baselines.
 
 Runs on the GPU machine with the folder that bench/build_bench.sh made
-(torch and that folder's runtime.py, torch_reference.py and gen_layers.py;
-no LLVM):
+(torch and that folder's moe_mlir_runtime package, torch_reference.py and
+gen_layers.py; no LLVM):
 
   python3 bench_moe.py --dir bench-artifacts --out "$OUT" [--configs a,b]
       [--T 1,64] [--variants] [--max-seconds-per-cell S] [--skip-ours]
@@ -15,7 +15,7 @@ inputs: x ~ randn; logits a random permutation of E distinct multiples of a
 power of two per row (exact in bf16, so top-k has no ties); per layer
 weights ~ randn * 0.02 (the variants get the same logical weights).
 
-  ours        the compiled layer through runtime.py (output preallocated),
+  ours        the compiled layer through moe_mlir_runtime (output preallocated),
               captured once in a CUDA graph and replayed
   grouped_mm  torch routing (f32 softmax, topk, renormalise), a stable
               argsort of the expert ids, gathered rows, torch._grouped_mm
@@ -637,17 +637,17 @@ def json_safe(v):
 
 
 def import_from(d):
-    """torch, runtime.py, torch_reference.py, gen_layers.py (the copies in
-    the artifacts folder `d`)."""
+    """torch, moe_mlir_runtime, torch_reference.py, gen_layers.py (the copies
+    in the artifacts folder `d`)."""
     global torch, F, rt, TR, GL
-    for name in ("runtime.py", "torch_reference.py", "gen_layers.py"):
+    for name in ("moe_mlir_runtime/__init__.py", "torch_reference.py", "gen_layers.py"):
         if not os.path.isfile(os.path.join(d, name)):
             sys.exit("bench_moe: no %s in %s (build the folder with bench/build_bench.sh)"
                      % (name, d))
     sys.path.insert(0, d)
     import torch as torch_
     import torch.nn.functional as F_
-    import runtime as rt_
+    import moe_mlir_runtime as rt_
     import torch_reference as TR_
     import gen_layers as GL_
     torch, F, rt, TR, GL = torch_, F_, rt_, TR_, GL_

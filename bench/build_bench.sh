@@ -7,9 +7,10 @@
 # bench/gen_layers.py:
 #   OUT_DIR/layers/<name>.mlir       the layer (gen_layers.py)
 #   OUT_DIR/<name>.so                moe-aot --pipeline "$PIPELINE"
-#   OUT_DIR/<name>.manifest.json     what runtime.py checks calls against
+#   OUT_DIR/<name>.manifest.json     what moe_mlir_runtime checks calls against
 # then copies what bench_moe.py needs next to them (bench_moe.py,
-# gen_layers.py, runtime.py, torch_reference.py) and writes COMMIT
+# gen_layers.py, torch_reference.py, and the runtime package
+# moe_mlir_runtime/ with its wheel, by python/runtime/ship.py) and writes COMMIT
 # (`git rev-parse HEAD`, "-dirty" when the work tree has changes) and
 # BUILD.txt (tools, pipeline, compile time of every layer against the
 # issue's 2 s bound). The folder is self-contained: carry it to the GPU
@@ -104,7 +105,8 @@ done
 
 echo "--- copying the benchmark"
 cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$HERE/repeat_check.py" "$OUT/" || status=1
-cp "$REPO/python/moe_mlir/runtime.py" "$OUT/" || status=1
+rm -f "$OUT/runtime.py"   # the single file shipped before the package
+"$PY" "$REPO/python/runtime/ship.py" "$OUT" > "$OUT/logs/runtime.log" 2>&1 || status=1
 cp "$REPO/test/GPU/torch_reference.py" "$OUT/" || status=1
 
 commit="$(git -C "$REPO" rev-parse HEAD)"

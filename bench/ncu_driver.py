@@ -21,7 +21,7 @@ def main():
     import torch
     import bench_moe as B
     import gen_layers as GL
-    import runtime as rt
+    import moe_mlir_runtime as rt
     B.torch = torch
     layer = GL.LAYERS_BY_NAME[args.layer]
     fn = rt.load(os.path.join(args.dir, layer.name + ".so")).fn("ffn")

@@ -2,7 +2,7 @@
 """Per-kernel time breakdown of compiled moe.ffn artifacts on the GPU.
 
 Runs on the GPU machine from gpu-artifacts/pyflow (built by
-test/GPU/build_python_flow.py): only runtime.py + torch are needed. For each
+test/GPU/build_python_flow.py): only moe_mlir_runtime + torch are needed. For each
 preset artifact and T, calls the layer a few times to warm up, then records
 one call with torch.profiler (CUPTI) and prints every kernel in launch order
 with its grid and time, the total, and the two floors of METHOD.md (bytes of
@@ -31,7 +31,7 @@ def main():
     args = ap.parse_args()
     sys.path.insert(0, args.dir)
     import torch
-    import runtime as rt
+    import moe_mlir_runtime as rt
     from torch.profiler import ProfilerActivity, profile
 
     cases = json.load(open(os.path.join(args.dir, "cases.json")))

@@ -22,7 +22,7 @@ def main():
     import torch
     import bench_moe as B
     import gen_layers as GL
-    import runtime as rt
+    import moe_mlir_runtime as rt
     B.torch = torch
     names = args.layers.split(",") if args.layers else [l.name for l in GL.LAYERS]
     bad = 0

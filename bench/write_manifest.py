@@ -4,10 +4,11 @@
     python3 write_manifest.py LAYER.mlir LIB.so --pipeline "..." [--compile-s S]
 
 writes LIB.manifest.json next to LIB.so, exactly as moe_mlir.gpu.compile_gpu
-does (signatures read off the module text by moe_mlir.gpu.function_specs,
+does (signatures read off the module's IR by moe_mlir.gpu.function_specs,
 the library's sha256), so that runtime.load(LIB.so) checks calls against
-it. Uses python/moe_mlir/gpu.py and runtime.py as plain files (standard
-library only; the compiled moe_mlir extension is not needed).
+it. Needs the built moe_mlir package (its extension reads the IR): from
+$MOE_MLIR_PYTHONPATH (os.pathsep-separated), else <repo>/build/python_packages,
+else wherever it is installed.
 """
 
 import argparse
@@ -17,9 +18,11 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "python", "moe_mlir"))
+_PATHS = [p for p in os.environ.get("MOE_MLIR_PYTHONPATH", "").split(os.pathsep) if p]
+_PATHS.append(os.path.join(REPO, "build", "python_packages"))
+sys.path[:0] = [p for p in _PATHS if os.path.isdir(p)]
 
-import gpu  # noqa: E402  (python/moe_mlir/gpu.py, which imports runtime.py)
+from moe_mlir import gpu  # noqa: E402
 
 rt = gpu._rt
 

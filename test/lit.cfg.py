@@ -38,8 +38,7 @@ if config.moe_enable_cuda_runtime:
 config.substitutions.append(("%cuda_toolkit_root", config.cuda_toolkit_root))
 config.substitutions.append(("%llvm_tools_dir", config.llvm_tools_dir))
 config.substitutions.append(
-    ("%moe-aot", config.python_executable + " "
-     + os.path.join(config.moe_tools_dir, "moe-aot")))
+    ("%moe-aot", os.path.join(config.moe_tools_dir, "moe-aot")))
 
 # Embedding tests (test/Embedding): `%cmake_exe --install`, then
 # `%cmake_exe %consumer_cmake_flags -S <example> -B <dir>` builds an

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Tuple, Union
 import numpy as np
 
 from . import _moe
-from .ir import FunctionType, TensorType, _type_from_raw
+from ._types import FunctionType, TensorType, _type_from_raw
 
 __all__ = ["CpuModule", "numpy_dtype", "default_shared_libs"]
 

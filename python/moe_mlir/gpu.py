@@ -12,29 +12,35 @@
 `compile_gpu` runs, through the core API, `moe-decompose,moe-fuse` (when
 `fuse`), then `moe-lower-to-nvvm{chip tile-m tile-n tile-k}` (the module
 becomes LLVM dialect with the kernels embedded as a cubin), emits an object
-file and links it exactly as `tools/moe-aot` does:
+file and links it. Object emission and the link are lib/AOT's (moe::aot,
+through the extension), the same C++ that the `moe-aot` tool runs, so both
+produce the same library:
 
     c++ -shared obj libmoe_cuda_runtime.a -L<cuda stubs> -lcuda
         -static-libstdc++ -static-libgcc -Wl,--exclude-libs,libstdc++.a
         -Wl,-Bsymbolic -Wl,-z,defs
 
 The library needs only the CUDA driver (libcuda.so.1) where it runs. Next to
-it goes the manifest (`<stem>.manifest.json`, see runtime.py) that the
+it goes the manifest (`<stem>.manifest.json`, see moe_mlir_runtime) that the
 runtime checks calls against: each public function with its argument and
 result shapes (null for dynamic dimensions), dtypes and the names of
-dynamic dimensions that must agree.
+dynamic dimensions that must agree. The signatures are read off the IR by
+the extension (`function_specs`), so compiling needs the built package in
+every case.
 
-When the core API cannot emit objects (an older or unbuilt extension), or
-with `backend="moe-aot"`, the module is compiled by the `moe-aot` tool of the
-build tree instead (same pipeline, same link).
+When the core API cannot emit objects (an older extension without
+`Module.emit_object` or `link_shared`), or with `backend="moe-aot"`, the
+module is compiled by the `moe-aot` tool of the build tree instead (same
+pipeline, same C++ for the object and the link).
 
 Where things are found (first hit wins):
   runtime archive  $MOE_MLIR_CUDA_RUNTIME; next to the package
                    (moe_mlir/lib/, moe_mlir/); <prefix>/lib of an install or
                    build tree holding the package; the path configured into
-                   build/bin/moe-aot; <repo>/build/lib
-  driver stub dir  $MOE_MLIR_CUDA_LIB_DIR; the directory configured into
-                   moe-aot; $CUDA_HOME/lib64/stubs; /usr/local/cuda/lib64/stubs
+                   the extension's build (lib/AOT); <repo>/build/lib
+  driver stub dir  $MOE_MLIR_CUDA_LIB_DIR; the directory configured into the
+                   extension's build; $CUDA_HOME/lib64/stubs;
+                   /usr/local/cuda/lib64/stubs
   moe-aot          $MOE_AOT; <build>/bin/moe-aot as above; PATH
   build trees      $MOE_MLIR_BUILD_DIR; the folders above the package;
                    <repo>/build
@@ -49,10 +55,7 @@ import shutil
 import subprocess
 import tempfile
 
-try:
-    from . import runtime as _rt
-except ImportError:  # loaded as a plain file next to runtime.py
-    import runtime as _rt  # type: ignore[no-redef]
+from . import runtime as _rt
 
 __all__ = ["compile_gpu", "function_specs", "lower_to_nvvm_pipeline",
            "find_runtime_library", "find_cuda_library_dir", "find_moe_aot",
@@ -115,15 +118,13 @@ def _cmake_source_dir(build_dir):
     return None
 
 
-def _aot_configured(moe_aot, key):
-    """A path CMake configured into a build tree's moe-aot script."""
-    try:
-        with open(moe_aot) as f:
-            text = f.read()
-    except OSError:
+def _configured(key):
+    """A path configured into the extension's build (moe::aot), or None."""
+    core = _core()
+    if core is None:
         return None
-    m = re.search(r'"%s":\s*"([^"@]*)"' % re.escape(key), text)
-    return m.group(1) if m and m.group(1) else None
+    from . import _moe
+    return getattr(_moe, key, None) or None
 
 
 def find_moe_aot():
@@ -148,9 +149,7 @@ def find_runtime_library():
                    os.path.join(_PKG_DIR, _RUNTIME_ARCHIVE)]
     for d in _build_dirs():
         candidates.append(os.path.join(d, "lib", _RUNTIME_ARCHIVE))
-    aot = find_moe_aot()
-    if aot:
-        candidates.append(_aot_configured(aot, "runtime_library"))
+    candidates.append(_configured("CONFIGURED_RUNTIME_LIBRARY"))
     for c in candidates:
         if c and os.path.isfile(c):
             return os.path.abspath(c)
@@ -165,9 +164,7 @@ def find_cuda_library_dir():
     env = os.environ.get("MOE_MLIR_CUDA_LIB_DIR")
     if env:
         candidates.append(env)
-    aot = find_moe_aot()
-    if aot:
-        candidates.append(_aot_configured(aot, "cuda_library_dir"))
+    candidates.append(_configured("CONFIGURED_CUDA_LIBRARY_DIR"))
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home:
         candidates += [os.path.join(home, "lib64", "stubs"),
@@ -184,238 +181,75 @@ def find_cuda_library_dir():
 # Signatures -> manifest entries
 # ----------------------------------------------------------------------------
 #
-# The manifest is read off the module's printed form: the func.func headers
-# (types only, which the printer writes in one fixed form) and, to name the
-# token dimension, the op names in each body. Nothing here builds IR.
+# The manifest is taken from the IR through the extension
+# (`_moe.function_signatures`, python/src/Signatures.cpp): each public
+# func.func with a body, the facts about its argument and result types, the
+# argument names of the source text, the roles of the arguments of a lone
+# moe.ffn and whether the body is one token op (moe.ffn, moe.route,
+# moe.topk: every dynamic dimension 0 of their operands and results is the
+# token count T, their verifiers require it). What the runtime can pass is
+# decided here, against its dtype table.
 
-_OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
-_CLOSE = {v: k for k, v in _OPEN.items()}
-
-# Ops whose every dynamic dimension 0, of every operand and result, is the
-# token count T (their verifiers require it). A function whose body is one
-# of them names that dimension "T": the runtime then checks that inputs
-# agree on it and can allocate the outputs.
-_TOKEN_OPS = frozenset(["moe.ffn", "moe.route", "moe.topk"])
-
-
-def _scan_group(text, start):
-    """Index just past the bracket group opening at text[start]."""
-    stack = []
-    i = start
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < len(text) and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c in _OPEN:
-            stack.append(_OPEN[c])
-        elif c in _CLOSE:
-            # '>' of '->' is not a bracket
-            if c == ">" and i > 0 and text[i - 1] == "-":
-                pass
-            else:
-                if not stack or stack[-1] != c:
-                    raise ValueError("unbalanced %r at offset %d" % (c, i))
-                stack.pop()
-                if not stack:
-                    return i + 1
-        i += 1
-    raise ValueError("unterminated group at offset %d" % start)
+def _signatures(module):
+    """The extension's signatures of a moe_mlir.Module or of MLIR text."""
+    core = _core()
+    if core is None:
+        raise CompileError(
+            "reading function signatures needs the moe_mlir extension "
+            "(moe_mlir._moe); build the package (bash .ci/setup) or install "
+            "it (pip install ./python)")
+    from . import _moe
+    if isinstance(module, core.Module):
+        return _moe.function_signatures(module._m)
+    return _moe.function_signatures(_module_text(module),
+                                    _moe._Context.default(), "<string>")
 
 
-def _split_top(text, sep=","):
-    """Splits at `sep` outside brackets and strings."""
-    parts, depth, cur, i = [], 0, [], 0
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < len(text) and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            cur.append(text[i:j + 1])
-            i = j + 1
-            continue
-        if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE and not (c == ">" and i > 0 and text[i - 1] == "-"):
-            depth -= 1
-        if c == sep and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
-    return parts
-
-
-def _strip_attrs(text):
-    """`type {attrs} loc(...)` -> `type`."""
-    text = re.sub(r"\s+loc\(.*\)\s*$", "", text.strip())
-    if text.endswith("}"):
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):
-            if text[i] == "}":
-                depth += 1
-            elif text[i] == "{":
-                depth -= 1
-                if depth == 0:
-                    return text[:i].strip()
-    return text
-
-
-def parse_type(text):
-    """An MLIR type -> (kind, shape or None, dtype, contiguous); raises
-    ValueError for types the runtime cannot pass."""
-    text = text.strip()
-    if text in _rt.DTYPES:
-        if _rt.DTYPES[text][2] is None:
-            raise ValueError("scalar %s arguments are not supported" % text)
-        return "scalar", None, text, True
-    m = re.match(r"^(tensor|memref)<(.*)>$", text, re.S)
-    if not m:
+def _type_spec(t):
+    """(kind, shape or None, dtype, contiguous) of a type the extension
+    described; raises ValueError for types the runtime cannot pass."""
+    kind, text, dtype = t["kind"], t["type"], t["dtype"]
+    if kind == "scalar" and dtype in _rt.DTYPES:
+        if _rt.DTYPES[dtype][2] is None:
+            raise ValueError("scalar %s arguments are not supported" % dtype)
+        return "scalar", None, dtype, True
+    if kind not in ("tensor", "memref"):
         raise ValueError("type %s is not supported (tensors, memrefs and "
                          "int / float scalars are)" % text)
-    kind, body = m.group(1), m.group(2)
-    parts = _split_top(body)
-    shaped, extra = parts[0], parts[1:]
-    if kind == "tensor" and extra:
+    if t["encoding"]:
         raise ValueError("tensor encodings are not supported: %s" % text)
-    contiguous = True
-    for e in extra:
-        if e.startswith("strided<") or e.startswith("affine_map<"):
-            contiguous = False
-        elif re.match(r"^(\d+|#gpu\.address_space<global>)$", e) and e != "0":
-            raise ValueError("memory space %s is not supported: %s" % (e, text))
-    if shaped.startswith("*"):
+    if t["memory_space"] is not None:
+        raise ValueError("memory space %s is not supported: %s"
+                         % (t["memory_space"], text))
+    if t["shape"] is None:
         raise ValueError("unranked %s is not supported" % text)
-    dims = shaped.split("x")
-    dtype = dims.pop()
     if dtype not in _rt.DTYPES:
         raise ValueError("element type %s is not supported: %s" % (dtype, text))
-    shape = []
-    for d in dims:
-        if d == "?":
-            shape.append(None)
-        elif d.isdigit():
-            shape.append(int(d))
-        else:
-            raise ValueError("cannot read dimension %r of %s" % (d, text))
-    return kind, shape, dtype, contiguous
+    return kind, list(t["shape"]), dtype, t["contiguous"]
 
 
-_FUNC_RE = re.compile(
-    r"(?m)^\s*func\.func\s+(?:(public|private|nested)\s+)?@(\"[^\"]+\"|[\w$.-]+)\s*\(")
-_OP_RE = re.compile(r'^\s*(?:%[^=]*=\s*)?"?([a-z_][\w]*\.[\w.]+|return)\b')
+def _arg_name(index, arg):
+    """The source name; numbered ones (%arg0, and every argument of a module
+    that was not parsed from text) by their moe.ffn role when they have
+    one."""
+    name = arg["name"] or "arg%d" % index
+    if arg["role"] and re.match(r"^arg\d+$", name):
+        return arg["role"]
+    return name
 
 
-def _body_ops(body):
-    """[(op name, its line)] of a function body."""
-    ops = []
-    for line in body.splitlines():
-        line = line.strip()
-        if not line or line.startswith("//") or line in ("{", "}"):
-            continue
-        m = _OP_RE.match(line)
-        if m:
-            ops.append((m.group(1), line))
-    return ops
-
-
-# Operand roles of moe.ffn in its custom form
-# (`moe.ffn %x, %logits, %w_up, %w_down [bias(%b : ...)] ...`), to name the
-# arguments of a function that only forwards them (printed as %argN).
-_FFN_OPERANDS_RE = re.compile(
-    r"moe\.ffn\s+%([\w$.-]+)\s*,\s*%([\w$.-]+)\s*,\s*%([\w$.-]+)\s*,"
-    r"\s*%([\w$.-]+)(?:\s+bias\(\s*%([\w$.-]+))?")
-_FFN_ROLES = ("x", "logits", "w_up", "w_down", "bias")
-
-
-def _role_names(ops, arg_names):
-    """{argument index: role name} for a body that is one moe.ffn."""
-    core = [(n, line) for n, line in ops if n not in ("return", "func.return")]
-    if len(core) != 1 or core[0][0] != "moe.ffn":
-        return {}
-    m = _FFN_OPERANDS_RE.search(core[0][1])
-    if not m:
-        return {}
-    roles = {}
-    for role, ssa in zip(_FFN_ROLES, m.groups()):
-        if ssa is not None and ssa in arg_names:
-            roles[arg_names.index(ssa)] = role
-    return roles
-
-
-def _parse_functions(text):
-    """[(name, visibility, [(arg name, type)], [result types], body ops or
-    None for a declaration)] of the top-level func.func ops."""
-    out = []
-    for m in _FUNC_RE.finditer(text):
-        name = m.group(2).strip('"')
-        open_paren = m.end() - 1
-        close = _scan_group(text, open_paren)
-        args = []
-        for i, a in enumerate(_split_top(text[open_paren + 1:close - 1])):
-            a = _strip_attrs(a)
-            am = re.match(r"^%([\w$.-]+)\s*:\s*(.*)$", a, re.S)
-            args.append((am.group(1), am.group(2).strip()) if am
-                        else ("arg%d" % i, a))
-        rest = text[close:]
-        pos = 0
-        results = []
-        rm = re.match(r"\s*->\s*", rest)
-        if rm:
-            pos = rm.end()
-            if rest[pos] == "(":
-                end = _scan_group(rest, pos)
-                results = [_strip_attrs(r) for r in _split_top(rest[pos + 1:end - 1])]
-                pos = end
-            else:
-                end = pos
-                depth = 0
-                while end < len(rest):
-                    c = rest[end]
-                    if c in "<([":
-                        depth += 1
-                    elif c in ">)]":
-                        depth -= 1
-                    elif c.isspace() and depth == 0:
-                        break
-                    end += 1
-                results = [rest[pos:end].strip()]
-                pos = end
-                am = re.match(r"\s*(\{)", rest[pos:])
-                if am and not re.match(r"\s*\{\s*\n", rest[pos:]):
-                    pos += am.start(1)  # result attributes {..}
-                    pos = _scan_group(rest, pos)
-        am = re.match(r"\s*attributes\s*", rest[pos:])
-        if am:
-            pos += am.end()
-            pos = _scan_group(rest, pos)
-        bm = re.match(r"[ \t]*\{", rest[pos:])
-        ops = None
-        if bm:
-            start = pos + bm.end() - 1
-            end = _scan_group(rest, start)
-            ops = _body_ops(rest[start + 1:end - 1])
-        out.append((name, m.group(1) or "public", args, results, ops))
-    return out
-
-
-def function_specs(text):
-    """runtime.FunctionSpec for every public function defined in the module
-    text (what the library exports as _mlir_ciface_<name>), in order."""
+def function_specs(module):
+    """runtime.FunctionSpec for every public function defined in `module` (a
+    moe_mlir.Module, MLIR text or a .mlir path; what the library exports as
+    _mlir_ciface_<name>), in order. Raises moe_mlir.MLIRError when text does
+    not parse or verify, CompileError without the extension."""
     specs = []
-    for name, visibility, args, results, ops in _parse_functions(text):
-        if visibility != "public" or ops is None:
-            continue
+    for f in _signatures(module):
         problems = []
 
-        def spec_of(label, type_text, is_result):
+        def spec_of(label, t, is_result):
             try:
-                kind, shape, dtype, contiguous = parse_type(type_text)
+                kind, shape, dtype, contiguous = _type_spec(t)
             except ValueError as exc:
                 problems.append("%s: %s" % (label, exc))
                 return _rt.ArgSpec(label, "tensor", "f32", [], None)
@@ -424,24 +258,22 @@ def function_specs(text):
                 return _rt.ArgSpec(label, "tensor", dtype, [], None)
             return _rt.ArgSpec(label, kind, dtype, shape, None, contiguous)
 
-        # printed modules number their arguments (%arg0): name the ones a
-        # lone moe.ffn uses by their role
-        roles = _role_names(ops, [n for n, _ in args])
-        a_specs = [spec_of(roles.get(i, n) if re.match(r"^arg\d+$", n) else n,
-                           t, False) for i, (n, t) in enumerate(args)]
+        results = f["results"]
+        a_specs = [spec_of(_arg_name(i, a), a, False)
+                   for i, a in enumerate(f["args"])]
         r_specs = [spec_of("result%d" % i if len(results) > 1 else "result",
                            t, True) for i, t in enumerate(results)]
-        if not problems:
-            _name_token_dim(ops, a_specs, r_specs)
-        specs.append(_rt.FunctionSpec(name, a_specs, r_specs,
+        if not problems and f["token_op"]:
+            _name_token_dim(a_specs, r_specs)
+        specs.append(_rt.FunctionSpec(f["name"], a_specs, r_specs,
                                       "; ".join(problems) or None))
     return specs
 
 
-def _name_token_dim(ops, args, results):
-    core = [n for n, _ in ops if n not in ("return", "func.return")]
-    if len(core) != 1 or core[0] not in _TOKEN_OPS:
-        return
+def _name_token_dim(args, results):
+    """Names dimension 0 "T" where it is dynamic, when no other dimension
+    is: the runtime then checks that inputs agree on it and can allocate
+    the outputs."""
     shaped = [s for s in args + results if not s.is_scalar]
     if any(size is None and d != 0
            for s in shaped for d, size in enumerate(s.shape)):
@@ -512,37 +344,10 @@ def _core_module(core, module, text):
 
 
 def _can_emit_objects(core):
-    return core is not None and hasattr(core.Module, "emit_object")
-
-
-def _check_against_core(specs, core_module):
-    """Compares the signatures read off the text with the core API's
-    (`Module.functions`): they must agree on every tensor's shape and
-    dtype."""
-    functions = getattr(core_module, "functions", None)
-    if functions is None:
-        return
-    functions = functions() if callable(functions) else functions
-    for spec in specs:
-        ftype = functions.get(spec.name)
-        if ftype is None:
-            raise CompileError("internal error: the core API does not list "
-                               "@%s" % spec.name)
-        for label, mine, theirs in (("argument", spec.args, ftype.inputs),
-                                    ("result", spec.results, ftype.results)):
-            if spec.unsupported:
-                continue
-            if len(mine) != len(theirs):
-                raise CompileError("internal error: @%s has %d %ss, the core "
-                                   "API says %d" % (spec.name, len(mine), label,
-                                                    len(theirs)))
-            for i, (a, t) in enumerate(zip(mine, theirs)):
-                shape = getattr(t, "shape", None)
-                if a.kind == "tensor" and shape is not None and (
-                        tuple(shape) != a.shape or t.dtype != a.dtype):
-                    raise CompileError(
-                        "internal error: @%s %s %d read as %s, the core API "
-                        "says %s" % (spec.name, label, i, a.type_text(), t))
+    if core is None or not hasattr(core.Module, "emit_object"):
+        return False
+    from . import _moe
+    return hasattr(_moe, "link_shared")
 
 
 def _run(command, what, verbose):
@@ -562,18 +367,18 @@ def _run(command, what, verbose):
 def link_shared(obj, output, verbose=False, cxx=None, runtime_library=None,
                 cuda_library_dir=None):
     """Links an object of lowered host code into a self-contained shared
-    library, as tools/moe-aot does."""
+    library with moe::aot::linkSharedLibrary, as moe-aot does."""
+    from . import _moe
     cxx = cxx or os.environ.get("CXX", "c++")
     runtime_library = runtime_library or find_runtime_library()
     cuda_library_dir = cuda_library_dir or find_cuda_library_dir()
-    # -Bsymbolic: the module's calls bind to its own copy of the runtime even
-    # when another library in the process exports mgpu* too. libstdc++ is
-    # linked in but not re-exported.
-    _run([cxx, "-shared", "-o", output, obj, runtime_library,
-          "-L" + cuda_library_dir, "-lcuda",
-          "-static-libstdc++", "-static-libgcc",
-          "-Wl,--exclude-libs,libstdc++.a", "-Wl,-Bsymbolic", "-Wl,-z,defs"],
-         "link", verbose)
+    if verbose:
+        print("compile_gpu: [link] %s" % " ".join(shlex.quote(c) for c in _moe.link_command(
+            obj, output, cxx, runtime_library, cuda_library_dir)))
+    try:
+        _moe.link_shared(obj, output, cxx, runtime_library, cuda_library_dir)
+    except Exception as exc:  # noqa: BLE001 - MLIRError
+        raise CompileError(str(exc)) from exc
 
 
 def _core_step(what, fn, *args, **kwargs):
@@ -585,13 +390,11 @@ def _core_step(what, fn, *args, **kwargs):
         raise CompileError("%s failed: %s" % (what, exc)) from exc
 
 
-def _compile_core(core, module, text, specs, output, fuse, lower, temp_dir,
-                  verbose):
+def _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose):
     # what the link needs, before the (long) pipeline runs
     runtime_library = find_runtime_library()
     cuda_library_dir = find_cuda_library_dir()
     m = _core_step("parsing the module", _core_module, core, module, text)
-    _check_against_core(specs, m)
     steps = ([FUSE_PIPELINE] if fuse else []) + [lower]
     for pipeline in steps:
         if verbose:
@@ -600,7 +403,7 @@ def _compile_core(core, module, text, specs, output, fuse, lower, temp_dir,
     obj = os.path.join(temp_dir, "module.o")
     if verbose:
         print("compile_gpu: [core] emit_object(%r)" % obj)
-    # as moe-aot's `llc -O2 -relocation-model=pic -filetype=obj`
+    # moe::aot::emitObjectFile with moe-aot's options (host triple, PIC, -O2)
     _core_step("emit_object", m.emit_object, obj, None, True, opt_level=2)
     link_shared(obj, output, verbose, runtime_library=runtime_library,
                 cuda_library_dir=cuda_library_dir)
@@ -644,14 +447,22 @@ def compile_gpu(module, path, chip="sm_90a", fuse=True, tile_m=64, tile_n=64,
     lower = lower_to_nvvm_pipeline(chip, tile_m, tile_n, tile_k)
     if backend not in ("auto", "core", "moe-aot"):
         raise ValueError("backend must be auto, core or moe-aot, got %r" % (backend,))
+    output = os.path.abspath(path)
+    # never leave a stale library or manifest behind a failed build
+    for stale in (output, _rt.manifest_path(output)):
+        if os.path.exists(stale):
+            os.remove(stale)
     text = _module_text(module)
-    specs = function_specs(text)
+    # a Module as it is; text (or a file) parsed, with its argument names
+    core = _core()
+    source = module if core is not None and isinstance(module, core.Module) else text
+    specs = _core_step("reading the function signatures", function_specs, source)
     if not specs:
         raise CompileError("the module defines no public func.func: nothing "
                            "would be exported")
-    output = os.path.abspath(path)
     os.makedirs(os.path.dirname(output), exist_ok=True)
-    core = _core() if backend != "moe-aot" else None
+    if backend == "moe-aot":
+        core = None
     use_core = backend == "core" or (backend == "auto" and _can_emit_objects(core))
     if backend == "core" and not _can_emit_objects(core):
         raise CompileError("the core API (moe_mlir.Module.emit_object) is not "
@@ -659,16 +470,12 @@ def compile_gpu(module, path, chip="sm_90a", fuse=True, tile_m=64, tile_n=64,
 
     def build(temp_dir):
         if use_core:
-            _compile_core(core, module, text, specs, output, fuse, lower,
-                          temp_dir, verbose)
+            _compile_core(core, module, text, output, fuse, lower, temp_dir,
+                          verbose)
         else:
             _compile_aot(text, output, fuse, lower, temp_dir, verbose,
                          bool(keep_temps))
 
-    # never leave a stale library or manifest behind a failed build
-    for stale in (output, _rt.manifest_path(output)):
-        if os.path.exists(stale):
-            os.remove(stale)
     if keep_temps:
         os.makedirs(keep_temps, exist_ok=True)
         with open(os.path.join(keep_temps, "module.mlir"), "w") as f:

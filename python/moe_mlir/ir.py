@@ -1,6 +1,7 @@
 """Contexts, modules, tensor types and the typed op builders.
 
-Everything here wraps the C++ extension ``moe_mlir._moe``: IR is created
+The types (TensorType, FunctionType, DTYPES) are defined in
+``moe_mlir._types`` and exported from here. Everything else here wraps the C++ extension ``moe_mlir._moe``: IR is created
 with MLIR's ``OpBuilder`` and the ODS-generated builders of the ``moe``
 ops, never assembled from strings, and every op is verified as soon as it
 is built.
@@ -11,12 +12,12 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from dataclasses import dataclass
-from typing import (TYPE_CHECKING, Iterable, Literal, NamedTuple, Optional,
-                    Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Literal, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 from . import _moe
 from ._moe import BuildError, MLIRError
+from ._types import DTYPES, DType, FunctionType, TensorType, _type_from_raw
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cpu import CpuModule
@@ -31,12 +32,6 @@ Scoring = Literal["softmax", "sigmoid"]
 GroupScore = Literal["max", "top2_sum"]
 Activation = Literal["silu", "gelu", "gelu_tanh"]
 GluLayout = Literal["concat", "interleaved"]
-DType = Literal["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32",
-                "i64", "index"]
-
-#: Element type names accepted by TensorType and the builders.
-DTYPES: Tuple[str, ...] = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16",
-                           "i32", "i64", "index")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -68,75 +63,6 @@ def _caller_location() -> Tuple[str, int, int]:
         except StopIteration:  # pragma: no cover
             pass
     return (frame.f_code.co_filename, frame.f_lineno or 0, col)
-
-
-# ----------------------------------------------------------------------------
-# Types
-# ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TensorType:
-    """A ranked tensor type: ``TensorType([None, 4096], "bf16")`` is
-    ``tensor<?x4096xbf16>`` (``None`` marks a dynamic dimension)."""
-
-    shape: Tuple[Optional[int], ...]
-    dtype: str = "f32"
-
-    def __init__(self, shape: Iterable[Optional[int]], dtype: str = "f32"):
-        dims = []
-        for d in shape:
-            if d is not None:
-                if isinstance(d, bool) or not isinstance(d, int) and not (
-                        hasattr(d, "__index__")):
-                    raise TypeError("tensor dimensions are ints or None, got %r"
-                                    % (d,))
-                d = int(d)
-                if d < 0:
-                    raise ValueError("tensor dimensions are >= 0 (None for a "
-                                     "dynamic one), got %d" % d)
-            dims.append(d)
-        if dtype not in DTYPES:
-            raise ValueError("unknown element type %r (expected one of %s)"
-                             % (dtype, ", ".join(DTYPES)))
-        object.__setattr__(self, "shape", tuple(dims))
-        object.__setattr__(self, "dtype", dtype)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def is_static(self) -> bool:
-        """True when no dimension is dynamic."""
-        return all(d is not None for d in self.shape)
-
-    def __str__(self) -> str:
-        dims = ["?" if d is None else str(d) for d in self.shape]
-        return "tensor<%s>" % "x".join(dims + [self.dtype])
-
-    def _raw(self) -> Tuple[list, str]:
-        return ([-1 if d is None else d for d in self.shape], self.dtype)
-
-
-def _type_from_raw(raw) -> Union[TensorType, str]:
-    shape, dtype, kind = raw
-    if kind == "tensor" and dtype in DTYPES:
-        return TensorType(shape, dtype)
-    if kind == "scalar":
-        return dtype
-    if kind == "memref":
-        return "memref<%s>" % "x".join(
-            ["?" if d is None else str(d) for d in shape] + [dtype])
-    return dtype
-
-
-class FunctionType(NamedTuple):
-    """Signature of a function: input and result types (TensorType for
-    tensors, the type's name otherwise) and its visibility."""
-
-    inputs: Tuple[Union[TensorType, str], ...]
-    results: Tuple[Union[TensorType, str], ...]
-    visibility: str = "public"
 
 
 # ----------------------------------------------------------------------------
@@ -293,6 +219,8 @@ class Module:
         ExecutionEngine. ``shared_libs`` defaults to LLVM's
         ``libmlir_c_runner_utils``. Call public functions with numpy arrays:
         ``compile_cpu().call("layer", x, logits, w_up, w_down)``."""
+        # Imported here, not at the top: cpu.py needs numpy, building IR
+        # does not. (cpu.py itself imports only _types, not this module.)
         from .cpu import CpuModule, default_shared_libs
         libs = (default_shared_libs() if shared_libs is None
                 else [os.fspath(p) for p in shared_libs])

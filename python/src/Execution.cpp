@@ -21,6 +21,7 @@
 
 #include "MoeMlirPython.h"
 
+#include "moe-mlir/AOT/AOT.h"
 #include "moe-mlir/Conversion/Passes.h"
 #include "moe-mlir/Pipelines/Pipelines.h"
 
@@ -31,9 +32,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/APFloat.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -60,16 +59,6 @@ static void initNativeTargetOnce() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
-  });
-}
-
-static void initAllTargetsOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargets();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmPrinters();
   });
 }
 
@@ -113,54 +102,16 @@ void PyModule::emitObject(const std::string &path,
   if (optLevel < 0 || optLevel > 3)
     throw MlirError{"opt_level must be 0..3, got " + std::to_string(optLevel),
                     {}};
-  initAllTargetsOnce();
   DiagnosticCollector diags(state->getContext());
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*state->module, llvmContext);
-  if (!llvmModule)
-    diags.fail("failed to translate the module to LLVM IR (is it lowered "
-               "to the LLVM dialect?)");
-
-  llvm::Triple targetTriple(triple ? *triple
-                                   : llvm::sys::getDefaultTargetTriple());
+  moe::aot::ObjectOptions options;
+  options.triple = triple.value_or("");
+  options.cpu = cpu;
+  options.features = features;
+  options.pic = pic;
+  options.optLevel = optLevel;
   std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(targetTriple, error);
-  if (!target)
-    throw MlirError{
-        "no LLVM target for triple '" + targetTriple.str() + "': " + error, {}};
-  llvm::TargetOptions options;
-  auto level = static_cast<llvm::CodeGenOptLevel>(optLevel);
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      targetTriple, cpu, features, options,
-      pic ? llvm::Reloc::PIC_ : llvm::Reloc::Static, std::nullopt, level));
-  if (!machine)
-    throw MlirError{
-        "cannot create a target machine for '" + targetTriple.str() + "'", {}};
-  llvmModule->setTargetTriple(targetTriple);
-  llvmModule->setDataLayout(machine->createDataLayout());
-  if (optLevel > 0) {
-    auto transformer =
-        makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine.get());
-    if (llvm::Error err = transformer(llvmModule.get()))
-      throw MlirError{
-          "LLVM optimisation failed: " + llvm::toString(std::move(err)), {}};
-  }
-
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    throw MlirError{"cannot open '" + path + "': " + ec.message(), {}};
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, out, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    throw MlirError{"the target cannot emit object files", {}};
-  codegen.run(*llvmModule);
-  out.flush();
-  if (out.has_error())
-    throw MlirError{"cannot write '" + path + "': " + out.error().message(),
-                    {}};
+  if (failed(moe::aot::emitObjectFile(*state->module, path, options, error)))
+    diags.fail(error);
 }
 
 //===----------------------------------------------------------------------===//
@@ -453,6 +404,35 @@ static nb::list invoke(PyCpuModule &self, const std::string &name,
 }
 
 void bindExecution(nb::module_ &m) {
+  // The link of a GPU artifact, moe::aot's (lib/AOT), as moe-aot does it.
+  m.attr("CONFIGURED_RUNTIME_LIBRARY") =
+      moe::aot::configuredRuntimeLibrary().str();
+  m.attr("CONFIGURED_CUDA_LIBRARY_DIR") =
+      moe::aot::configuredCudaLibraryDir().str();
+  m.def(
+      "link_command",
+      [](const std::string &object, const std::string &output,
+         const std::string &cxx, const std::string &runtimeLibrary,
+         const std::string &cudaLibraryDir) {
+        return moe::aot::linkCommand(object, output,
+                                     {cxx, runtimeLibrary, cudaLibraryDir});
+      },
+      nb::arg("object"), nb::arg("output"), nb::arg("cxx"),
+      nb::arg("runtime_library"), nb::arg("cuda_library_dir"));
+  m.def(
+      "link_shared",
+      [](const std::string &object, const std::string &output,
+         const std::string &cxx, const std::string &runtimeLibrary,
+         const std::string &cudaLibraryDir) {
+        std::string error;
+        if (failed(moe::aot::linkSharedLibrary(
+                object, output, {cxx, runtimeLibrary, cudaLibraryDir}, error)))
+          throw MlirError{error, {}};
+      },
+      nb::arg("object"), nb::arg("output"), nb::arg("cxx"),
+      nb::arg("runtime_library"), nb::arg("cuda_library_dir"),
+      nb::call_guard<nb::gil_scoped_release>());
+
   nb::class_<PyCpuModule>(m, "_CpuModule")
       .def_prop_ro(
           "functions",

@@ -321,6 +321,10 @@ void parsePipelineInto(mlir::PassManager &pm, const std::string &pipeline);
 /// Binds _CpuModule (Execution.cpp).
 void bindExecution(nanobind::module_ &m);
 
+/// Binds function_signatures, what moe_mlir.gpu's manifests are made of
+/// (Signatures.cpp).
+void bindSignatures(nanobind::module_ &m);
+
 } // namespace moe_py
 
 #endif // MOE_MLIR_PYTHON_MOEMLIRPYTHON_H

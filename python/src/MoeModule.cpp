@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Low-level bindings (underscore names). The documented, typed API is the
-// pure-Python layer in moe_mlir/ (ir.py, cpu.py, presets.py), which wraps
-// these classes.
+// pure-Python layer in moe_mlir/ (ir.py, cpu.py, presets.py, gpu.py), which
+// wraps these classes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,4 +164,5 @@ NB_MODULE(_moe, m) {
       .def("expand_slots", &PyFunctionBuilder::expandSlots);
 
   bindExecution(m);
+  bindSignatures(m);
 }

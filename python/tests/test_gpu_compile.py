@@ -8,7 +8,8 @@
   * compile_gpu on a small moe.ffn: a .so exporting _mlir_ciface_ffn and the
     runtime's embedder API, needing only libcuda.so.1, and its manifest
     (skipped without the CUDA toolkit / runtime archive);
-  * runtime.py imports without torch and without the compiled extension;
+  * the runtime (moe_mlir_runtime, python/runtime) imports without torch
+    and without the compiled extension;
   * manifest reading and argument checks raise clear errors;
   * the ctypes calling path end to end, against a fake host-only library
     (a C file compiled here) and a stand-in for torch over numpy arrays.
@@ -17,8 +18,6 @@ The calls on a real GPU are test/GPU/python_flow_check.py's job.
 """
 
 import ctypes
-import importlib
-import importlib.util
 import json
 import os
 import shutil
@@ -31,38 +30,12 @@ from pathlib import Path
 import pytest
 
 PY_DIR = Path(__file__).resolve().parents[1]
-PKG_DIR = PY_DIR / "moe_mlir"
-RUNTIME_PY = PKG_DIR / "runtime.py"
+RUNTIME_PY = PY_DIR / "runtime" / "moe_mlir_runtime" / "__init__.py"
 
 
-def _load_modules():
-    """(runtime, gpu): from the package when it imports, else the files."""
-    try:
-        from moe_mlir import gpu, runtime  # noqa: F401
-        return runtime, gpu
-    except ImportError:
-        pass
-    if str(PY_DIR) not in sys.path:
-        sys.path.insert(0, str(PY_DIR))
-        try:
-            for name in [n for n in sys.modules if n.split(".")[0] == "moe_mlir"]:
-                del sys.modules[name]
-            from moe_mlir import gpu, runtime  # noqa: F401
-            return runtime, gpu
-        except ImportError:
-            pass
-    # the package's __init__ needs the unbuilt extension: the plain files
-    spec = importlib.util.spec_from_file_location("runtime", RUNTIME_PY)
-    runtime = importlib.util.module_from_spec(spec)
-    sys.modules["runtime"] = runtime
-    spec.loader.exec_module(runtime)
-    spec = importlib.util.spec_from_file_location("moe_gpu_standalone", PKG_DIR / "gpu.py")
-    gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu)
-    return runtime, gpu
+from moe_mlir import gpu, runtime as rt  # noqa: E402
+import moe_mlir  # noqa: E402
 
-
-rt, gpu = _load_modules()
 
 SMALL_FFN = textwrap.dedent("""\
     func.func @ffn(%x: tensor<?x32xf32>, %logits: tensor<?x8xf32>,
@@ -306,14 +279,15 @@ def test_function_specs_of_other_signatures():
             return %a : tensor<4xf32>
           }
           func.func @route(%l: tensor<?x16xbf16>, %b: tensor<16xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) attributes {llvm.emit_c_interface} {
-            %w, %i = moe.route %l bias %b k = 2 scoring = sigmoid : tensor<?x16xbf16>, tensor<16xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+            %w, %i = moe.route %l bias(%b : tensor<16xf32>) k = 2 scoring = sigmoid : tensor<?x16xbf16> -> tensor<?x2xf32>, tensor<?x2xi32>
             return %w, %i : tensor<?x2xf32>, tensor<?x2xi32>
           }
           func.func @mixed(%m: memref<?x?xf32, strided<[?, 1], offset: ?>>, %s: f32, %n: index, %k: i1) {
             return
           }
           func.func @odd(%v: vector<4xf32>, %u: tensor<*xf32>) -> tensor<2x?xf16> {
-            %0 = tensor.empty() : tensor<2x?xf16>
+            %c3 = arith.constant 3 : index
+            %0 = tensor.empty(%c3) : tensor<2x?xf16>
             return %0 : tensor<2x?xf16>
           }
         }
@@ -330,12 +304,87 @@ def test_function_specs_of_other_signatures():
     assert mixed.args[0].contiguous is False and mixed.results == []
     assert mixed.args[0].symbols == (None, None)  # not a token op: nothing named
     odd = specs["odd"]
-    assert "vector<4xf32>" in odd.unsupported and "unranked" in odd.unsupported
+    assert odd.unsupported == (
+        "v: type vector<4xf32> is not supported (tensors, memrefs and int / "
+        "float scalars are); u: unranked tensor<*xf32> is not supported")
     with pytest.raises(rt.ArgumentError, match="cannot be called"):
         odd.check([])
     # the manifest keeps the unsupported function and says why
     m = rt.Manifest.build(list(specs.values()))
     assert rt.Manifest(m.data).functions["odd"].unsupported == odd.unsupported
+
+
+def test_function_specs_names_and_problems():
+    text = textwrap.dedent("""\
+        func.func @half(%h: f16, %c: memref<4xf32, 1>, %q: memref<?x4xf32, strided<[4, 1]>>) -> f32 {
+          %0 = arith.constant 1.0 : f32
+          return %0 : f32
+        }
+        func.func nested @hidden() {
+          return
+        }
+        func.func public @pub(%a: memref<2x3xi8>, %b: memref<*xf32>, %c: ui8, %d: i32,
+                              %e: tensor<4xcomplex<f32>>) {
+          return
+        }
+        func.func @topk(%arg0: tensor<?x16xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
+          %v, %i = moe.topk %arg0 k = 2 : tensor<?x16xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+          return %v, %i : tensor<?x2xf32>, tensor<?x2xi32>
+        }
+        func.func @ffn(%arg0: tensor<?x32xf32>, %gate: tensor<?x8xf32>,
+                       %arg2: tensor<8x32x128xf32>, %down: tensor<8x64x32xf32>) -> tensor<?x32xf32> {
+          %y = moe.ffn %arg0, %gate, %arg2, %down k = 2 scoring = softmax
+              activation = silu layout = concat
+              : tensor<?x32xf32>, tensor<?x8xf32>, tensor<8x32x128xf32>,
+                tensor<8x64x32xf32> -> tensor<?x32xf32>
+          return %y : tensor<?x32xf32>
+        }
+        """)
+    specs = {s.name: s for s in gpu.function_specs(text)}
+    assert list(specs) == ["half", "pub", "topk", "ffn"]  # nested: not exported
+    half = specs["half"]
+    assert half.unsupported == (
+        "h: scalar f16 arguments are not supported; c: memory space 1 is not "
+        "supported: memref<4xf32, 1>; result: scalar results are not supported")
+    q = half.args[2]
+    assert (q.name, q.kind, q.shape, q.contiguous) == ("q", "memref", (None, 4), False)
+    pub = specs["pub"]
+    assert pub.unsupported == (
+        "b: unranked memref<*xf32> is not supported; e: element type "
+        "complex<f32> is not supported: tensor<4xcomplex<f32>>")
+    a = pub.args[0]
+    assert (a.kind, a.dtype, a.shape, a.contiguous) == ("memref", "i8", (2, 3), True)
+    assert [(x.kind, x.dtype) for x in pub.args[2:4]] == [("scalar", "ui8"), ("scalar", "i32")]
+    # a token op names T; only moe.ffn gives numbered arguments role names
+    topk = specs["topk"]
+    assert topk.signature() == "topk(arg0: f32[T, 16]) -> (f32[T, 2], i32[T, 2])"
+    ffn = specs["ffn"]
+    assert [x.name for x in ffn.args] == ["x", "gate", "w_up", "down"]
+    assert [x.symbols[0] for x in ffn.args] == ["T", "T", None, None]
+    with pytest.raises(moe_mlir.MLIRError, match="failed to parse"):
+        gpu.function_specs("func.func @f(")
+
+
+def test_function_specs_of_modules(tmp_path):
+    m = moe_mlir.Module()
+    with moe_mlir.FunctionBuilder(m, "layer", inputs=[
+            moe_mlir.TensorType([None, 32], "f32"), moe_mlir.TensorType([None, 8], "f32"),
+            moe_mlir.TensorType([8, 32, 128], "f32"),
+            moe_mlir.TensorType([8, 64, 32], "f32")]) as f:
+        f.ret(f.ffn(*f.args, k=2, scoring="softmax", activation="silu", layout="concat"))
+    signature = ("layer(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
+                 "w_down: f32[8, 64, 32]) -> f32[T, 32]")
+    assert [s.signature() for s in gpu.function_specs(m)] == [signature]
+    # the module object and its printed text read alike
+    assert [s.signature() for s in gpu.function_specs(str(m))] == [signature]
+    path = tmp_path / "layer.mlir"
+    path.write_text(str(m))
+    assert [s.signature() for s in gpu.function_specs(str(path))] == [signature]
+    # after fusion the body is no lone token op: numbered names, no T
+    fused = m.clone().run_pipeline(gpu.FUSE_PIPELINE)
+    (spec,) = gpu.function_specs(fused)
+    assert [a.name for a in spec.args] == ["arg0", "arg1", "arg2", "arg3"]
+    assert all(y is None for a in spec.args + spec.results for y in a.symbols)
 
 
 def test_pipeline_text_and_option_checks():
@@ -422,6 +471,17 @@ def test_compile_gpu_small_ffn(tmp_path, backend):
     ffn = manifest.functions["ffn"]
     assert ffn.signature() == ("ffn(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
                                "w_down: f32[8, 64, 32]) -> f32[T, 32]")
+
+
+def test_backends_build_the_same_library(tmp_path):
+    """One compile path: moe-aot and the core API run the same C++ (lib/AOT)
+    for the object and the link, so their libraries are byte-identical."""
+    if sorted(_backends()) != ["core", "moe-aot"]:
+        pytest.skip("needs both the core API and moe-aot")
+    _toolchain_or_skip()
+    core = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "core.so"), backend="core")
+    aot = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "aot.so"), backend="moe-aot")
+    assert Path(core).read_bytes() == Path(aot).read_bytes()
 
 
 def test_compile_gpu_unfused_from_file(tmp_path):

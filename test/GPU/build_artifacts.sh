@@ -7,7 +7,8 @@
 #   OUT_DIR/<name>.unfused.so   --pipeline "--moe-lower-to-nvvm"
 #   OUT_DIR/<name>.fused.so     --pipeline "--moe-decompose --moe-fuse --moe-lower-to-nvvm"
 # and copies what run_gpu_checks.py needs next to them (the Python files,
-# reference.py, cases/*.mlir), plus COMMIT (`git rev-parse HEAD`, "-dirty"
+# reference.py, cases/*.mlir, the runtime package moe_mlir_runtime/ and its
+# wheel), plus COMMIT (`git rev-parse HEAD`, "-dirty"
 # when the work tree has changes) and BUILD.txt (tools, pipelines, times).
 # The folder is then self-contained: carry it to the GPU machine and run
 # `bash test/GPU/run_on_h200.sh` there.
@@ -136,9 +137,12 @@ for f in "$HERE"/*.py; do
   cp "$f" "$OUT/"
 done
 [ -f "$OUT/memref_abi.py" ] || { echo "FAIL: test/GPU/memref_abi.py is missing"; status=1; }
-# memref_abi.py is a shim over the Python package's runtime.py
-cp "$REPO/python/moe_mlir/runtime.py" "$OUT/" \
-  || { echo "FAIL: python/moe_mlir/runtime.py is missing"; status=1; }
+# memref_abi.py is a shim over the GPU runtime package moe_mlir_runtime
+# (python/runtime): its folder goes next to the scripts, which import it in
+# place, with its wheel for `pip install --no-deps --no-index` there.
+rm -f "$OUT/runtime.py"   # the single file shipped before the package
+"$PY" "$REPO/python/runtime/ship.py" "$OUT" > "$OUT/logs/runtime.log" 2>&1 \
+  || { echo "FAIL: python/runtime/ship.py (logs/runtime.log)"; status=1; }
 cp "$HERE"/cases/*.mlir "$OUT/cases/"
 cp "$HERE/run_on_h200.sh" "$OUT/" 2>/dev/null || true
 

@@ -7,8 +7,8 @@ with `moe_mlir.ffn_from_config(moe_mlir.PRESETS[name], T=None, dtype="bf16")`
 
     OUT/<preset>.so  OUT/<preset>.manifest.json
 
-and copies what the GPU machine needs next to them: runtime.py (the copy the
-package used to write the manifests), torch_reference.py,
+and copies what the GPU machine needs next to them: the runtime package
+moe_mlir_runtime/ and its wheel (python/runtime/ship.py), torch_reference.py,
 python_flow_check.py, and cases.json (per preset: library, function, shapes
 and the torch_reference.ffn keyword arguments). The reference arguments come
 from the GPU harness's own model table (gpu_cases.MODELS) where a preset
@@ -76,6 +76,8 @@ def import_package(need_presets):
         try:
             pkg = importlib.import_module("moe_mlir")
             gpu = importlib.import_module("moe_mlir.gpu")
+            # gpu.function_specs reads the IR through the extension
+            importlib.import_module("moe_mlir._moe")
         except Exception as ex:  # noqa: BLE001
             errors.append("%s: %s: %s" % (extra or "sys.path", type(ex).__name__, ex))
             continue
@@ -223,11 +225,7 @@ def main(argv=None):
             return 3
         print("build_python_flow: moe_mlir from %s" % os.path.dirname(gpu.__file__))
         return 0
-    if pkg is None and args.source == "gpu-cases":
-        # compile_gpu through moe-aot needs only gpu.py + runtime.py
-        sys.path.insert(0, os.path.join(REPO, "python", "moe_mlir"))
-        gpu = importlib.import_module("gpu")
-    elif pkg is None:
+    if pkg is None:
         print("build_python_flow: cannot import moe_mlir: %s" % why, file=sys.stderr)
         return 1
     rt = gpu._rt
@@ -309,8 +307,16 @@ def main(argv=None):
         print("build_python_flow: nothing built", file=sys.stderr)
         status = 1
 
-    runtime_src = rt.__file__
-    shutil.copy(runtime_src, os.path.join(out, "runtime.py"))
+    runtime_src = os.path.dirname(rt.__file__)
+    stale = os.path.join(out, "runtime.py")  # the single file shipped before
+    if os.path.exists(stale):
+        os.remove(stale)
+    shipped = subprocess.run([sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"),
+                              out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             universal_newlines=True)
+    print(shipped.stdout.rstrip())
+    if shipped.returncode != 0:
+        status = 1
     for f in ("torch_reference.py", "python_flow_check.py"):
         shutil.copy(os.path.join(HERE, f), os.path.join(out, f))
     meta = dict(commit=commit(), built=datetime.datetime.now(datetime.timezone.utc).strftime(

@@ -5,10 +5,11 @@
 # ===----------------------------------------------------------------------=== #
 """Calls functions of a moe-aot shared library on PyTorch tensors (ctypes).
 
-A thin shim over the Python package's runtime (python/moe_mlir/runtime.py,
+A thin shim over the GPU runtime package (moe_mlir_runtime, python/runtime,
 `Library`), which now holds the code; kept so that run_gpu_checks.py and
-existing scripts work unchanged. runtime.py is found next to this file (a
-copy, as in gpu-artifacts/) or in the source tree.
+existing scripts work unchanged. moe_mlir_runtime is taken from next to this
+file (the copy in gpu-artifacts/), its pyflow/ folder or the source tree,
+else from an install (pip install moe_mlir_runtime-*.whl).
 
 The library's functions must carry `llvm.emit_c_interface`, so that it
 exports `_mlir_ciface_<name>(Desc *...)`, where each ranked memref argument is
@@ -47,23 +48,27 @@ __all__ = ["CompiledModule", "memref_descriptor"]
 
 
 def _load_runtime():
+    name = "moe_mlir_runtime"
+    if name in sys.modules:
+        return sys.modules[name]
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.join(here, "runtime.py"),
-                  os.path.join(here, "pyflow", "runtime.py"),
-                  os.path.join(here, os.pardir, os.pardir, "python", "moe_mlir",
-                               "runtime.py")]
+    candidates = [os.path.join(here, name, "__init__.py"),
+                  os.path.join(here, "pyflow", name, "__init__.py"),
+                  os.path.join(here, os.pardir, os.pardir, "python", "runtime",
+                               name, "__init__.py")]
     for path in candidates:
         if os.path.isfile(path):
-            name = "moe_mlir_runtime"
-            if name in sys.modules:
-                return sys.modules[name]
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
             return module
-    raise ImportError("memref_abi: cannot find runtime.py (looked at %s)"
-                      % ", ".join(os.path.normpath(c) for c in candidates))
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise ImportError("memref_abi: cannot find the %s package (looked at "
+                          "%s, then sys.path)" % (name, ", ".join(
+                              os.path.normpath(c) for c in candidates))) from None
 
 
 _runtime = _load_runtime()

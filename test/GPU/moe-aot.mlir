@@ -3,7 +3,7 @@
 // interface, the mgpu* runtime and the embedder API, and its only
 // non-system dependency is libcuda.so.1.
 //
-// Until moe-opt has --moe-lower-to-nvvm, the upstream passes lower it.
+// The upstream passes lower it (moe-aot takes any moe or upstream pass).
 // DEFINE: %{pipeline} = --convert-scf-to-cf --gpu-kernel-outlining \
 // DEFINE:   '--nvvm-attach-target=chip=sm_90a features=+ptx80 O=3' \
 // DEFINE:   --convert-gpu-to-nvvm --gpu-async-region --convert-arith-to-llvm \
@@ -14,7 +14,7 @@
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %moe-aot %s -o %t/libscale.so -v --keep-temps %t/temps \
-// RUN:   --moe-opt %llvm_tools_dir/mlir-opt --pipeline "%{pipeline}" 2>&1 \
+// RUN:   --pipeline "%{pipeline}" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=STEPS
 // RUN: llvm-nm -D --defined-only %t/libscale.so \
 // RUN:   | FileCheck %s --check-prefix=SYMS
@@ -24,10 +24,10 @@
 // The kernel module is embedded and loaded from a global constructor.
 // RUN: FileCheck %s --check-prefix=IR < %t/temps/moe-aot.ll
 
-// STEPS: moe-aot: [moe-opt] {{.*}}mlir-opt
-// STEPS: moe-aot: [moe-opt] done in
-// STEPS: moe-aot: [mlir-translate] done in
-// STEPS: moe-aot: [llc] done in
+// STEPS: moe-aot: [pipeline] {{.*}}moe-aot.mlir | convert-scf-to-cf,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90a features=+ptx80 O=3},
+// STEPS: moe-aot: [pipeline] done in
+// STEPS: moe-aot: [object] {{.*}}moe-aot.o
+// STEPS: moe-aot: [object] done in
 // STEPS: moe-aot: [link] {{.*}}libmoe_cuda_runtime.a{{.*}} -lcuda
 // STEPS: moe-aot: [link] done in
 // STEPS: moe-aot: wrote {{.*}}libscale.so

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Checks the Python flow on the GPU: model presets compiled with the
 moe_mlir package (test/GPU/build_python_flow.py) and called through
-moe_mlir's runtime.py on torch tensors.
+the GPU runtime package moe_mlir_runtime on torch tensors.
 
 Run on the GPU machine, from gpu-artifacts/pyflow/ or with --dir:
 
   python3 python_flow_check.py [--dir DIR] [--presets a,b] [--T 1,64,512]
                                [--graph-T 1,64] [--sync-T 1,64] [--out DIR] [--budget SECONDS]
 
-Imports only runtime.py, torch and torch_reference.py (copies of them sit
-next to this file in the artifacts folder). For every preset of cases.json:
+Imports only moe_mlir_runtime, torch and torch_reference.py (copies of them
+sit next to this file in the artifacts folder; an installed moe-mlir-runtime
+wheel serves too). For every preset of cases.json:
 
   call/<preset>     at each T: outputs preallocated and poisoned (NaN), called
                     as fn(*inputs, *outputs) on the current stream; then
@@ -51,10 +52,12 @@ TOL = 1e-2
 
 
 def _import_local(d):
-    """runtime.py and torch_reference.py from `d` (the artifacts folder),
-    else from the source tree."""
-    src = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "python", "moe_mlir"))
-    for name, where in (("runtime.py", (d, HERE, src)), ("torch_reference.py", (d, HERE))):
+    """moe_mlir_runtime and torch_reference.py from `d` (the artifacts
+    folder), else from the source tree (an installed moe_mlir_runtime when
+    no folder has it)."""
+    src = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "python", "runtime"))
+    for name, where in ((os.path.join("moe_mlir_runtime", "__init__.py"), (d, HERE, src)),
+                        ("torch_reference.py", (d, HERE))):
         for p in where:
             if os.path.isfile(os.path.join(p, name)):
                 if p in sys.path:
@@ -400,7 +403,7 @@ def main(argv=None):
     art_dir = os.path.abspath(args.dir)
     _import_local(art_dir)
     import torch
-    import runtime as rt
+    import moe_mlir_runtime as rt
     import torch_reference as TR
 
     out = args.out or (os.path.join(os.environ["OUT"], "pyflow") if os.environ.get("OUT")

@@ -14,7 +14,7 @@
 #
 # 3. python3 pyflow/python_flow_check.py          (when gpu-artifacts/pyflow
 #        exists: model presets built with the moe_mlir package, called
-#        through its runtime.py, incl. CUDA-graph capture + replay)
+#        through moe_mlir_runtime, incl. CUDA-graph capture + replay)
 #
 # Everything lands in $OUT (default ./gpu-results): full/ and small/
 # (results.json, results.md, summary.txt of each run), full.log, small.log,

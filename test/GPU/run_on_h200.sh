@@ -156,7 +156,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   cat "$RES/full/summary.txt" 2>/dev/null || echo "(no summary: see full.log)"
   echo '```'
   echo
-  echo "## Python flow (moe_mlir presets through runtime.py, CUDA graphs)"
+  echo "## Python flow (moe_mlir presets through moe_mlir_runtime, CUDA graphs)"
   echo
   echo '```'
   if [ "$pyflow_rc" = skipped ] || [ "$pyflow_rc" = missing ]; then

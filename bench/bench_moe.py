@@ -64,10 +64,10 @@ import traceback
 import zlib
 
 TOL = 1e-2
-COPY_TBPS = 4.3      # H200 device copy, bytes read + written (KINDS.md)
-BF16_TFLOPS = 790    # H200 bf16 dense matmul (KINDS.md)
+COPY_TBPS = 4.3  # H200 device copy, bytes read + written (KINDS.md)
+BF16_TFLOPS = 790  # H200 bf16 dense matmul (KINDS.md)
 FLUSH_BYTES = 256 << 20
-DEV = "cuda:0"       # the runtime's device
+DEV = "cuda:0"  # the runtime's device
 WEIGHT_SCALE = 0.02
 DEFAULT_T = (1, 8, 64, 512, 4096, 16384)
 
@@ -100,6 +100,7 @@ def generator(key):
 # ----------------------------------------------------------------------------
 # Inputs
 # ----------------------------------------------------------------------------
+
 
 def make_weights(layer):
     """w_up, w_down of `layer` in its layout; one set of logical weights per
@@ -142,6 +143,7 @@ def floor_of(layer, T, experts_hit):
 # Baselines
 # ----------------------------------------------------------------------------
 
+
 def swiglu(gu, layout):
     """silu(gate) * up of the first GEMM's [M, 2I] output."""
     if layout == "interleaved":
@@ -166,10 +168,10 @@ def grouped_mm_layer(layer, x, logits, w_up_b, w_down_b):
     T, k = x.shape[0], layer.k
     w, ids = routing(logits, k)
     flat = ids.reshape(-1)
-    order = torch.argsort(flat, stable=True)            # slots grouped by expert
+    order = torch.argsort(flat, stable=True)  # slots grouped by expert
     counts = torch.zeros(layer.E, dtype=torch.int32, device=x.device)
     counts.scatter_add_(0, flat, torch.ones_like(flat, dtype=torch.int32))
-    offs = torch.cumsum(counts, 0, dtype=torch.int32)   # group ends
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)  # group ends
     gu = torch._grouped_mm(x.index_select(0, order // k), w_up_b, offs=offs)
     d = torch._grouped_mm(swiglu(gu, layer.layout), w_down_b, offs=offs)
     d.mul_(w.reshape(-1)[order].to(d.dtype).unsqueeze(1))
@@ -183,7 +185,7 @@ def eager_layer(layer, x, logits, w_up, w_down):
     w, ids = routing(logits, layer.k)
     w = w.to(x.dtype)
     y = torch.zeros_like(x)
-    mask = F.one_hot(ids, num_classes=layer.E).permute(2, 1, 0)   # [E, k, T]
+    mask = F.one_hot(ids, num_classes=layer.E).permute(2, 1, 0)  # [E, k, T]
     hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero().flatten().tolist()
 
     def linear(a, weight):
@@ -201,6 +203,7 @@ def eager_layer(layer, x, logits, w_up, w_down):
 # Timing and checking
 # ----------------------------------------------------------------------------
 
+
 class Timer:
     def __init__(self, args):
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
@@ -214,8 +217,9 @@ class Timer:
         """{us: median, min_us, runs} of `run()` between events, L2 flushed first."""
         times = []
         t0 = time.time()
-        while len(times) < self.max_runs and (len(times) < self.min_runs
-                                               or time.time() - t0 < self.max_seconds):
+        while len(times) < self.max_runs and (
+            len(times) < self.min_runs or time.time() - t0 < self.max_seconds
+        ):
             self.flush.zero_()
             self.start.record()
             run()
@@ -279,6 +283,7 @@ class Check:
 # The run
 # ----------------------------------------------------------------------------
 
+
 class Bench:
     def __init__(self, args, meta):
         self.args = args
@@ -288,8 +293,8 @@ class Bench:
         self.start = time.time()
         self.fatal = None
         self.timer = Timer(args)
-        self.art = self.fn = None    # the current layer's compiled artifact / @ffn
-        self.ours_missing = None     # why there is none
+        self.art = self.fn = None  # the current layer's compiled artifact / @ffn
+        self.ours_missing = None  # why there is none
         commit = meta["commit"]
         os.makedirs(args.out, exist_ok=True)
         self.json_path = os.path.join(args.out, commit + ".json")
@@ -372,10 +377,20 @@ class Bench:
     def new_cell(self, layer, T):
         target = TARGET_US.get(layer.config)
         target_us = target[TARGET_T.index(T)] if target and T in TARGET_T else None
-        cell = dict(config=layer.config, variant=layer.variant or "base", layer=layer.name,
-                    H=layer.H, I=layer.I, E=layer.E, k=layer.k, T=T,
-                    layout=layer.layout, transpose_weights=layer.transpose_weights,
-                    target_us=target_us, errors={})
+        cell = dict(
+            config=layer.config,
+            variant=layer.variant or "base",
+            layer=layer.name,
+            H=layer.H,
+            I=layer.I,
+            E=layer.E,
+            k=layer.k,
+            T=T,
+            layout=layer.layout,
+            transpose_weights=layer.transpose_weights,
+            target_us=target_us,
+            errors={},
+        )
         self.cells.append(cell)
         return cell
 
@@ -410,8 +425,9 @@ class Bench:
             try:
                 y = torch.empty((T, layer.H), dtype=torch.bfloat16, device=DEV)
                 ins = (x, logits, w_up, w_down)
-                self.run_impl(cell, "ours", lambda: self.fn(*ins, y), check, True, y,
-                              self.art.synchronize)
+                self.run_impl(
+                    cell, "ours", lambda: self.fn(*ins, y), check, True, y, self.art.synchronize
+                )
                 cell["pct_of_floor"] = floor_us / cell["ours_us"] * 100
                 if cell["target_us"]:
                     cell["ours_over_target"] = cell["ours_us"] / cell["target_us"]
@@ -431,16 +447,21 @@ class Bench:
             try:
                 w_up_b = w_up.transpose(1, 2) if layer.transpose_weights else w_up
                 w_down_b = w_down.transpose(1, 2) if layer.transpose_weights else w_down
-                self.run_impl(cell, "grouped_mm",
-                              lambda: grouped_mm_layer(layer, x, logits, w_up_b, w_down_b),
-                              check, True)
+                self.run_impl(
+                    cell,
+                    "grouped_mm",
+                    lambda: grouped_mm_layer(layer, x, logits, w_up_b, w_down_b),
+                    check,
+                    True,
+                )
             except Exception as ex:  # noqa: BLE001
                 self.fail(cell, "grouped_mm", ex)
             if self.fatal:
                 return
             try:
-                self.run_impl(cell, "eager", lambda: eager_layer(layer, x, logits, w_up, w_down),
-                              check, False)
+                self.run_impl(
+                    cell, "eager", lambda: eager_layer(layer, x, logits, w_up, w_down), check, False
+                )
             except Exception as ex:  # noqa: BLE001
                 self.fail(cell, "eager", ex)
         cell["secs"] = round(time.time() - t0, 2)
@@ -452,10 +473,15 @@ class Bench:
         for key in IMPLS:
             if key + "_us" in c:
                 err = c.get(key + "_err")
-                parts.append("%s %s%s%s" % (
-                    key, fmt_us(c[key + "_us"]),
-                    "" if err is None else " err %s" % fmt_err(err),
-                    " FAIL" if key in CHECKED and c.get(key + "_pass") is False else ""))
+                parts.append(
+                    "%s %s%s%s"
+                    % (
+                        key,
+                        fmt_us(c[key + "_us"]),
+                        "" if err is None else " err %s" % fmt_err(err),
+                        " FAIL" if key in CHECKED and c.get(key + "_pass") is False else "",
+                    )
+                )
             elif key in c["errors"]:
                 parts.append("%s ERROR" % key)
         return ", ".join(parts)
@@ -464,19 +490,22 @@ class Bench:
 
     def wants_profile(self, layer, T):
         spec = self.args.profile
-        return spec == "all" or (spec is not None and
-                                 "%s:%d" % (layer.name, T) in spec.split(","))
+        return spec == "all" or (spec is not None and "%s:%d" % (layer.name, T) in spec.split(","))
 
     def profile(self, layer, T, call):
         """Kernels of one (non-graph) call of ours, in launch order."""
         from torch.profiler import ProfilerActivity, profile
+
         call()
         torch.cuda.synchronize()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             call()
             torch.cuda.synchronize()
-        kernels = [(e.name, e.device_time) for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = [
+            (e.name, e.device_time)
+            for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA
+        ]
         self.profiles.append(dict(layer=layer.name, T=T, kernels=kernels))
 
     # -- layers ----------------------------------------------------------------
@@ -499,9 +528,18 @@ class Bench:
             for T in Ts:
                 self.skip(layer, T, self.fatal or "time budget")
             return
-        self.log("--- %s: H=%d I=%d E=%d k=%d layout=%s transpose_weights=%s" % (
-            layer.name, layer.H, layer.I, layer.E, layer.k, layer.layout,
-            layer.transpose_weights))
+        self.log(
+            "--- %s: H=%d I=%d E=%d k=%d layout=%s transpose_weights=%s"
+            % (
+                layer.name,
+                layer.H,
+                layer.I,
+                layer.E,
+                layer.k,
+                layer.layout,
+                layer.transpose_weights,
+            )
+        )
         try:
             w_up, w_down = make_weights(layer)
         except Exception as ex:  # noqa: BLE001
@@ -529,8 +567,11 @@ class Bench:
     # -- output ----------------------------------------------------------------
 
     def write(self):
-        data = dict(meta=dict(self.meta, elapsed_s=round(self.elapsed(), 1), fatal=self.fatal),
-                    cells=self.cells, profiles=self.profiles)
+        data = dict(
+            meta=dict(self.meta, elapsed_s=round(self.elapsed(), 1), fatal=self.fatal),
+            cells=self.cells,
+            profiles=self.profiles,
+        )
         with open(self.json_path + ".tmp", "w") as f:
             json.dump(json_safe(data), f, indent=1)
         os.replace(self.json_path + ".tmp", self.json_path)
@@ -539,22 +580,26 @@ class Bench:
 
     def markdown(self):
         m = self.meta
-        lines = ["# moe.ffn benchmark (issue 10) at %s" % m["commit"], "",
-                 "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
-                 "- layer: softmax top-k renormalised, SwiGLU, bf16; base = interleaved gate/up, "
-                 "nn.Linear weights (.nt: plain layout, .concat: concat gate/up)",
-                 "- ours: the compiled layer, one CUDA graph replay; grouped_mm: torch routing + "
-                 "torch._grouped_mm, one CUDA graph; eager: Hugging Face per-expert loop, eager "
-                 "calls (host syncs, not capturable)",
-                 "- times: median us over N runs, L2 flushed before each; floor = max(bytes / "
-                 "%.1f TB/s, 6 T k H I / %d TFLOP/s), bytes = touched experts' weights + x + out "
-                 "+ logits" % (COPY_TBPS, BF16_TFLOPS),
-                 "- err: ||y - ref|| / ||ref|| against the float32 reference (torch_reference.ffn), "
-                 "tolerance %.0e" % TOL,
-                 "- compile (moe-aot, s): %s" % ", ".join(
-                     "%s %s" % (n, "?" if s is None else "%.2f" % s)
-                     for n, s in m["compile_s"].items()),
-                 ""]
+        lines = [
+            "# moe.ffn benchmark (issue 10) at %s" % m["commit"],
+            "",
+            "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+            "- layer: softmax top-k renormalised, SwiGLU, bf16; base = interleaved gate/up, "
+            "nn.Linear weights (.nt: plain layout, .concat: concat gate/up)",
+            "- ours: the compiled layer, one CUDA graph replay; grouped_mm: torch routing + "
+            "torch._grouped_mm, one CUDA graph; eager: Hugging Face per-expert loop, eager "
+            "calls (host syncs, not capturable)",
+            "- times: median us over N runs, L2 flushed before each; floor = max(bytes / "
+            "%.1f TB/s, 6 T k H I / %d TFLOP/s), bytes = touched experts' weights + x + out "
+            "+ logits" % (COPY_TBPS, BF16_TFLOPS),
+            "- err: ||y - ref|| / ||ref|| against the float32 reference (torch_reference.ffn), "
+            "tolerance %.0e" % TOL,
+            "- compile (moe-aot, s): %s"
+            % ", ".join(
+                "%s %s" % (n, "?" if s is None else "%.2f" % s) for n, s in m["compile_s"].items()
+            ),
+            "",
+        ]
         lines += table(self.cells, markdown=True)
         notes = notes_of(self.cells)
         if notes or self.fatal:
@@ -563,16 +608,26 @@ class Bench:
                 lines.append("- FATAL: " + self.fatal)
         for p in self.profiles:
             total = sum(t for _, t in p["kernels"])
-            lines += ["", "## Profile: %s T=%d, %d kernels, %.1f us of GPU time (one call)" % (
-                p["layer"], p["T"], len(p["kernels"]), total), "", "```"]
-            lines += ["%3d  %-60s %10.1f us" % (i, name[:60], t)
-                      for i, (name, t) in enumerate(p["kernels"])]
+            lines += [
+                "",
+                "## Profile: %s T=%d, %d kernels, %.1f us of GPU time (one call)"
+                % (p["layer"], p["T"], len(p["kernels"]), total),
+                "",
+                "```",
+            ]
+            lines += [
+                "%3d  %-60s %10.1f us" % (i, name[:60], t)
+                for i, (name, t) in enumerate(p["kernels"])
+            ]
             lines.append("```")
             if any(name.endswith("__pdl") for name, _ in p["kernels"]):
-                lines += ["", "(`__pdl` kernels are launched programmatically: they start "
-                          "while the kernel before them runs and their time includes "
-                          "the wait for it, so the times overlap and their sum can "
-                          "exceed the call.)"]
+                lines += [
+                    "",
+                    "(`__pdl` kernels are launched programmatically: they start "
+                    "while the kernel before them runs and their time includes "
+                    "the wait for it, so the times overlap and their sum can "
+                    "exceed the call.)",
+                ]
         return lines
 
 
@@ -586,8 +641,21 @@ def fmt_err(v):
     return "-" if v is None else ("%.1e" % v if math.isfinite(v) else "inf")
 
 
-COLUMNS = ("layer", "T", "hit", "ours us", "floor us", "%floor", "target us", "ours/tgt",
-           "gmm us", "eager us", "err ours", "err gmm", "ok")
+COLUMNS = (
+    "layer",
+    "T",
+    "hit",
+    "ours us",
+    "floor us",
+    "%floor",
+    "target us",
+    "ours/tgt",
+    "gmm us",
+    "eager us",
+    "err ours",
+    "err gmm",
+    "ok",
+)
 
 
 def row_of(c):
@@ -595,14 +663,21 @@ def row_of(c):
         return [c["layer"], str(c["T"])] + ["-"] * 10 + ["skip"]
     bad = [k for k in CHECKED if c.get(k + "_pass") is False]
     bad += ["%s error" % k for k in c["errors"]]
-    return [c["layer"], str(c["T"]), str(c.get("experts_hit", "-")),
-            fmt_us(c.get("ours_us")), fmt_us(c.get("floor_us")),
-            "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
-            "-" if c.get("target_us") is None else str(c["target_us"]),
-            "-" if "ours_over_target" not in c else "%.1fx" % c["ours_over_target"],
-            fmt_us(c.get("grouped_mm_us")), fmt_us(c.get("eager_us")),
-            fmt_err(c.get("ours_err")), fmt_err(c.get("grouped_mm_err")),
-            "; ".join(bad) or "ok"]
+    return [
+        c["layer"],
+        str(c["T"]),
+        str(c.get("experts_hit", "-")),
+        fmt_us(c.get("ours_us")),
+        fmt_us(c.get("floor_us")),
+        "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
+        "-" if c.get("target_us") is None else str(c["target_us"]),
+        "-" if "ours_over_target" not in c else "%.1fx" % c["ours_over_target"],
+        fmt_us(c.get("grouped_mm_us")),
+        fmt_us(c.get("eager_us")),
+        fmt_err(c.get("ours_err")),
+        fmt_err(c.get("grouped_mm_err")),
+        "; ".join(bad) or "ok",
+    ]
 
 
 def table(cells, markdown):
@@ -611,8 +686,10 @@ def table(cells, markdown):
         out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         return out + ["| " + " | ".join(r) + " |" for r in rows]
     widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
-    return ["  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
-            for r in [list(COLUMNS)] + rows]
+    return [
+        "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+        for r in [list(COLUMNS)] + rows
+    ]
 
 
 def notes_of(cells):
@@ -642,42 +719,67 @@ def import_from(d):
     global torch, F, rt, TR, GL
     for name in ("moe_mlir_runtime/__init__.py", "torch_reference.py", "gen_layers.py"):
         if not os.path.isfile(os.path.join(d, name)):
-            sys.exit("bench_moe: no %s in %s (build the folder with bench/build_bench.sh)"
-                     % (name, d))
+            sys.exit(
+                "bench_moe: no %s in %s (build the folder with bench/build_bench.sh)" % (name, d)
+            )
     sys.path.insert(0, d)
     import torch as torch_
     import torch.nn.functional as F_
     import moe_mlir_runtime as rt_
     import torch_reference as TR_
     import gen_layers as GL_
+
     torch, F, rt, TR, GL = torch_, F_, rt_, TR_, GL_
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--dir", default=os.path.dirname(os.path.abspath(__file__)),
-                    help="the artifacts folder (default: this script's folder)")
+    ap.add_argument(
+        "--dir",
+        default=os.path.dirname(os.path.abspath(__file__)),
+        help="the artifacts folder (default: this script's folder)",
+    )
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench-results")
     ap.add_argument("--configs", default="", help="comma-separated (default: all four)")
     ap.add_argument("--T", default=",".join(map(str, DEFAULT_T)))
-    ap.add_argument("--variants", action="store_true",
-                    help="also the .nt / .concat variants of the configs that have them")
-    ap.add_argument("--only-built", action="store_true",
-                    help="only the layers whose library is in --dir (bench/ab_run.sh; "
-                         "with --variants also every config's variants built there)")
-    ap.add_argument("--max-seconds-per-cell", type=float, default=2.0,
-                    help="cap on each implementation's timed runs in a cell (s)")
+    ap.add_argument(
+        "--variants",
+        action="store_true",
+        help="also the .nt / .concat variants of the configs that have them",
+    )
+    ap.add_argument(
+        "--only-built",
+        action="store_true",
+        help="only the layers whose library is in --dir (bench/ab_run.sh; "
+        "with --variants also every config's variants built there)",
+    )
+    ap.add_argument(
+        "--max-seconds-per-cell",
+        type=float,
+        default=2.0,
+        help="cap on each implementation's timed runs in a cell (s)",
+    )
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--max-runs", type=int, default=50)
-    ap.add_argument("--ref-rows", type=int, default=4096,
-                    help="rows checked against the f32 reference (a random subset above)")
+    ap.add_argument(
+        "--ref-rows",
+        type=int,
+        default=4096,
+        help="rows checked against the f32 reference (a random subset above)",
+    )
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--skip-baselines", action="store_true")
-    ap.add_argument("--profile", nargs="?", const="all", default=None,
-                    help="per-kernel times of ours: 'all' (the default of a bare "
-                         "--profile) or LAYER:T,... (e.g. mixtral-8x7b:4096)")
-    ap.add_argument("--budget", type=float, default=540.0,
-                    help="seconds after which no new cell starts")
+    ap.add_argument(
+        "--profile",
+        nargs="?",
+        const="all",
+        default=None,
+        help="per-kernel times of ours: 'all' (the default of a bare "
+        "--profile) or LAYER:T,... (e.g. mixtral-8x7b:4096)",
+    )
+    ap.add_argument(
+        "--budget", type=float, default=540.0, help="seconds after which no new cell starts"
+    )
     args = ap.parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)
     args.dir = os.path.abspath(args.dir)
@@ -688,14 +790,20 @@ def main(argv=None):
     if unknown:
         ap.error("unknown config(s) %s (known: %s)" % (", ".join(unknown), ", ".join(GL.CONFIGS)))
     Ts = [int(t) for t in args.T.split(",") if t]
+
     def built(layer):
         return os.path.isfile(os.path.join(args.dir, layer.name + ".so"))
+
     # --only-built: what the folder holds (variants of any config too);
     # else the default layers, a missing library being a failed cell.
     pool = GL.ALL_LAYERS if args.only_built else GL.LAYERS
-    layers = [layer for layer in pool if layer.config in configs
-              and (args.variants or not layer.variant)
-              and (built(layer) or not args.only_built)]
+    layers = [
+        layer
+        for layer in pool
+        if layer.config in configs
+        and (args.variants or not layer.variant)
+        and (built(layer) or not args.only_built)
+    ]
     if not torch.cuda.is_available():
         sys.exit("bench_moe: torch sees no CUDA device")
     TR.configure_precision()
@@ -712,14 +820,24 @@ def main(argv=None):
         if os.path.isfile(path):
             with open(path) as f:
                 compile_s[layer.name] = json.load(f).get("compile_s")
-    meta = dict(commit=commit, gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
-                cuda=torch.version.cuda, python=sys.version.split()[0],
-                date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                args=vars(args), tolerance=TOL, copy_tbps=COPY_TBPS, bf16_tflops=BF16_TFLOPS,
-                compile_s=compile_s)
+    meta = dict(
+        commit=commit,
+        gpu=torch.cuda.get_device_name(0),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        python=sys.version.split()[0],
+        date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        args=vars(args),
+        tolerance=TOL,
+        copy_tbps=COPY_TBPS,
+        bf16_tflops=BF16_TFLOPS,
+        compile_s=compile_s,
+    )
     bench = Bench(args, meta)
-    bench.log("bench_moe: %s, torch %s, commit %s; %d layers x T=%s -> %s" % (
-        meta["gpu"], meta["torch"], commit, len(layers), args.T, bench.json_path))
+    bench.log(
+        "bench_moe: %s, torch %s, commit %s; %d layers x T=%s -> %s"
+        % (meta["gpu"], meta["torch"], commit, len(layers), args.T, bench.json_path)
+    )
     for layer in layers:
         bench.run_layer(layer, Ts)
     bench.write()
@@ -729,13 +847,20 @@ def main(argv=None):
         print("\nerrors / skipped:")
         for n in notes:
             print("  " + n[:300])
-    print("\n%s (%s, %.0fs): us, median; err vs f32 reference, tolerance %.0e" % (
-        commit, meta["gpu"], bench.elapsed(), TOL))
+    print(
+        "\n%s (%s, %.0fs): us, median; err vs f32 reference, tolerance %.0e"
+        % (commit, meta["gpu"], bench.elapsed(), TOL)
+    )
     print("\n".join(table(bench.cells, markdown=False)))
-    failed = [c for c in bench.cells if c["errors"] or c.get("skipped")
-              or any(c.get(k + "_pass") is False for k in CHECKED)]
-    print("%d cells, %d with a failure, error or skip; %s" % (
-        len(bench.cells), len(failed), bench.md_path))
+    failed = [
+        c
+        for c in bench.cells
+        if c["errors"] or c.get("skipped") or any(c.get(k + "_pass") is False for k in CHECKED)
+    ]
+    print(
+        "%d cells, %d with a failure, error or skip; %s"
+        % (len(bench.cells), len(failed), bench.md_path)
+    )
     return 1 if failed or bench.fatal else 0
 
 

@@ -65,8 +65,14 @@ class Layer:
 
     def reference_kwargs(self):
         """torch_reference.ffn keyword arguments of this layer."""
-        return dict(k=self.k, scoring="softmax", normalize=True, activation="silu",
-                    layout=self.layout, transpose_weights=self.transpose_weights)
+        return dict(
+            k=self.k,
+            scoring="softmax",
+            normalize=True,
+            activation="silu",
+            layout=self.layout,
+            transpose_weights=self.transpose_weights,
+        )
 
     def mlir(self):
         def t(shape):
@@ -87,18 +93,42 @@ class Layer:
             " activation = silu layout = %s {normalize = true, transpose_weights = %s}"
             " : %s, %s, %s, %s -> %s\n"
             "  return %%y : %s\n"
-            "}\n" % (self.name, self.title, self.H, self.I, self.E, self.k, self.layout, tw,
-                     x, logits, w_up, w_down, y,
-                     self.k, self.layout, tw, x, logits, w_up, w_down, y,
-                     y))
+            "}\n"
+            % (
+                self.name,
+                self.title,
+                self.H,
+                self.I,
+                self.E,
+                self.k,
+                self.layout,
+                tw,
+                x,
+                logits,
+                w_up,
+                w_down,
+                y,
+                self.k,
+                self.layout,
+                tw,
+                x,
+                logits,
+                w_up,
+                w_down,
+                y,
+                y,
+            )
+        )
 
 
 LAYERS = [Layer(c, "") for c in CONFIGS] + [
-    Layer(c, v) for c in VARIANT_CONFIGS for v in VARIANTS if v]
+    Layer(c, v) for c in VARIANT_CONFIGS for v in VARIANTS if v
+]
 # Every config in every variant: built only when named (--layers), e.g.
 # deepseek-v3.nt for a comparison of the weight layouts.
-ALL_LAYERS = LAYERS + [Layer(c, v) for c in CONFIGS for v in VARIANTS
-                       if v and c not in VARIANT_CONFIGS]
+ALL_LAYERS = LAYERS + [
+    Layer(c, v) for c in CONFIGS for v in VARIANTS if v and c not in VARIANT_CONFIGS
+]
 LAYERS_BY_NAME = {layer.name: layer for layer in ALL_LAYERS}
 
 
@@ -112,10 +142,14 @@ def main(argv=None):
     names = [n for n in args.layers.split(",") if n]
     unknown = [n for n in names if n not in LAYERS_BY_NAME]
     if unknown:
-        ap.error("unknown layer(s) %s (known: %s)" % (", ".join(unknown),
-                                                       ", ".join(LAYERS_BY_NAME)))
-    layers = [LAYERS_BY_NAME[n] for n in names] if names else [
-        layer for layer in LAYERS if not (args.base_only and layer.variant)]
+        ap.error(
+            "unknown layer(s) %s (known: %s)" % (", ".join(unknown), ", ".join(LAYERS_BY_NAME))
+        )
+    layers = (
+        [LAYERS_BY_NAME[n] for n in names]
+        if names
+        else [layer for layer in LAYERS if not (args.base_only and layer.variant)]
+    )
     if args.list:
         print("\n".join(layer.name for layer in layers))
         return 0

@@ -5,6 +5,7 @@
       python3 ncu_driver.py --dir bench-artifacts --layer mixtral-8x7b --T 4096
 
 Inputs as bench_moe.py makes them (same generators)."""
+
 import argparse
 import os
 import sys
@@ -22,6 +23,7 @@ def main():
     import bench_moe as B
     import gen_layers as GL
     import moe_mlir_runtime as rt
+
     B.torch = torch
     layer = GL.LAYERS_BY_NAME[args.layer]
     fn = rt.load(os.path.join(args.dir, layer.name + ".so")).fn("ffn")

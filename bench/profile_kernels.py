@@ -19,8 +19,8 @@ import os
 import sys
 import time
 
-COPY_TBPS = 4.3     # measured device-to-device copy (KINDS.md), bytes r+w
-BF16_TFLOPS = 790   # measured 8192^3 bf16 matmul (KINDS.md)
+COPY_TBPS = 4.3  # measured device-to-device copy (KINDS.md), bytes r+w
+BF16_TFLOPS = 790  # measured 8192^3 bf16 matmul (KINDS.md)
 
 
 def main():
@@ -59,23 +59,22 @@ def main():
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 y = fn(x, lg, *weights)
                 torch.cuda.synchronize()
-            kernels = [e for e in prof.events()
-                       if e.device_type == torch.autograd.DeviceType.CUDA]
+            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
             total = sum(e.device_time for e in kernels)
             # Floors: touched experts' weights (bf16) and GEMM FLOPs.
             touched = min(E, T * k) if k else E
             wbytes = touched * 3 * H * inter * 2 if inter else 0
             flops = 2 * T * k * 3 * H * inter if (k and inter) else 0
-            floor_us = max(wbytes / (COPY_TBPS * 1e12) * 1e6,
-                           flops / (BF16_TFLOPS * 1e12) * 1e6)
-            lines.append("## %s T=%d: %d kernels, %.1f us on the GPU "
-                         "(floor %.1f us: %.2f GB weights, %.2f TFLOP)" % (
-                             case["name"], T, len(kernels), total, floor_us,
-                             wbytes / 1e9, flops / 1e12))
+            floor_us = max(wbytes / (COPY_TBPS * 1e12) * 1e6, flops / (BF16_TFLOPS * 1e12) * 1e6)
+            lines.append(
+                "## %s T=%d: %d kernels, %.1f us on the GPU "
+                "(floor %.1f us: %.2f GB weights, %.2f TFLOP)"
+                % (case["name"], T, len(kernels), total, floor_us, wbytes / 1e9, flops / 1e12)
+            )
             for i, e in enumerate(kernels):
                 lines.append("  %2d  %-28s %10.1f us" % (i, e.name[:28], e.device_time))
             lines.append("")
-            print("\n".join(lines[-(len(kernels) + 2):]), flush=True)
+            print("\n".join(lines[-(len(kernels) + 2) :]), flush=True)
         del weights
         torch.cuda.empty_cache()
     if args.out:

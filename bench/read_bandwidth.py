@@ -7,6 +7,7 @@ cuda events, 20 runs, the tensor larger than L2 so nothing is reused.
 
 Prints TB/s per size: the practical ceiling the weight-streaming cells
 (T <= 64) are compared against in bench/NOTES.md."""
+
 import argparse
 import statistics
 
@@ -17,13 +18,16 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     import torch
+
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     for mb in [int(s) for s in args.sizes_mb.split(",") if s]:
         n = (mb << 20) // 2
         x = torch.randn(n, device="cuda", dtype=torch.float32).to(torch.bfloat16)
         y = torch.empty_like(x)
-        for what, fn, nbytes in (("sum", lambda: x.sum(dtype=torch.float32), 2 * n),
-                                 ("copy", lambda: y.copy_(x), 4 * n)):
+        for what, fn, nbytes in (
+            ("sum", lambda: x.sum(dtype=torch.float32), 2 * n),
+            ("copy", lambda: y.copy_(x), 4 * n),
+        ):
             times = []
             for _ in range(args.runs + 2):
                 flush.zero_()

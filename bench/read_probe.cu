@@ -27,14 +27,14 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                              \
-  do {                                                                        \
-    cudaError_t e = (x);                                                      \
-    if (e != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,          \
-                   cudaGetErrorString(e));                                    \
-      std::exit(1);                                                           \
-    }                                                                         \
+#define CHECK(x)                                                               \
+  do {                                                                         \
+    cudaError_t e = (x);                                                       \
+    if (e != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,           \
+                   cudaGetErrorString(e));                                     \
+      std::exit(1);                                                            \
+    }                                                                          \
   } while (0)
 
 __device__ __forceinline__ uint32_t smemAddr(const void *p) {
@@ -249,28 +249,34 @@ int main() {
 
   for (int bps : {2, 4, 8}) {
     size_t n = big / 16;
-    float us = timeIt([&] {
-      ldgKernel<<<sms * bps, 256>>>(reinterpret_cast<int4 *>(data), n, out);
-    }, runs);
+    float us = timeIt(
+        [&] {
+          ldgKernel<<<sms * bps, 256>>>(reinterpret_cast<int4 *>(data), n, out);
+        },
+        runs);
     std::snprintf(name, sizeof name, "ldg v4 x8, %d x 256 threads per SM", bps);
     report(name, big, us);
   }
 
-  CHECK(cudaFuncSetAttribute(bulkKernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             227 * 1024));
-  CHECK(cudaFuncSetAttribute(tileKernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             227 * 1024));
-  struct BulkCase { uint32_t chunk; int stages, perSM; };
-  for (BulkCase c : {BulkCase{16384, 8, 1}, BulkCase{8192, 8, 2},
-                     BulkCase{32768, 6, 1}, BulkCase{16384, 6, 2},
-                     BulkCase{65536, 3, 1}}) {
+  CHECK(cudaFuncSetAttribute(
+      bulkKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+  CHECK(cudaFuncSetAttribute(
+      tileKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024));
+  struct BulkCase {
+    uint32_t chunk;
+    int stages, perSM;
+  };
+  for (BulkCase c :
+       {BulkCase{16384, 8, 1}, BulkCase{8192, 8, 2}, BulkCase{32768, 6, 1},
+        BulkCase{16384, 6, 2}, BulkCase{65536, 3, 1}}) {
     size_t chunks = big / c.chunk;
     int smem = 1024 + c.stages * c.chunk;
-    float us = timeIt([&] {
-      bulkKernel<<<sms * c.perSM, 32, smem>>>(data, chunks, c.chunk, c.stages);
-    }, runs);
+    float us = timeIt(
+        [&] {
+          bulkKernel<<<sms * c.perSM, 32, smem>>>(data, chunks, c.chunk,
+                                                  c.stages);
+        },
+        runs);
     std::snprintf(name, sizeof name, "bulk %u B x %d stages, %d CTA/SM",
                   c.chunk, c.stages, c.perSM);
     report(name, big, us);
@@ -288,8 +294,14 @@ int main() {
   // (rows, K): DeepSeek-V3 T = 1 GEMM2 (8 experts x 7168 rows, K 2048) and
   // GEMM1 (8 x 4096, K 7168), and T = 64-sized streams (K 7168, ~3.8 GB;
   // K 2880, ~3.2 GB).
-  struct TileCase { const char *what; long rows; int k; };
-  struct Shape { int boxK, boxRows, rotate, perSM, mode, l2, stages = 0; };
+  struct TileCase {
+    const char *what;
+    long rows;
+    int k;
+  };
+  struct Shape {
+    int boxK, boxRows, rotate, perSM, mode, l2, stages = 0;
+  };
   const int L2_256 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             L2_NONE = CU_TENSOR_MAP_L2_PROMOTION_NONE;
   const char *l2Names[] = {"none", "64B", "128B", "256B"};
@@ -298,28 +310,31 @@ int main() {
                      TileCase{"K 7168 stream", 64L * 4096, 7168},
                      TileCase{"K 2880 stream", 96L * 5760, 2880}}) {
     size_t bytes = size_t(t.rows) * t.k * 2;
-    for (Shape sh : {Shape{64, 64, 0, 2, 0, L2_256}, Shape{64, 64, 0, 2, 0, L2_NONE},
-                     Shape{64, 64, 0, 2, 0, L2_256, 4}, Shape{64, 64, 0, 2, 0, L2_256, 6},
-                     Shape{64, 64, 0, 2, 0, L2_256, 8}, Shape{64, 32, 0, 2, 0, L2_256, 8},
-                     Shape{64, 32, 0, 2, 0, L2_NONE, 8}, Shape{64, 64, 0, 3, 0, L2_256},
-                     Shape{64, 64, 0, 3, 0, L2_256, 6}, Shape{64, 64, 0, 4, 0, L2_256},
-                     Shape{64, 64, 0, 2, 2, L2_256}, Shape{64, 64, 0, 2, 2, L2_NONE},
-                     Shape{64, 64, 0, 2, 2, L2_NONE, 4}, Shape{64, 64, 0, 2, 2, L2_256, 4},
-                     Shape{64, 32, 0, 2, 2, L2_NONE, 4}, Shape{64, 64, 0, 3, 2, L2_NONE}}) {
+    for (Shape sh :
+         {Shape{64, 64, 0, 2, 0, L2_256}, Shape{64, 64, 0, 2, 0, L2_NONE},
+          Shape{64, 64, 0, 2, 0, L2_256, 4}, Shape{64, 64, 0, 2, 0, L2_256, 6},
+          Shape{64, 64, 0, 2, 0, L2_256, 8}, Shape{64, 32, 0, 2, 0, L2_256, 8},
+          Shape{64, 32, 0, 2, 0, L2_NONE, 8}, Shape{64, 64, 0, 3, 0, L2_256},
+          Shape{64, 64, 0, 3, 0, L2_256, 6}, Shape{64, 64, 0, 4, 0, L2_256},
+          Shape{64, 64, 0, 2, 2, L2_256}, Shape{64, 64, 0, 2, 2, L2_NONE},
+          Shape{64, 64, 0, 2, 2, L2_NONE, 4}, Shape{64, 64, 0, 2, 2, L2_256, 4},
+          Shape{64, 32, 0, 2, 2, L2_NONE, 4},
+          Shape{64, 64, 0, 3, 2, L2_NONE}}) {
       int boxK = sh.boxK;
       if (t.k % (boxK * (sh.mode == 2 ? 2 : 1)))
         continue;
       cuuint64_t dims[2] = {cuuint64_t(t.k), cuuint64_t(t.rows)};
       cuuint64_t strides[1] = {cuuint64_t(t.k) * 2};
-      cuuint32_t box[2] = {cuuint32_t(std::min(boxK, 64)), cuuint32_t(sh.boxRows)};
+      cuuint32_t box[2] = {cuuint32_t(std::min(boxK, 64)),
+                           cuuint32_t(sh.boxRows)};
       cuuint32_t elemStrides[2] = {1, 1};
       CUtensorMap map;
-      CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, data, dims,
-                          strides, box, elemStrides,
-                          CU_TENSOR_MAP_INTERLEAVE_NONE,
-                          CU_TENSOR_MAP_SWIZZLE_128B,
-                          static_cast<CUtensorMapL2promotion>(sh.l2),
-                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      CUresult r =
+          encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, data, dims, strides,
+                 box, elemStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                 CU_TENSOR_MAP_SWIZZLE_128B,
+                 static_cast<CUtensorMapL2promotion>(sh.l2),
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (r != CUDA_SUCCESS) {
         std::fprintf(stderr, "encode failed %d\n", int(r));
         return 1;
@@ -331,16 +346,18 @@ int main() {
       if (sh.stages)
         st = std::min(st, sh.stages);
       int smem = 1024 + st * stageBytes;
-      float us = timeIt([&] {
-        tileKernel<<<sms * perSM, 32, smem>>>(map, data, t.k * 2, items,
-                                              kSteps, boxK, st, sh.boxRows,
-                                              sh.rotate, sh.mode);
-      }, runs);
+      float us = timeIt(
+          [&] {
+            tileKernel<<<sms * perSM, 32, smem>>>(map, data, t.k * 2, items,
+                                                  kSteps, boxK, st, sh.boxRows,
+                                                  sh.rotate, sh.mode);
+          },
+          runs);
       const char *modes[] = {"tile", "rows1d", "tile2k"};
-      std::snprintf(name, sizeof name, "%s %s box %dx%d%s l2 %s, %d x %d B, %d/SM",
-                    modes[sh.mode], t.what, boxK, sh.boxRows,
-                    sh.rotate ? " rot" : "", l2Names[sh.l2], st, stageBytes,
-                    perSM);
+      std::snprintf(name, sizeof name,
+                    "%s %s box %dx%d%s l2 %s, %d x %d B, %d/SM", modes[sh.mode],
+                    t.what, boxK, sh.boxRows, sh.rotate ? " rot" : "",
+                    l2Names[sh.l2], st, stageBytes, perSM);
       report(name, bytes, us);
     }
   }

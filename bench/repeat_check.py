@@ -6,6 +6,7 @@ with NaN before every call) and the five outputs must be bitwise identical.
   python3 repeat_check.py --dir bench-artifacts [--T 64,4096] [--runs 5]
 
 Prints one line per (layer, T) and exits 1 on any difference."""
+
 import argparse
 import os
 import sys
@@ -23,6 +24,7 @@ def main():
     import bench_moe as B
     import gen_layers as GL
     import moe_mlir_runtime as rt
+
     B.torch = torch
     names = args.layers.split(",") if args.layers else [l.name for l in GL.LAYERS]
     bad = 0
@@ -45,10 +47,18 @@ def main():
             nan = bool(torch.isnan(outs[0].view(torch.bfloat16)).any())
             ok = same and not nan
             bad += not ok
-            print("%-4s %-22s T=%-6d %d runs bitwise %s%s" % (
-                "PASS" if ok else "FAIL", name, T, args.runs,
-                "identical" if same else "DIFFERENT", ", NaN in output" if nan else ""),
-                flush=True)
+            print(
+                "%-4s %-22s T=%-6d %d runs bitwise %s%s"
+                % (
+                    "PASS" if ok else "FAIL",
+                    name,
+                    T,
+                    args.runs,
+                    "identical" if same else "DIFFERENT",
+                    ", NaN in output" if nan else "",
+                ),
+                flush=True,
+            )
     sys.exit(1 if bad else 0)
 
 

@@ -32,29 +32,37 @@ def main(argv=None):
     ap.add_argument("mlir")
     ap.add_argument("library")
     ap.add_argument("--pipeline", required=True, help="the moe-aot --pipeline flags")
-    ap.add_argument("--compile-s", type=float, default=None,
-                    help="moe-aot wall time, recorded in the manifest")
+    ap.add_argument(
+        "--compile-s", type=float, default=None, help="moe-aot wall time, recorded in the manifest"
+    )
     args = ap.parse_args(argv)
     with open(args.mlir) as f:
         text = f.read()
     specs = gpu.function_specs(text)
     bad = [s for s in specs if s.unsupported]
     if not specs or bad:
-        print("write_manifest: %s: %s" % (args.mlir, "; ".join(
-            "@%s: %s" % (s.name, s.unsupported) for s in bad) or "no public function"),
-            file=sys.stderr)
+        print(
+            "write_manifest: %s: %s"
+            % (
+                args.mlir,
+                "; ".join("@%s: %s" % (s.name, s.unsupported) for s in bad) or "no public function",
+            ),
+            file=sys.stderr,
+        )
         return 1
-    meta = dict(pipeline=args.pipeline, compiled_with="moe-aot",
-                module_sha256=hashlib.sha256(text.encode()).hexdigest(),
-                created=datetime.datetime.now(datetime.timezone.utc).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ"))
+    meta = dict(
+        pipeline=args.pipeline,
+        compiled_with="moe-aot",
+        module_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     if args.compile_s is not None:
         meta["compile_s"] = round(args.compile_s, 3)
-    manifest = rt.Manifest.build(specs, library=os.path.basename(args.library),
-                                 sha256=rt.file_sha256(args.library), **meta)
+    manifest = rt.Manifest.build(
+        specs, library=os.path.basename(args.library), sha256=rt.file_sha256(args.library), **meta
+    )
     manifest.write(rt.manifest_path(args.library))
-    print("%s: %s" % (rt.manifest_path(args.library),
-                      "; ".join(s.signature() for s in specs)))
+    print("%s: %s" % (rt.manifest_path(args.library), "; ".join(s.signature() for s in specs)))
     return 0
 
 

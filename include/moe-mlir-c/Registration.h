@@ -31,7 +31,8 @@ extern "C" {
 /// bufferization, memref, cf, index, affine, ub, llvm, gpu, nvvm), and the
 /// external interface models and LLVM IR translations those pipelines need
 /// into `registry`. The same set as mlir::moe::registerAllDialects.
-MLIR_CAPI_EXPORTED void mlirMoeRegisterAllDialects(MlirDialectRegistry registry);
+MLIR_CAPI_EXPORTED void
+mlirMoeRegisterAllDialects(MlirDialectRegistry registry);
 
 /// Registers the moe passes (moe-decompose, moe-fuse-*, moe-cost-report),
 /// the conversions (convert-moe-to-linalg, convert-moe-to-gpu, ...) and the

@@ -43,9 +43,8 @@ void initAllTargetsOnce() {
   });
 }
 
-std::unique_ptr<llvm::Module> translate(ModuleOp module,
-                                        llvm::LLVMContext &llvmContext,
-                                        std::string &error) {
+std::unique_ptr<llvm::Module>
+translate(ModuleOp module, llvm::LLVMContext &llvmContext, std::string &error) {
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule)
@@ -140,9 +139,9 @@ LogicalResult moe::aot::writeLLVMIR(ModuleOp module, StringRef path,
   return success();
 }
 
-std::vector<std::string>
-moe::aot::linkCommand(StringRef object, StringRef output,
-                      const LinkOptions &options) {
+std::vector<std::string> moe::aot::linkCommand(StringRef object,
+                                               StringRef output,
+                                               const LinkOptions &options) {
   // -Bsymbolic: the module's calls bind to its own copy of the runtime even
   // when another library in the process exports mgpu* too. libstdc++ is
   // linked in but not re-exported.
@@ -215,7 +214,8 @@ FailureOr<std::string> moe::aot::pipelineFromFlags(StringRef flags,
   for (const char *token : tokens) {
     StringRef flag(token);
     if (!flag.starts_with("-")) {
-      error = "'" + flag.str() + "' is not a pass flag (--name or "
+      error = "'" + flag.str() +
+              "' is not a pass flag (--name or "
               "--name=options)";
       return failure();
     }
@@ -234,8 +234,8 @@ FailureOr<std::string> moe::aot::pipelineFromFlags(StringRef flags,
     std::string parseErrors;
     llvm::raw_string_ostream parseErrorStream(parseErrors);
     if (failed(parsePassPipeline(element, probe, parseErrorStream))) {
-      error = "invalid pass '" + element + "': " +
-              StringRef(parseErrors).trim().str();
+      error = "invalid pass '" + element +
+              "': " + StringRef(parseErrors).trim().str();
       return failure();
     }
     if (probe.size() == 1) {

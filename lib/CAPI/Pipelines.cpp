@@ -24,11 +24,9 @@ void mlirMoeBuildLowerToCpuPipeline(MlirOpPassManager passManager,
   moe::buildMoeLowerToCpuPipeline(*unwrap(passManager), options);
 }
 
-MlirLogicalResult
-mlirMoeBuildLowerToNvvmPipeline(MlirOpPassManager passManager,
-                                MlirStringRef options,
-                                MlirStringCallback errorCallback,
-                                void *userData) {
+MlirLogicalResult mlirMoeBuildLowerToNvvmPipeline(
+    MlirOpPassManager passManager, MlirStringRef options,
+    MlirStringCallback errorCallback, void *userData) {
   moe::MoeLowerToNvvmOptions parsed;
   std::string message;
   llvm::raw_string_ostream errors(message);

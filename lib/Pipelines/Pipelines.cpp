@@ -229,8 +229,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   }
   binary.toolkitPath = toolkit;
   std::string format = options.format;
-  binary.compilationTarget = format == "cubin" ? "bin"
-                             : format == "ptx" ? "isa"
+  binary.compilationTarget = format == "cubin"  ? "bin"
+                             : format == "ptx"  ? "isa"
                              : format == "llvm" ? "llvm"
                                                 : format;
   pm.addPass(createMoeGpuModuleToBinaryPass(binary));

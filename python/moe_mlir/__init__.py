@@ -30,13 +30,23 @@ __version__ = "0.1.0"
 
 # name -> submodule that defines it (imported on first use, PEP 562).
 _LAZY = {
-    "MLIRError": "._moe", "BuildError": "._moe",
-    "CpuModule": ".cpu", "numpy_dtype": ".cpu",
-    "DTYPES": ".ir", "Context": ".ir", "FunctionBuilder": ".ir",
-    "FunctionType": ".ir", "Indices": ".ir", "Module": ".ir",
-    "Multihot": ".ir", "Route": ".ir", "TensorType": ".ir", "TopK": ".ir",
+    "MLIRError": "._moe",
+    "BuildError": "._moe",
+    "CpuModule": ".cpu",
+    "numpy_dtype": ".cpu",
+    "DTYPES": ".ir",
+    "Context": ".ir",
+    "FunctionBuilder": ".ir",
+    "FunctionType": ".ir",
+    "Indices": ".ir",
+    "Module": ".ir",
+    "Multihot": ".ir",
+    "Route": ".ir",
+    "TensorType": ".ir",
+    "TopK": ".ir",
     "Value": ".ir",
-    "PRESETS": ".presets", "MoeConfig": ".presets",
+    "PRESETS": ".presets",
+    "MoeConfig": ".presets",
     "ffn_from_config": ".presets",
 }
 
@@ -45,8 +55,19 @@ __all__ = sorted(_LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from ._moe import BuildError, MLIRError
     from .cpu import CpuModule, numpy_dtype
-    from .ir import (DTYPES, Context, FunctionBuilder, FunctionType, Indices,
-                     Module, Multihot, Route, TensorType, TopK, Value)
+    from .ir import (
+        DTYPES,
+        Context,
+        FunctionBuilder,
+        FunctionType,
+        Indices,
+        Module,
+        Multihot,
+        Route,
+        TensorType,
+        TopK,
+        Value,
+    )
     from .presets import PRESETS, MoeConfig, ffn_from_config
 
 

@@ -13,12 +13,10 @@ from typing import Iterable, Literal, NamedTuple, Optional, Tuple, Union
 
 __all__ = ["DTYPES", "DType", "TensorType", "FunctionType"]
 
-DType = Literal["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32",
-                "i64", "index"]
+DType = Literal["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "index"]
 
 #: Element type names accepted by TensorType and the builders.
-DTYPES: Tuple[str, ...] = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16",
-                           "i32", "i64", "index")
+DTYPES: Tuple[str, ...] = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "index")
 
 
 @dataclass(frozen=True)
@@ -33,18 +31,18 @@ class TensorType:
         dims = []
         for d in shape:
             if d is not None:
-                if isinstance(d, bool) or not isinstance(d, int) and not (
-                        hasattr(d, "__index__")):
-                    raise TypeError("tensor dimensions are ints or None, got %r"
-                                    % (d,))
+                if isinstance(d, bool) or not isinstance(d, int) and not (hasattr(d, "__index__")):
+                    raise TypeError("tensor dimensions are ints or None, got %r" % (d,))
                 d = int(d)
                 if d < 0:
-                    raise ValueError("tensor dimensions are >= 0 (None for a "
-                                     "dynamic one), got %d" % d)
+                    raise ValueError(
+                        "tensor dimensions are >= 0 (None for a dynamic one), got %d" % d
+                    )
             dims.append(d)
         if dtype not in DTYPES:
-            raise ValueError("unknown element type %r (expected one of %s)"
-                             % (dtype, ", ".join(DTYPES)))
+            raise ValueError(
+                "unknown element type %r (expected one of %s)" % (dtype, ", ".join(DTYPES))
+            )
         object.__setattr__(self, "shape", tuple(dims))
         object.__setattr__(self, "dtype", dtype)
 
@@ -72,8 +70,7 @@ def _type_from_raw(raw) -> Union[TensorType, str]:
     if kind == "scalar":
         return dtype
     if kind == "memref":
-        return "memref<%s>" % "x".join(
-            ["?" if d is None else str(d) for d in shape] + [dtype])
+        return "memref<%s>" % "x".join(["?" if d is None else str(d) for d in shape] + [dtype])
     return dtype
 
 

@@ -30,16 +30,19 @@ def _bfloat16():
     try:
         import ml_dtypes
     except ImportError as exc:  # pragma: no cover
-        raise ImportError("bf16 arrays need the ml_dtypes package "
-                          "(pip install ml_dtypes)") from exc
+        raise ImportError("bf16 arrays need the ml_dtypes package (pip install ml_dtypes)") from exc
     return np.dtype(ml_dtypes.bfloat16)
 
 
 _NUMPY = {
-    "f32": np.dtype(np.float32), "f64": np.dtype(np.float64),
-    "f16": np.dtype(np.float16), "i1": np.dtype(np.bool_),
-    "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32), "i64": np.dtype(np.int64),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "f16": np.dtype(np.float16),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
     "index": np.dtype(np.int64),
 }
 
@@ -57,8 +60,7 @@ def numpy_dtype(dtype: str) -> np.dtype:
 def default_shared_libs() -> List[str]:
     """LLVM's ``libmlir_c_runner_utils`` (memrefCopy and friends), when
     present next to libMLIR.so."""
-    path = os.path.join(_moe.LLVM_LIBRARY_DIR,
-                        "libmlir_c_runner_utils" + _moe.SHLIB_SUFFIX)
+    path = os.path.join(_moe.LLVM_LIBRARY_DIR, "libmlir_c_runner_utils" + _moe.SHLIB_SUFFIX)
     return [path] if os.path.exists(path) else []
 
 
@@ -78,16 +80,21 @@ def _convert(value: Any, t: TensorType, index: int, name: str) -> np.ndarray:
         else:
             ok = arr.dtype.kind in "iub"
         if not ok:
-            raise TypeError("argument %d of '%s': expected %s data, got %s"
-                            % (index, name, t.dtype, arr.dtype))
+            raise TypeError(
+                "argument %d of '%s': expected %s data, got %s" % (index, name, t.dtype, arr.dtype)
+            )
         arr = arr.astype(want)
     if arr.ndim != t.rank:
-        raise ValueError("argument %d of '%s': expected a rank-%d array (%s), "
-                         "got shape %s" % (index, name, t.rank, t, arr.shape))
+        raise ValueError(
+            "argument %d of '%s': expected a rank-%d array (%s), "
+            "got shape %s" % (index, name, t.rank, t, arr.shape)
+        )
     for d, (want_dim, got) in enumerate(zip(t.shape, arr.shape)):
         if want_dim is not None and want_dim != got:
-            raise ValueError("argument %d of '%s': dimension %d is %d, %s "
-                             "needs %d" % (index, name, d, got, t, want_dim))
+            raise ValueError(
+                "argument %d of '%s': dimension %d is %d, %s "
+                "needs %d" % (index, name, d, got, t, want_dim)
+            )
     return np.ascontiguousarray(arr)
 
 
@@ -98,8 +105,9 @@ class CpuModule:
         self._raw = raw
         self._sigs: Dict[str, Tuple[FunctionType, str]] = {}
         for name, (ins, outs, unsupported) in raw.functions.items():
-            ft = FunctionType(tuple(_type_from_raw(t) for t in ins),
-                              tuple(_type_from_raw(t) for t in outs))
+            ft = FunctionType(
+                tuple(_type_from_raw(t) for t in ins), tuple(_type_from_raw(t) for t in outs)
+            )
             self._sigs[name] = (ft, unsupported)
 
     @property
@@ -107,8 +115,7 @@ class CpuModule:
         """``{name: FunctionType}`` of the public functions."""
         return {name: ft for name, (ft, _) in self._sigs.items()}
 
-    def call(self, name: str, *args: Any
-             ) -> Union[None, np.ndarray, Tuple[np.ndarray, ...]]:
+    def call(self, name: str, *args: Any) -> Union[None, np.ndarray, Tuple[np.ndarray, ...]]:
         """Calls public function ``name``. Tensor arguments are numpy arrays
         (or anything ``np.asarray`` takes), scalar arguments Python numbers.
         Returns ``None``, one array, or a tuple of arrays (several
@@ -117,25 +124,26 @@ class CpuModule:
         try:
             ft, unsupported = self._sigs[name]
         except KeyError:
-            raise KeyError("no public function '%s' (have: %s)"
-                           % (name, ", ".join(self._sigs) or "none")) from None
+            raise KeyError(
+                "no public function '%s' (have: %s)" % (name, ", ".join(self._sigs) or "none")
+            ) from None
         if unsupported:
-            raise TypeError("function '%s' cannot be called from Python: %s"
-                            % (name, unsupported))
+            raise TypeError("function '%s' cannot be called from Python: %s" % (name, unsupported))
         if len(args) != len(ft.inputs):
-            raise TypeError("function '%s' takes %d arguments, got %d"
-                            % (name, len(ft.inputs), len(args)))
+            raise TypeError(
+                "function '%s' takes %d arguments, got %d" % (name, len(ft.inputs), len(args))
+            )
         keep = []
         packed = []
         for i, (value, t) in enumerate(zip(args, ft.inputs)):
             if isinstance(t, TensorType):
                 arr = _convert(value, t, i, name)
                 keep.append(arr)
-                packed.append((arr.__array_interface__["data"][0],
-                               list(arr.shape)))
+                packed.append((arr.__array_interface__["data"][0], list(arr.shape)))
             elif isinstance(t, str) and t.startswith("memref<"):
-                raise TypeError("function '%s' takes memrefs; call the "
-                                "tensor-level function instead" % name)
+                raise TypeError(
+                    "function '%s' takes memrefs; call the tensor-level function instead" % name
+                )
             else:
                 packed.append(value)
         raw_results = self._raw.invoke(name, packed)
@@ -155,5 +163,4 @@ class CpuModule:
         return tuple(results)
 
     def __repr__(self) -> str:
-        return "<moe_mlir.CpuModule with functions [%s]>" % ", ".join(
-            self._sigs)
+        return "<moe_mlir.CpuModule with functions [%s]>" % ", ".join(self._sigs)

@@ -57,9 +57,16 @@ import tempfile
 
 from . import runtime as _rt
 
-__all__ = ["compile_gpu", "function_specs", "lower_to_nvvm_pipeline",
-           "find_runtime_library", "find_cuda_library_dir", "find_moe_aot",
-           "CompileError", "FUSE_PIPELINE"]
+__all__ = [
+    "compile_gpu",
+    "function_specs",
+    "lower_to_nvvm_pipeline",
+    "find_runtime_library",
+    "find_cuda_library_dir",
+    "find_moe_aot",
+    "CompileError",
+    "FUSE_PIPELINE",
+]
 
 FUSE_PIPELINE = "moe-decompose,moe-fuse"
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -74,6 +81,7 @@ class CompileError(RuntimeError):
 # ----------------------------------------------------------------------------
 # Finding the runtime archive, the driver stub and moe-aot
 # ----------------------------------------------------------------------------
+
 
 def _build_dirs():
     """Build or install prefixes that may hold bin/moe-aot and lib/."""
@@ -124,6 +132,7 @@ def _configured(key):
     if core is None:
         return None
     from . import _moe
+
     return getattr(_moe, key, None) or None
 
 
@@ -145,8 +154,10 @@ def find_runtime_library():
     env = os.environ.get("MOE_MLIR_CUDA_RUNTIME")
     if env:
         candidates.append(env)
-    candidates += [os.path.join(_PKG_DIR, "lib", _RUNTIME_ARCHIVE),
-                   os.path.join(_PKG_DIR, _RUNTIME_ARCHIVE)]
+    candidates += [
+        os.path.join(_PKG_DIR, "lib", _RUNTIME_ARCHIVE),
+        os.path.join(_PKG_DIR, _RUNTIME_ARCHIVE),
+    ]
     for d in _build_dirs():
         candidates.append(os.path.join(d, "lib", _RUNTIME_ARCHIVE))
     candidates.append(_configured("CONFIGURED_RUNTIME_LIBRARY"))
@@ -155,7 +166,8 @@ def find_runtime_library():
             return os.path.abspath(c)
     raise CompileError(
         "cannot find the CUDA runtime library %s (was moe-mlir configured "
-        "without the CUDA toolkit?); set MOE_MLIR_CUDA_RUNTIME" % _RUNTIME_ARCHIVE)
+        "without the CUDA toolkit?); set MOE_MLIR_CUDA_RUNTIME" % _RUNTIME_ARCHIVE
+    )
 
 
 def find_cuda_library_dir():
@@ -167,14 +179,14 @@ def find_cuda_library_dir():
     candidates.append(_configured("CONFIGURED_CUDA_LIBRARY_DIR"))
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home:
-        candidates += [os.path.join(home, "lib64", "stubs"),
-                       os.path.join(home, "lib64")]
+        candidates += [os.path.join(home, "lib64", "stubs"), os.path.join(home, "lib64")]
     candidates += ["/usr/local/cuda/lib64/stubs", "/usr/local/cuda/lib64"]
     for c in candidates:
         if c and os.path.isfile(os.path.join(c, "libcuda.so")):
             return c
-    raise CompileError("cannot find libcuda.so (the driver or its link stub); "
-                       "set MOE_MLIR_CUDA_LIB_DIR")
+    raise CompileError(
+        "cannot find libcuda.so (the driver or its link stub); set MOE_MLIR_CUDA_LIB_DIR"
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -190,6 +202,7 @@ def find_cuda_library_dir():
 # token count T, their verifiers require it). What the runtime can pass is
 # decided here, against its dtype table.
 
+
 def _signatures(module):
     """The extension's signatures of a moe_mlir.Module or of MLIR text."""
     core = _core()
@@ -197,12 +210,13 @@ def _signatures(module):
         raise CompileError(
             "reading function signatures needs the moe_mlir extension "
             "(moe_mlir._moe); build the package (bash .ci/setup) or install "
-            "it (pip install ./python)")
+            "it (pip install ./python)"
+        )
     from . import _moe
+
     if isinstance(module, core.Module):
         return _moe.function_signatures(module._m)
-    return _moe.function_signatures(_module_text(module),
-                                    _moe._Context.default(), "<string>")
+    return _moe.function_signatures(_module_text(module), _moe._Context.default(), "<string>")
 
 
 def _type_spec(t):
@@ -214,13 +228,13 @@ def _type_spec(t):
             raise ValueError("scalar %s arguments are not supported" % dtype)
         return "scalar", None, dtype, True
     if kind not in ("tensor", "memref"):
-        raise ValueError("type %s is not supported (tensors, memrefs and "
-                         "int / float scalars are)" % text)
+        raise ValueError(
+            "type %s is not supported (tensors, memrefs and int / float scalars are)" % text
+        )
     if t["encoding"]:
         raise ValueError("tensor encodings are not supported: %s" % text)
     if t["memory_space"] is not None:
-        raise ValueError("memory space %s is not supported: %s"
-                         % (t["memory_space"], text))
+        raise ValueError("memory space %s is not supported: %s" % (t["memory_space"], text))
     if t["shape"] is None:
         raise ValueError("unranked %s is not supported" % text)
     if dtype not in _rt.DTYPES:
@@ -259,14 +273,14 @@ def function_specs(module):
             return _rt.ArgSpec(label, kind, dtype, shape, None, contiguous)
 
         results = f["results"]
-        a_specs = [spec_of(_arg_name(i, a), a, False)
-                   for i, a in enumerate(f["args"])]
-        r_specs = [spec_of("result%d" % i if len(results) > 1 else "result",
-                           t, True) for i, t in enumerate(results)]
+        a_specs = [spec_of(_arg_name(i, a), a, False) for i, a in enumerate(f["args"])]
+        r_specs = [
+            spec_of("result%d" % i if len(results) > 1 else "result", t, True)
+            for i, t in enumerate(results)
+        ]
         if not problems and f["token_op"]:
             _name_token_dim(a_specs, r_specs)
-        specs.append(_rt.FunctionSpec(f["name"], a_specs, r_specs,
-                                      "; ".join(problems) or None))
+        specs.append(_rt.FunctionSpec(f["name"], a_specs, r_specs, "; ".join(problems) or None))
     return specs
 
 
@@ -275,8 +289,7 @@ def _name_token_dim(args, results):
     is: the runtime then checks that inputs agree on it and can allocate
     the outputs."""
     shaped = [s for s in args + results if not s.is_scalar]
-    if any(size is None and d != 0
-           for s in shaped for d, size in enumerate(s.shape)):
+    if any(size is None and d != 0 for s in shaped for d, size in enumerate(s.shape)):
         return
     for s in shaped:
         if s.shape and s.shape[0] is None:
@@ -287,18 +300,17 @@ def _name_token_dim(args, results):
 # The core API, and the moe-aot fallback
 # ----------------------------------------------------------------------------
 
+
 def lower_to_nvvm_pipeline(chip="sm_90a", tile_m=64, tile_n=64, tile_k=16):
     """The `moe-lower-to-nvvm{...}` pipeline element for these options
     (validated here, so that nothing else reaches the pipeline text)."""
     chip, tiles = _check_options(chip, tile_m, tile_n, tile_k)
-    return "moe-lower-to-nvvm{chip=%s tile-m=%d tile-n=%d tile-k=%d}" % (
-        (chip,) + tiles)
+    return "moe-lower-to-nvvm{chip=%s tile-m=%d tile-n=%d tile-k=%d}" % ((chip,) + tiles)
 
 
 def _check_options(chip, tile_m, tile_n, tile_k):
     if not isinstance(chip, str) or not _CHIP_RE.match(chip):
-        raise ValueError("chip must name an SM architecture such as sm_90a, "
-                         "got %r" % (chip,))
+        raise ValueError("chip must name an SM architecture such as sm_90a, got %r" % (chip,))
     tiles = []
     for name, v in (("tile_m", tile_m), ("tile_n", tile_n), ("tile_k", tile_k)):
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
@@ -311,6 +323,7 @@ def _core():
     """The core package (moe_mlir) when its extension is importable."""
     try:
         import moe_mlir
+
         moe_mlir.Module  # noqa: B018 - the extension's classes are there
     except Exception:  # noqa: BLE001 - unbuilt / broken extension
         return None
@@ -347,6 +360,7 @@ def _can_emit_objects(core):
     if core is None or not hasattr(core.Module, "emit_object"):
         return False
     from . import _moe
+
     return hasattr(_moe, "link_shared")
 
 
@@ -354,27 +368,39 @@ def _run(command, what, verbose):
     if verbose:
         print("compile_gpu: [%s] %s" % (what, " ".join(shlex.quote(c) for c in command)))
     try:
-        done = subprocess.run(command, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True)
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+        )
     except OSError as exc:
         raise CompileError("%s: cannot run %s: %s" % (what, command[0], exc))
     if done.returncode != 0:
-        raise CompileError("%s failed (exit code %d): %s\n%s" % (
-            what, done.returncode, " ".join(shlex.quote(c) for c in command),
-            (done.stderr + done.stdout).rstrip()))
+        raise CompileError(
+            "%s failed (exit code %d): %s\n%s"
+            % (
+                what,
+                done.returncode,
+                " ".join(shlex.quote(c) for c in command),
+                (done.stderr + done.stdout).rstrip(),
+            )
+        )
 
 
-def link_shared(obj, output, verbose=False, cxx=None, runtime_library=None,
-                cuda_library_dir=None):
+def link_shared(obj, output, verbose=False, cxx=None, runtime_library=None, cuda_library_dir=None):
     """Links an object of lowered host code into a self-contained shared
     library with moe::aot::linkSharedLibrary, as moe-aot does."""
     from . import _moe
+
     cxx = cxx or os.environ.get("CXX", "c++")
     runtime_library = runtime_library or find_runtime_library()
     cuda_library_dir = cuda_library_dir or find_cuda_library_dir()
     if verbose:
-        print("compile_gpu: [link] %s" % " ".join(shlex.quote(c) for c in _moe.link_command(
-            obj, output, cxx, runtime_library, cuda_library_dir)))
+        print(
+            "compile_gpu: [link] %s"
+            % " ".join(
+                shlex.quote(c)
+                for c in _moe.link_command(obj, output, cxx, runtime_library, cuda_library_dir)
+            )
+        )
     try:
         _moe.link_shared(obj, output, cxx, runtime_library, cuda_library_dir)
     except Exception as exc:  # noqa: BLE001 - MLIRError
@@ -405,8 +431,9 @@ def _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose):
         print("compile_gpu: [core] emit_object(%r)" % obj)
     # moe::aot::emitObjectFile with moe-aot's options (host triple, PIC, -O2)
     _core_step("emit_object", m.emit_object, obj, None, True, opt_level=2)
-    link_shared(obj, output, verbose, runtime_library=runtime_library,
-                cuda_library_dir=cuda_library_dir)
+    link_shared(
+        obj, output, verbose, runtime_library=runtime_library, cuda_library_dir=cuda_library_dir
+    )
 
 
 def _compile_aot(text, output, fuse, lower, temp_dir, verbose, keep):
@@ -414,16 +441,17 @@ def _compile_aot(text, output, fuse, lower, temp_dir, verbose, keep):
     if not aot:
         raise CompileError(
             "the core API cannot emit objects and no moe-aot was found "
-            "(build moe-mlir, or set MOE_AOT)")
+            "(build moe-mlir, or set MOE_AOT)"
+        )
     src = os.path.join(temp_dir, "module.mlir")
     with open(src, "w") as f:
         f.write(text)
     # moe-opt flags: '--moe-lower-to-nvvm=chip=sm_90a tile-m=64 ...'
     name, _, options = lower.partition("{")
     flags = (["--moe-decompose", "--moe-fuse"] if fuse else []) + [
-        "--%s=%s" % (name, options.rstrip("}"))]
-    command = [aot, src, "-o", output, "--pipeline=" + " ".join(
-        shlex.quote(f) for f in flags)]
+        "--%s=%s" % (name, options.rstrip("}"))
+    ]
+    command = [aot, src, "-o", output, "--pipeline=" + " ".join(shlex.quote(f) for f in flags)]
     runtime_lib = os.environ.get("MOE_MLIR_CUDA_RUNTIME")
     if runtime_lib:
         command += ["--runtime", runtime_lib]
@@ -434,8 +462,19 @@ def _compile_aot(text, output, fuse, lower, temp_dir, verbose, keep):
     _run(command, "moe-aot", verbose)
 
 
-def compile_gpu(module, path, chip="sm_90a", fuse=True, tile_m=64, tile_n=64,
-                tile_k=16, *, backend="auto", keep_temps=None, verbose=False):
+def compile_gpu(
+    module,
+    path,
+    chip="sm_90a",
+    fuse=True,
+    tile_m=64,
+    tile_n=64,
+    tile_k=16,
+    *,
+    backend="auto",
+    keep_temps=None,
+    verbose=False,
+):
     """Compiles `module` (a moe_mlir.Module, MLIR text or a .mlir path) into
     the shared library `path` plus its manifest `<stem>.manifest.json`.
     Returns the library's absolute path.
@@ -458,23 +497,19 @@ def compile_gpu(module, path, chip="sm_90a", fuse=True, tile_m=64, tile_n=64,
     source = module if core is not None and isinstance(module, core.Module) else text
     specs = _core_step("reading the function signatures", function_specs, source)
     if not specs:
-        raise CompileError("the module defines no public func.func: nothing "
-                           "would be exported")
+        raise CompileError("the module defines no public func.func: nothing would be exported")
     os.makedirs(os.path.dirname(output), exist_ok=True)
     if backend == "moe-aot":
         core = None
     use_core = backend == "core" or (backend == "auto" and _can_emit_objects(core))
     if backend == "core" and not _can_emit_objects(core):
-        raise CompileError("the core API (moe_mlir.Module.emit_object) is not "
-                           "available")
+        raise CompileError("the core API (moe_mlir.Module.emit_object) is not available")
 
     def build(temp_dir):
         if use_core:
-            _compile_core(core, module, text, output, fuse, lower, temp_dir,
-                          verbose)
+            _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose)
         else:
-            _compile_aot(text, output, fuse, lower, temp_dir, verbose,
-                         bool(keep_temps))
+            _compile_aot(text, output, fuse, lower, temp_dir, verbose, bool(keep_temps))
 
     if keep_temps:
         os.makedirs(keep_temps, exist_ok=True)
@@ -489,14 +524,20 @@ def compile_gpu(module, path, chip="sm_90a", fuse=True, tile_m=64, tile_n=64,
 
     pipeline = ([FUSE_PIPELINE] if fuse else []) + [lower]
     manifest = _rt.Manifest.build(
-        specs, library=os.path.basename(output),
+        specs,
+        library=os.path.basename(output),
         sha256=_rt.file_sha256(output),
-        target={"chip": chip, "fuse": bool(fuse), "tile_m": tile_m,
-                "tile_n": tile_n, "tile_k": tile_k},
+        target={
+            "chip": chip,
+            "fuse": bool(fuse),
+            "tile_m": tile_m,
+            "tile_n": tile_n,
+            "tile_k": tile_k,
+        },
         pipeline=",".join(pipeline),
         compiled_with="moe_mlir core API" if use_core else "moe-aot",
         module_sha256=hashlib.sha256(text.encode()).hexdigest(),
-        created=datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"))
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     manifest.write(_rt.manifest_path(output))
     return output

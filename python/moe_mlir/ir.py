@@ -12,8 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from typing import (TYPE_CHECKING, Literal, NamedTuple, Optional, Sequence,
-                    Tuple, Union)
+from typing import TYPE_CHECKING, Literal, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _moe
 from ._moe import BuildError, MLIRError
@@ -23,9 +22,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from .cpu import CpuModule
 
 __all__ = [
-    "DTYPES", "Context", "Module", "TensorType", "FunctionType", "Value",
-    "FunctionBuilder", "TopK", "Route", "Indices", "Multihot",
-    "Scoring", "GroupScore", "Activation", "GluLayout", "DType",
+    "DTYPES",
+    "Context",
+    "Module",
+    "TensorType",
+    "FunctionType",
+    "Value",
+    "FunctionBuilder",
+    "TopK",
+    "Route",
+    "Indices",
+    "Multihot",
+    "Scoring",
+    "GroupScore",
+    "Activation",
+    "GluLayout",
+    "DType",
 ]
 
 Scoring = Literal["softmax", "sigmoid"]
@@ -48,8 +60,7 @@ def _caller_location() -> Tuple[str, int, int]:
     """(file, line, column) of the first caller outside this package: the
     location given to the ops it builds, so diagnostics point at user code."""
     frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(
-            _PACKAGE_DIR):
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
     if frame is None:
         return ("", 0, 0)
@@ -68,6 +79,7 @@ def _caller_location() -> Tuple[str, int, int]:
 # ----------------------------------------------------------------------------
 # Context and Module
 # ----------------------------------------------------------------------------
+
 
 class Context:
     """Owns an ``MLIRContext`` with the moe dialect and every dialect our
@@ -101,8 +113,7 @@ def _raw_context(context: Optional[Context]):
     if context is None:
         return _moe._Context.default()
     if not isinstance(context, Context):
-        raise TypeError("context must be a moe_mlir.Context, got %r"
-                        % type(context).__name__)
+        raise TypeError("context must be a moe_mlir.Context, got %r" % type(context).__name__)
     return context._c
 
 
@@ -128,16 +139,18 @@ class Module:
         return module
 
     @classmethod
-    def parse(cls, text: str, context: Optional[Context] = None, *,
-              name: str = "<string>") -> "Module":
+    def parse(
+        cls, text: str, context: Optional[Context] = None, *, name: str = "<string>"
+    ) -> "Module":
         """Parses MLIR text (custom or generic form). ``name`` is the file
         name diagnostics report. Raises MLIRError on a syntax or verifier
         error."""
         return cls._wrap(_moe._Module.parse(text, _raw_context(context), name))
 
     @classmethod
-    def parse_file(cls, path: Union[str, os.PathLike],
-                   context: Optional[Context] = None) -> "Module":
+    def parse_file(
+        cls, path: Union[str, os.PathLike], context: Optional[Context] = None
+    ) -> "Module":
         """Parses an ``.mlir`` file."""
         with open(path, "r", encoding="utf-8") as f:
             return cls.parse(f.read(), context, name=os.fspath(path))
@@ -155,8 +168,7 @@ class Module:
         names = ", ".join(self.functions)
         return "<moe_mlir.Module with functions [%s]>" % names
 
-    def get_asm(self, *, generic: bool = False,
-                debug_info: bool = False) -> str:
+    def get_asm(self, *, generic: bool = False, debug_info: bool = False) -> str:
         """The module as text: custom syntax, or the generic op form; with
         ``debug_info`` the locations are printed too."""
         return self._m.get_asm(generic, debug_info)
@@ -185,9 +197,11 @@ class Module:
         """``{name: FunctionType}`` of the functions with a body, in order."""
         out = {}
         for name, visibility, ins, outs in self._m.functions():
-            out[name] = FunctionType(tuple(_type_from_raw(t) for t in ins),
-                                     tuple(_type_from_raw(t) for t in outs),
-                                     visibility)
+            out[name] = FunctionType(
+                tuple(_type_from_raw(t) for t in ins),
+                tuple(_type_from_raw(t) for t in outs),
+                visibility,
+            )
         return out
 
     def translate_to_llvm_ir(self) -> str:
@@ -195,22 +209,30 @@ class Module:
         example after ``moe-lower-to-cpu`` or ``moe-lower-to-nvvm``)."""
         return self._m.translate_to_llvm_ir()
 
-    def emit_object(self, path: Union[str, os.PathLike],
-                    triple: Optional[str] = None, pic: bool = True, *,
-                    opt_level: int = 2, cpu: str = "",
-                    features: str = "") -> None:
+    def emit_object(
+        self,
+        path: Union[str, os.PathLike],
+        triple: Optional[str] = None,
+        pic: bool = True,
+        *,
+        opt_level: int = 2,
+        cpu: str = "",
+        features: str = "",
+    ) -> None:
         """Compiles a module in the LLVM dialect to an object file with an
         LLVM TargetMachine (``triple`` defaults to the host's; ``cpu`` ""
         is the generic CPU). For the AOT flow: the host side of a
         ``moe-lower-to-nvvm`` module, with its embedded GPU binary, becomes
         an object file to link with the CUDA runtime archive."""
-        self._m.emit_object(os.fspath(path), triple, pic, opt_level, cpu,
-                            features)
+        self._m.emit_object(os.fspath(path), triple, pic, opt_level, cpu, features)
 
-    def compile_cpu(self, *, opt_level: int = 2,
-                    pipeline: Optional[str] = None,
-                    shared_libs: Optional[Sequence[str]] = None
-                    ) -> "CpuModule":
+    def compile_cpu(
+        self,
+        *,
+        opt_level: int = 2,
+        pipeline: Optional[str] = None,
+        shared_libs: Optional[Sequence[str]] = None,
+    ) -> "CpuModule":
         """JIT-compiles a copy of the module for this CPU.
 
         The copy runs ``pipeline`` first when given (e.g.
@@ -222,8 +244,8 @@ class Module:
         # Imported here, not at the top: cpu.py needs numpy, building IR
         # does not. (cpu.py itself imports only _types, not this module.)
         from .cpu import CpuModule, default_shared_libs
-        libs = (default_shared_libs() if shared_libs is None
-                else [os.fspath(p) for p in shared_libs])
+
+        libs = default_shared_libs() if shared_libs is None else [os.fspath(p) for p in shared_libs]
         raw = self._m.compile_cpu(opt_level, pipeline or "", libs)
         return CpuModule(raw)
 
@@ -231,6 +253,7 @@ class Module:
 # ----------------------------------------------------------------------------
 # Values and results
 # ----------------------------------------------------------------------------
+
 
 class Value:
     """An SSA value of a function being built (an argument or an op
@@ -281,8 +304,7 @@ class Multihot(NamedTuple):
 
 def _raw_value(v, what: str):
     if not isinstance(v, Value):
-        raise TypeError("%s must be a moe_mlir.Value, got %r"
-                        % (what, type(v).__name__))
+        raise TypeError("%s must be a moe_mlir.Value, got %r" % (what, type(v).__name__))
     return v._v
 
 
@@ -295,13 +317,13 @@ def _as_type(t) -> TensorType:
         return t
     if isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str):
         return TensorType(t[0], t[1])
-    raise TypeError("function inputs are TensorType or (shape, dtype), got %r"
-                    % (t,))
+    raise TypeError("function inputs are TensorType or (shape, dtype), got %r" % (t,))
 
 
 # ----------------------------------------------------------------------------
 # FunctionBuilder
 # ----------------------------------------------------------------------------
+
 
 class FunctionBuilder:
     """Builds one ``func.func`` in a module, op by op.
@@ -329,16 +351,21 @@ class FunctionBuilder:
     open the module cannot be transformed, cloned or compiled.
     """
 
-    def __init__(self, module: Module, name: str,
-                 inputs: Sequence[Union[TensorType, Tuple]] = (), *,
-                 visibility: Literal["public", "private"] = "public") -> None:
+    def __init__(
+        self,
+        module: Module,
+        name: str,
+        inputs: Sequence[Union[TensorType, Tuple]] = (),
+        *,
+        visibility: Literal["public", "private"] = "public",
+    ) -> None:
         if not isinstance(module, Module):
             raise TypeError("module must be a moe_mlir.Module")
         types = [_as_type(t) for t in inputs]
         self.module = module
-        self._b = _moe._FunctionBuilder(module._m, name,
-                                        [t._raw() for t in types],
-                                        visibility, _caller_location())
+        self._b = _moe._FunctionBuilder(
+            module._m, name, [t._raw() for t in types], visibility, _caller_location()
+        )
         self._args = tuple(Value(a) for a in self._b.arguments)
 
     # -- function structure --------------------------------------------------
@@ -363,8 +390,7 @@ class FunctionBuilder:
         the builder is finished afterwards."""
         if len(values) == 1 and isinstance(values[0], (list, tuple)):
             values = tuple(values[0])
-        self._b.ret(_caller_location(),
-                    [_raw_value(v, "ret value") for v in values])
+        self._b.ret(_caller_location(), [_raw_value(v, "ret value") for v in values])
 
     def abandon(self) -> None:
         """Removes the unfinished function from the module."""
@@ -379,9 +405,11 @@ class FunctionBuilder:
             return False
         if self._b.is_open:
             self._b.abandon()
-            raise _error(BuildError, "function '%s' was not terminated: "
-                         "call ret() before leaving the with block"
-                         % self.name)
+            raise _error(
+                BuildError,
+                "function '%s' was not terminated: "
+                "call ret() before leaving the with block" % self.name,
+            )
         return False
 
     # -- routing ---------------------------------------------------------------
@@ -390,23 +418,41 @@ class FunctionBuilder:
         """``moe.topk``: per row of ``input`` (``T x E``) the ``k`` largest
         values in descending order and their indices (ties: lower index;
         NaN last). Returns ``(values T x k, indices T x k i32)``."""
-        values, indices = self._b.topk(_caller_location(),
-                                       _raw_value(input, "input"), k)
+        values, indices = self._b.topk(_caller_location(), _raw_value(input, "input"), k)
         return TopK(Value(values), Value(indices))
 
-    def route(self, logits: Value, bias: Optional[Value] = None, *, k: int,
-              scoring: Scoring, normalize: bool = False, n_group: int = 1,
-              topk_group: int = 1, group_score: GroupScore = "max",
-              scaling: float = 1.0, weights_dtype: DType = "f32") -> Route:
+    def route(
+        self,
+        logits: Value,
+        bias: Optional[Value] = None,
+        *,
+        k: int,
+        scoring: Scoring,
+        normalize: bool = False,
+        n_group: int = 1,
+        topk_group: int = 1,
+        group_score: GroupScore = "max",
+        scaling: float = 1.0,
+        weights_dtype: DType = "f32",
+    ) -> Route:
         """``moe.route``: softmax / sigmoid gating of ``logits`` (``T x E``),
         optional score-correction ``bias`` (``E`` f32), group-limited
         selection (``n_group``, ``topk_group``, ``group_score``),
         ``normalize`` and ``scaling``. Returns ``(weights T x k
         weights_dtype, indices T x k i32)``."""
         weights, indices = self._b.route(
-            _caller_location(), _raw_value(logits, "logits"),
-            _opt_raw(bias, "bias"), k, scoring, normalize, n_group,
-            topk_group, group_score, float(scaling), weights_dtype)
+            _caller_location(),
+            _raw_value(logits, "logits"),
+            _opt_raw(bias, "bias"),
+            k,
+            scoring,
+            normalize,
+            n_group,
+            topk_group,
+            group_score,
+            float(scaling),
+            weights_dtype,
+        )
         return Route(Value(weights), Value(indices))
 
     # -- dispatch metadata -------------------------------------------------------
@@ -414,69 +460,107 @@ class FunctionBuilder:
     def cumsum(self, indices: Value, *, num_experts: int) -> Value:
         """``moe.cumsum``: expert-major inclusive prefix sum of the dispatch
         mask of ``indices`` (``T x k`` i32). Result ``E*T`` i32."""
-        return Value(self._b.cumsum(_caller_location(),
-                                    _raw_value(indices, "indices"),
-                                    num_experts))
+        return Value(
+            self._b.cumsum(_caller_location(), _raw_value(indices, "indices"), num_experts)
+        )
 
     def get_indices(self, cumsum: Value, indices: Value) -> Indices:
         """``moe.get_indices``: the expert-grouped permutation. Returns
         ``(reverse_indices T*k, token_indices T*k)``, both i32."""
-        rev, tok = self._b.get_indices(_caller_location(),
-                                       _raw_value(cumsum, "cumsum"),
-                                       _raw_value(indices, "indices"))
+        rev, tok = self._b.get_indices(
+            _caller_location(), _raw_value(cumsum, "cumsum"), _raw_value(indices, "indices")
+        )
         return Indices(Value(rev), Value(tok))
 
-    def get_indptr(self, cumsum: Value, *, num_experts: int,
-                   inclusive: bool = False,
-                   dtype: Literal["i32", "i64"] = "i32") -> Value:
+    def get_indptr(
+        self,
+        cumsum: Value,
+        *,
+        num_experts: int,
+        inclusive: bool = False,
+        dtype: Literal["i32", "i64"] = "i32",
+    ) -> Value:
         """``moe.get_indptr``: per-expert row offsets, ``E+1`` exclusive
         (``[0, end_0, ...]``) or ``E`` inclusive, of element type ``dtype``."""
-        return Value(self._b.get_indptr(_caller_location(),
-                                        _raw_value(cumsum, "cumsum"),
-                                        num_experts, inclusive, dtype))
+        return Value(
+            self._b.get_indptr(
+                _caller_location(), _raw_value(cumsum, "cumsum"), num_experts, inclusive, dtype
+            )
+        )
 
     # -- data movement -----------------------------------------------------------
 
     def gather(self, input: Value, indices: Value) -> Value:
         """``moe.gather``: ``out[m] = input[indices[m]]`` (zero rows for
         out-of-range indices). ``T x H``, ``M`` -> ``M x H``."""
-        return Value(self._b.gather(_caller_location(),
-                                    _raw_value(input, "input"),
-                                    _raw_value(indices, "indices")))
+        return Value(
+            self._b.gather(
+                _caller_location(), _raw_value(input, "input"), _raw_value(indices, "indices")
+            )
+        )
 
     def scatter(self, input: Value, indices: Value) -> Value:
         """``moe.scatter``: ``out[indices[i]] = input[i]`` (rows nothing
         writes are zero). ``M x H``, ``M`` -> ``M x H``."""
-        return Value(self._b.scatter(_caller_location(),
-                                     _raw_value(input, "input"),
-                                     _raw_value(indices, "indices")))
+        return Value(
+            self._b.scatter(
+                _caller_location(), _raw_value(input, "input"), _raw_value(indices, "indices")
+            )
+        )
 
     # -- expert compute ------------------------------------------------------------
 
-    def grouped_matmul(self, lhs: Value, rhs: Value, offsets: Value,
-                       bias: Optional[Value] = None, *,
-                       transpose_rhs: bool = False,
-                       out_dtype: Optional[DType] = None) -> Value:
+    def grouped_matmul(
+        self,
+        lhs: Value,
+        rhs: Value,
+        offsets: Value,
+        bias: Optional[Value] = None,
+        *,
+        transpose_rhs: bool = False,
+        out_dtype: Optional[DType] = None,
+    ) -> Value:
         """``moe.grouped_matmul``: rows ``offsets[e] <= m < offsets[e+1]`` of
         ``lhs`` (``M x K``) times ``rhs[e]`` (``E x K x N``, or ``E x N x K``
         with ``transpose_rhs``) plus ``bias[e]`` (``E x N``), accumulated in
         f32. Result ``M x N`` of ``out_dtype`` (default: the operands'
         type; ``"f32"`` is the other choice)."""
-        return Value(self._b.grouped_matmul(
-            _caller_location(), _raw_value(lhs, "lhs"),
-            _raw_value(rhs, "rhs"), _raw_value(offsets, "offsets"),
-            _opt_raw(bias, "bias"), transpose_rhs, out_dtype))
+        return Value(
+            self._b.grouped_matmul(
+                _caller_location(),
+                _raw_value(lhs, "lhs"),
+                _raw_value(rhs, "rhs"),
+                _raw_value(offsets, "offsets"),
+                _opt_raw(bias, "bias"),
+                transpose_rhs,
+                out_dtype,
+            )
+        )
 
-    def glu(self, input: Value, *, activation: Activation,
-            layout: GluLayout, alpha: float = 1.0,
-            limit: Optional[float] = None, up_bias: float = 0.0) -> Value:
+    def glu(
+        self,
+        input: Value,
+        *,
+        activation: Activation,
+        layout: GluLayout,
+        alpha: float = 1.0,
+        limit: Optional[float] = None,
+        up_bias: float = 0.0,
+    ) -> Value:
         """``moe.glu``: ``act(gate) * (up + up_bias)`` of ``input``
         (``M x 2N``), gate / up split by ``layout``, optional clamp
         ``limit``. Result ``M x N``."""
-        return Value(self._b.glu(
-            _caller_location(), _raw_value(input, "input"), activation,
-            layout, float(alpha), None if limit is None else float(limit),
-            float(up_bias)))
+        return Value(
+            self._b.glu(
+                _caller_location(),
+                _raw_value(input, "input"),
+                activation,
+                layout,
+                float(alpha),
+                None if limit is None else float(limit),
+                float(up_bias),
+            )
+        )
 
     # -- combine and converters ----------------------------------------------------
 
@@ -484,54 +568,91 @@ class FunctionBuilder:
         """``moe.combine``: ``out[t] = sum_j weights[t][j] * input[t][j]``
         in slot order, f32 accumulation. ``T x k x H`` (+ ``T x k``) ->
         ``T x H``."""
-        return Value(self._b.combine(_caller_location(),
-                                     _raw_value(input, "input"),
-                                     _opt_raw(weights, "weights")))
+        return Value(
+            self._b.combine(
+                _caller_location(), _raw_value(input, "input"), _opt_raw(weights, "weights")
+            )
+        )
 
-    def indices_to_multihot(self, indices: Value, probs: Value, *,
-                            num_experts: int) -> Multihot:
+    def indices_to_multihot(self, indices: Value, probs: Value, *, num_experts: int) -> Multihot:
         """``moe.indices_to_multihot``: top-k ids and probabilities (both
         ``T x k``) to ``(multihot T x E i1, probs_multihot T x E,
         position_map T x E i32)``."""
         mh, pm, pos = self._b.indices_to_multihot(
-            _caller_location(), _raw_value(indices, "indices"),
-            _raw_value(probs, "probs"), num_experts)
+            _caller_location(),
+            _raw_value(indices, "indices"),
+            _raw_value(probs, "probs"),
+            num_experts,
+        )
         return Multihot(Value(mh), Value(pm), Value(pos))
 
-    def multihot_to_indices(self, probs_multihot: Value, position_map: Value,
-                            *, k: int) -> Value:
+    def multihot_to_indices(self, probs_multihot: Value, position_map: Value, *, k: int) -> Value:
         """``moe.multihot_to_indices``: dense probabilities and position map
         (``T x E``) back to top-k slot order (``T x k``)."""
-        return Value(self._b.multihot_to_indices(
-            _caller_location(), _raw_value(probs_multihot, "probs_multihot"),
-            _raw_value(position_map, "position_map"), k))
+        return Value(
+            self._b.multihot_to_indices(
+                _caller_location(),
+                _raw_value(probs_multihot, "probs_multihot"),
+                _raw_value(position_map, "position_map"),
+                k,
+            )
+        )
 
     def expand_slots(self, input: Value, *, k: int) -> Value:
         """``tensor.expand_shape`` of ``input`` (``(T*k) x H``) to
         ``T x k x H``: the reshape between ``scatter`` and ``combine`` in
         the ``moe.ffn`` chain."""
-        return Value(self._b.expand_slots(_caller_location(),
-                                          _raw_value(input, "input"), k))
+        return Value(self._b.expand_slots(_caller_location(), _raw_value(input, "input"), k))
 
     # -- the composite -------------------------------------------------------------
 
-    def ffn(self, x: Value, logits: Value, w_up: Value, w_down: Value,
-            bias: Optional[Value] = None, *, k: int, scoring: Scoring,
-            activation: Activation, layout: GluLayout,
-            normalize: bool = False, n_group: int = 1, topk_group: int = 1,
-            group_score: GroupScore = "max", scaling: float = 1.0,
-            alpha: float = 1.0, limit: Optional[float] = None,
-            up_bias: float = 0.0, transpose_weights: bool = False) -> Value:
+    def ffn(
+        self,
+        x: Value,
+        logits: Value,
+        w_up: Value,
+        w_down: Value,
+        bias: Optional[Value] = None,
+        *,
+        k: int,
+        scoring: Scoring,
+        activation: Activation,
+        layout: GluLayout,
+        normalize: bool = False,
+        n_group: int = 1,
+        topk_group: int = 1,
+        group_score: GroupScore = "max",
+        scaling: float = 1.0,
+        alpha: float = 1.0,
+        limit: Optional[float] = None,
+        up_bias: float = 0.0,
+        transpose_weights: bool = False,
+    ) -> Value:
         """``moe.ffn``: a whole MoE layer on ``x`` (``T x H``) and
         ``logits`` (``T x E``) with ``w_up`` (``E x H x 2I``; ``E x 2I x H``
         with ``transpose_weights``), ``w_down`` (``E x I x H``; ``E x H x I``)
         and the optional routing ``bias`` (``E`` f32). Takes every
         :meth:`route` and :meth:`glu` attribute. Result ``T x H``."""
-        return Value(self._b.ffn(
-            _caller_location(), _raw_value(x, "x"),
-            _raw_value(logits, "logits"), _raw_value(w_up, "w_up"),
-            _raw_value(w_down, "w_down"), _opt_raw(bias, "bias"), k,
-            scoring, normalize, n_group, topk_group, group_score,
-            float(scaling), activation, layout, float(alpha),
-            None if limit is None else float(limit), float(up_bias),
-            transpose_weights))
+        return Value(
+            self._b.ffn(
+                _caller_location(),
+                _raw_value(x, "x"),
+                _raw_value(logits, "logits"),
+                _raw_value(w_up, "w_up"),
+                _raw_value(w_down, "w_down"),
+                _opt_raw(bias, "bias"),
+                k,
+                scoring,
+                normalize,
+                n_group,
+                topk_group,
+                group_score,
+                float(scaling),
+                activation,
+                layout,
+                float(alpha),
+                None if limit is None else float(limit),
+                float(up_bias),
+                transpose_weights,
+            )
+        )

@@ -24,8 +24,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
-from .ir import (Activation, Context, FunctionBuilder, GluLayout, GroupScore,
-                 Module, Scoring, TensorType)
+from .ir import (
+    Activation,
+    Context,
+    FunctionBuilder,
+    GluLayout,
+    GroupScore,
+    Module,
+    Scoring,
+    TensorType,
+)
 
 __all__ = ["MoeConfig", "PRESETS", "ffn_from_config"]
 
@@ -63,8 +71,7 @@ class MoeConfig:
         a scaled-down layer for tests: ``cfg.replace(hidden=64)``."""
         return dataclasses.replace(self, **changes)
 
-    def input_types(self, T: Optional[int] = None,
-                    dtype: str = "bf16") -> List[TensorType]:
+    def input_types(self, T: Optional[int] = None, dtype: str = "bf16") -> List[TensorType]:
         """The types of ``ffn``'s arguments for ``T`` tokens (None:
         dynamic): x, logits, w_up, w_down and, with ``routing_bias``, bias."""
         H, I, E = self.hidden, self.intermediate, self.experts
@@ -72,21 +79,33 @@ class MoeConfig:
             w_up, w_down = [E, 2 * I, H], [E, H, I]
         else:
             w_up, w_down = [E, H, 2 * I], [E, I, H]
-        types = [TensorType([T, H], dtype), TensorType([T, E], dtype),
-                 TensorType(w_up, dtype), TensorType(w_down, dtype)]
+        types = [
+            TensorType([T, H], dtype),
+            TensorType([T, E], dtype),
+            TensorType(w_up, dtype),
+            TensorType(w_down, dtype),
+        ]
         if self.routing_bias:
             types.append(TensorType([E], "f32"))
         return types
 
     def ffn_attributes(self) -> dict:
         """Keyword arguments of :meth:`FunctionBuilder.ffn`."""
-        return dict(k=self.top_k, scoring=self.scoring,
-                    normalize=self.normalize, n_group=self.n_group,
-                    topk_group=self.topk_group, group_score=self.group_score,
-                    scaling=self.scaling, activation=self.activation,
-                    layout=self.layout, alpha=self.alpha, limit=self.limit,
-                    up_bias=self.up_bias,
-                    transpose_weights=self.transpose_weights)
+        return dict(
+            k=self.top_k,
+            scoring=self.scoring,
+            normalize=self.normalize,
+            n_group=self.n_group,
+            topk_group=self.topk_group,
+            group_score=self.group_score,
+            scaling=self.scaling,
+            activation=self.activation,
+            layout=self.layout,
+            alpha=self.alpha,
+            limit=self.limit,
+            up_bias=self.up_bias,
+            transpose_weights=self.transpose_weights,
+        )
 
 
 #: Routed-expert layers of public MoE models, from their published configs.
@@ -95,36 +114,78 @@ PRESETS: Dict[str, MoeConfig] = {
     # Mixtral-8x7B: softmax over 8 experts, top-2 renormalised, SwiGLU (w1
     # gate, w3 up) as nn.Linear weights.
     "mixtral-8x7b": MoeConfig(
-        hidden=4096, intermediate=14336, experts=8, top_k=2,
-        scoring="softmax", normalize=True, activation="silu",
-        layout="concat", transpose_weights=True, name="mixtral-8x7b"),
+        hidden=4096,
+        intermediate=14336,
+        experts=8,
+        top_k=2,
+        scoring="softmax",
+        normalize=True,
+        activation="silu",
+        layout="concat",
+        transpose_weights=True,
+        name="mixtral-8x7b",
+    ),
     # Qwen3-30B-A3B: 128 experts, top-8, norm_topk_prob.
     "qwen3-30b-a3b": MoeConfig(
-        hidden=2048, intermediate=768, experts=128, top_k=8,
-        scoring="softmax", normalize=True, activation="silu",
-        layout="concat", transpose_weights=True, name="qwen3-30b-a3b"),
+        hidden=2048,
+        intermediate=768,
+        experts=128,
+        top_k=8,
+        scoring="softmax",
+        normalize=True,
+        activation="silu",
+        layout="concat",
+        transpose_weights=True,
+        name="qwen3-30b-a3b",
+    ),
     # DeepSeek-V3: sigmoid scores + e_score_correction_bias ("noaux_tc"),
     # 8 groups, keep 4 by top-2 sum, top-8, normalised, x2.5.
     "deepseek-v3": MoeConfig(
-        hidden=7168, intermediate=2048, experts=256, top_k=8,
-        scoring="sigmoid", normalize=True, n_group=8, topk_group=4,
-        group_score="top2_sum", scaling=2.5, routing_bias=True,
-        activation="silu", layout="concat", transpose_weights=True,
-        name="deepseek-v3"),
+        hidden=7168,
+        intermediate=2048,
+        experts=256,
+        top_k=8,
+        scoring="sigmoid",
+        normalize=True,
+        n_group=8,
+        topk_group=4,
+        group_score="top2_sum",
+        scaling=2.5,
+        routing_bias=True,
+        activation="silu",
+        layout="concat",
+        transpose_weights=True,
+        name="deepseek-v3",
+    ),
     # gpt-oss-120b: softmax over the top-4 logits (= softmax + normalise),
     # interleaved SwiGLU with alpha 1.702, clamp 7.0 and up + 1; gate_up_proj
     # is stored E x H x 2I.
     "gpt-oss-120b": MoeConfig(
-        hidden=2880, intermediate=2880, experts=128, top_k=4,
-        scoring="softmax", normalize=True, activation="silu",
-        layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0,
-        transpose_weights=False, name="gpt-oss-120b"),
+        hidden=2880,
+        intermediate=2880,
+        experts=128,
+        top_k=4,
+        scoring="softmax",
+        normalize=True,
+        activation="silu",
+        layout="interleaved",
+        alpha=1.702,
+        limit=7.0,
+        up_bias=1.0,
+        transpose_weights=False,
+        name="gpt-oss-120b",
+    ),
 }
 
 
-def ffn_from_config(config: Union[MoeConfig, str], T: Optional[int] = None,
-                    dtype: str = "bf16", *, context: Optional[Context] = None,
-                    name: str = "ffn") -> Module:
+def ffn_from_config(
+    config: Union[MoeConfig, str],
+    T: Optional[int] = None,
+    dtype: str = "bf16",
+    *,
+    context: Optional[Context] = None,
+    name: str = "ffn",
+) -> Module:
     """A module with one public function ``name`` computing the layer
     ``config`` (a :class:`MoeConfig` or a key of :data:`PRESETS`) as one
     ``moe.ffn`` for ``T`` tokens (None: dynamic) in ``dtype``."""
@@ -132,8 +193,7 @@ def ffn_from_config(config: Union[MoeConfig, str], T: Optional[int] = None,
         try:
             config = PRESETS[config]
         except KeyError:
-            raise KeyError("unknown preset %r (have: %s)"
-                           % (config, ", ".join(PRESETS))) from None
+            raise KeyError("unknown preset %r (have: %s)" % (config, ", ".join(PRESETS))) from None
     module = Module(context)
     with FunctionBuilder(module, name, config.input_types(T, dtype)) as f:
         x, logits, w_up, w_down = f.args[:4]

@@ -23,14 +23,20 @@ import sys
 def _load():
     try:
         import moe_mlir_runtime
+
         return moe_mlir_runtime
     except ImportError:
         pass
-    init = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "runtime", "moe_mlir_runtime", "__init__.py")
+    init = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "runtime",
+        "moe_mlir_runtime",
+        "__init__.py",
+    )
     if not os.path.isfile(init):
-        raise ImportError("moe_mlir.runtime needs the moe_mlir_runtime package "
-                          "(pip install ./python/runtime)")
+        raise ImportError(
+            "moe_mlir.runtime needs the moe_mlir_runtime package (pip install ./python/runtime)"
+        )
     spec = importlib.util.spec_from_file_location("moe_mlir_runtime", init)
     module = importlib.util.module_from_spec(spec)
     sys.modules["moe_mlir_runtime"] = module

@@ -54,14 +54,26 @@ def build_wheel(out):
         src = os.path.join(tmp, "src")
         os.mkdir(src)
         shutil.copy(os.path.join(HERE, "pyproject.toml"), src)
-        shutil.copytree(os.path.join(HERE, PACKAGE), os.path.join(src, PACKAGE),
-                        ignore=_IGNORE)
+        shutil.copytree(os.path.join(HERE, PACKAGE), os.path.join(src, PACKAGE), ignore=_IGNORE)
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps",
-             "--no-build-isolation", "--no-index", "--disable-pip-version-check",
-             "-q", "-w", os.path.abspath(out), src],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            universal_newlines=True)
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "--no-index",
+                "--disable-pip-version-check",
+                "-q",
+                "-w",
+                os.path.abspath(out),
+                src,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            universal_newlines=True,
+        )
     wheels = glob.glob(os.path.join(out, PACKAGE + "-*.whl"))
     if done.returncode != 0 or len(wheels) != 1:
         return None, done.stdout
@@ -79,8 +91,10 @@ def main(argv=None):
     if wheel:
         print("ship: %s" % wheel)
         return 0
-    print("ship: no wheel (pip wheel failed; the package folder is there):\n%s"
-          % log.rstrip(), file=sys.stderr)
+    print(
+        "ship: no wheel (pip wheel failed; the package folder is there):\n%s" % log.rstrip(),
+        file=sys.stderr,
+    )
     return 1 if args.require_wheel else 0
 
 

@@ -216,8 +216,7 @@ void bindSignatures(nb::module_ &m) {
         DiagnosticCollector diags(ctx);
         llvm::SourceMgr sourceMgr;
         sourceMgr.AddNewSourceBuffer(
-            llvm::MemoryBuffer::getMemBuffer(text, sourceName),
-            llvm::SMLoc());
+            llvm::MemoryBuffer::getMemBuffer(text, sourceName), llvm::SMLoc());
         Block block;
         AsmParserState asmState;
         ParserConfig config(ctx);

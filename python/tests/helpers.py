@@ -12,8 +12,7 @@ import sys
 import numpy as np
 import moe_mlir
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "test", "Differential"))
 
 import reference as R  # noqa: E402
@@ -29,37 +28,39 @@ def rand(rng, shape, dtype, scale=1.0):
     return vals.astype(moe_mlir.numpy_dtype(dtype))
 
 
-def assert_close(got, want, dtype, scale=None, care=None, exact=False,
-                 name="result"):
+def assert_close(got, want, dtype, scale=None, care=None, exact=False, name="result"):
     got = to_f64(got)
     want_r = R.round_to(want, dtype)
-    assert got.shape == want_r.shape, "%s: shape %s, want %s" % (
-        name, got.shape, want_r.shape)
+    assert got.shape == want_r.shape, "%s: shape %s, want %s" % (name, got.shape, want_r.shape)
     rtol, atol = R.TOLERANCE[dtype]
     if exact:
         tol = np.zeros_like(want_r)
     else:
-        sc = np.abs(want_r) if scale is None else np.maximum(
-            scale, np.abs(want_r))
+        sc = np.abs(want_r) if scale is None else np.maximum(scale, np.abs(want_r))
         tol = rtol * sc + atol
     with np.errstate(invalid="ignore"):
-        ok = (np.isnan(got) & np.isnan(want_r)) | (got == want_r) | (
-            np.abs(got - want_r) <= tol)
+        ok = (np.isnan(got) & np.isnan(want_r)) | (got == want_r) | (np.abs(got - want_r) <= tol)
     if care is not None:
         ok = ok | ~np.broadcast_to(care, ok.shape)
     bad = np.argwhere(~ok)
     assert not len(bad), "%s: %d mismatches; first at %s: got %r want %r" % (
-        name, len(bad), tuple(bad[0]), got[tuple(bad[0])],
-        want_r[tuple(bad[0])])
+        name,
+        len(bad),
+        tuple(bad[0]),
+        got[tuple(bad[0])],
+        want_r[tuple(bad[0])],
+    )
 
 
 def assert_equal_ints(got, want, name="result"):
     got = np.asarray(got)
     want = np.asarray(want)
-    assert got.shape == want.shape, "%s: shape %s, want %s" % (
-        name, got.shape, want.shape)
-    assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (
-        "%s: got %s want %s" % (name, got.tolist(), want.tolist()))
+    assert got.shape == want.shape, "%s: shape %s, want %s" % (name, got.shape, want.shape)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), "%s: got %s want %s" % (
+        name,
+        got.tolist(),
+        want.tolist(),
+    )
 
 
 def round_trip(module):
@@ -68,7 +69,6 @@ def round_trip(module):
     text = str(module)
     again = moe_mlir.Module.parse(text, module.context)
     assert str(again) == text
-    generic = moe_mlir.Module.parse(module.get_asm(generic=True),
-                                    module.context)
+    generic = moe_mlir.Module.parse(module.get_asm(generic=True), module.context)
     assert str(generic) == text
     return again

@@ -27,11 +27,10 @@ def topk_cpu():
 
 
 def test_functions(topk_cpu):
-    assert list(topk_cpu.functions) == ["topk"]      # public functions only
+    assert list(topk_cpu.functions) == ["topk"]  # public functions only
     ft = topk_cpu.functions["topk"]
     assert ft.inputs == (TensorType([None, 8], "bf16"),)
-    assert ft.results == (TensorType([None, 2], "bf16"),
-                          TensorType([None, 2], "i32"))
+    assert ft.results == (TensorType([None, 2], "bf16"), TensorType([None, 2], "i32"))
 
 
 @pytest.mark.parametrize("T", [0, 1, 5, 300])
@@ -41,9 +40,9 @@ def test_dynamic_T_and_bf16(topk_cpu, T):
     assert v.dtype == ml_dtypes.bfloat16 and i.dtype == np.int32
     assert v.shape == (T, 2) and i.shape == (T, 2)
     np.testing.assert_array_equal(i, np.tile([0, 1], (T, 1)))
-    np.testing.assert_array_equal(v.astype(np.float32),
-                                  x[:, :2].astype(ml_dtypes.bfloat16)
-                                  .astype(np.float32))
+    np.testing.assert_array_equal(
+        v.astype(np.float32), x[:, :2].astype(ml_dtypes.bfloat16).astype(np.float32)
+    )
 
 
 def test_argument_conversion(topk_cpu):
@@ -51,8 +50,9 @@ def test_argument_conversion(topk_cpu):
     # non-contiguous view is copied.
     x = np.random.default_rng(0).normal(size=(3, 16))
     v, i = topk_cpu.call("topk", x[:, ::2])
-    want = np.argsort(-x[:, ::2].astype(ml_dtypes.bfloat16).astype(np.float32),
-                      axis=1, kind="stable")[:, :2]
+    want = np.argsort(
+        -x[:, ::2].astype(ml_dtypes.bfloat16).astype(np.float32), axis=1, kind="stable"
+    )[:, :2]
     np.testing.assert_array_equal(i, want)
     v2, i2 = topk_cpu.call("topk", x[:, ::2].tolist())
     np.testing.assert_array_equal(i2, i)
@@ -104,8 +104,7 @@ func.func @nothing(%a: tensor<3xf32>) {
 }
 """)
     cpu = m.compile_cpu(opt_level=0)
-    np.testing.assert_allclose(cpu.call("scale", [1, 2, 3], 2.5, 10),
-                               [12.5, 15.0, 17.5])
+    np.testing.assert_allclose(cpu.call("scale", [1, 2, 3], 2.5, 10), [12.5, 15.0, 17.5])
     assert cpu.call("nothing", [1, 2, 3]) is None
 
 
@@ -118,7 +117,7 @@ def test_compile_with_pre_pipeline(rng):
     fused = m.compile_cpu(pipeline="moe-fuse").call("route", logits)
     np.testing.assert_array_equal(plain[1], fused[1])
     np.testing.assert_allclose(plain[0], fused[0], rtol=1e-6)
-    assert "moe.route " in str(m)                   # compile_cpu works on a copy
+    assert "moe.route " in str(m)  # compile_cpu works on a copy
 
 
 # Regression: ownership-based deallocation inserts a bufferization.clone

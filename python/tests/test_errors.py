@@ -15,20 +15,33 @@ def open_builder(shape=(None, 8), dtype="f32"):
     return m, FunctionBuilder(m, "f", [TensorType(list(shape), dtype)])
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda f, x: f.topk(x, k=9), "expected k in [1, E = 8], got 9"),
-    (lambda f, x: f.topk(x, k=0), "expected k in [1, E = 8], got 0"),
-    (lambda f, x: f.route(x, k=2, scoring="softmax", n_group=3),
-     "expected E = 8 to be divisible by n_group = 3"),
-    (lambda f, x: f.route(x, k=5, scoring="sigmoid", n_group=4, topk_group=2),
-     "expected k in [1, topk_group * E / n_group = 4], got 5"),
-    (lambda f, x: f.route(x, k=2, scoring="softmax", scaling=float("inf")),
-     "expected a finite scaling"),
-    (lambda f, x: f.glu(x, activation="silu", layout="concat", limit=-1.0),
-     "expected limit to be finite and > 0"),
-    (lambda f, x: f.cumsum(x, num_experts=4),
-     "operand #0 must be 2D tensor of 32-bit signless integer values"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda f, x: f.topk(x, k=9), "expected k in [1, E = 8], got 9"),
+        (lambda f, x: f.topk(x, k=0), "expected k in [1, E = 8], got 0"),
+        (
+            lambda f, x: f.route(x, k=2, scoring="softmax", n_group=3),
+            "expected E = 8 to be divisible by n_group = 3",
+        ),
+        (
+            lambda f, x: f.route(x, k=5, scoring="sigmoid", n_group=4, topk_group=2),
+            "expected k in [1, topk_group * E / n_group = 4], got 5",
+        ),
+        (
+            lambda f, x: f.route(x, k=2, scoring="softmax", scaling=float("inf")),
+            "expected a finite scaling",
+        ),
+        (
+            lambda f, x: f.glu(x, activation="silu", layout="concat", limit=-1.0),
+            "expected limit to be finite and > 0",
+        ),
+        (
+            lambda f, x: f.cumsum(x, num_experts=4),
+            "operand #0 must be 2D tensor of 32-bit signless integer values",
+        ),
+    ],
+)
 def test_invalid_attribute_or_operand(call, message):
     m, f = open_builder()
     x = f.args[0]
@@ -45,11 +58,14 @@ def test_invalid_attribute_or_operand(call, message):
     m.verify()
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(scoring="bogus"), "invalid scoring 'bogus' (expected one of softmax, sigmoid)"),
-    (dict(scoring="softmax", group_score="top3"), "invalid group_score 'top3'"),
-    (dict(scoring="softmax", weights_dtype="f8"), "unknown element type 'f8'"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(scoring="bogus"), "invalid scoring 'bogus' (expected one of softmax, sigmoid)"),
+        (dict(scoring="softmax", group_score="top3"), "invalid group_score 'top3'"),
+        (dict(scoring="softmax", weights_dtype="f8"), "unknown element type 'f8'"),
+    ],
+)
 def test_invalid_enum_keywords(kw, message):
     m, f = open_builder()
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -68,12 +84,17 @@ def test_glu_enum_keywords():
 def test_ffn_shape_mismatch_is_located():
     m = Module()
     with pytest.raises(BuildError) as info:
-        with FunctionBuilder(m, "f", [
-                TensorType([None, 32], "f32"), TensorType([None, 8], "f32"),
+        with FunctionBuilder(
+            m,
+            "f",
+            [
+                TensorType([None, 32], "f32"),
+                TensorType([None, 8], "f32"),
                 TensorType([8, 32, 128], "f32"),
-                TensorType([8, 64, 16], "f32")]) as f:
-            f.ret(f.ffn(*f.args, k=2, scoring="softmax", activation="silu",
-                        layout="concat"))
+                TensorType([8, 64, 16], "f32"),
+            ],
+        ) as f:
+            f.ret(f.ffn(*f.args, k=2, scoring="softmax", activation="silu", layout="concat"))
     assert "'moe.ffn' op" in str(info.value) and HERE in str(info.value)
     assert m.functions == {}
 
@@ -88,7 +109,9 @@ def test_parse_errors():
   %v, %i = moe.topk %a k = 9 : tensor<4x8xf32> -> tensor<4x9xf32>, tensor<4x9xi32>
   return %v : tensor<4x9xf32>
 }"""
-    with pytest.raises(MLIRError, match=r"bad.mlir:2:\d+: error: 'moe.topk' op expected k in \[1, E = 8\], got 9"):
+    with pytest.raises(
+        MLIRError, match=r"bad.mlir:2:\d+: error: 'moe.topk' op expected k in \[1, E = 8\], got 9"
+    ):
         Module.parse(bad, name="bad.mlir")
 
 
@@ -115,11 +138,14 @@ def test_bad_pipelines():
 def test_failing_pipeline_leaves_module_unchanged():
     # The device-memory pass rejects host constants used outside kernels
     # (before anything needs the CUDA toolkit).
-    m = Module.parse("""func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+    m = Module.parse(
+        """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
   %0 = arith.addf %a, %c : tensor<4xf32>
   return %0 : tensor<4xf32>
-}""", name="const.mlir")
+}""",
+        name="const.mlir",
+    )
     before = str(m)
     with pytest.raises(MLIRError) as info:
         m.run_pipeline("moe-lower-to-nvvm")
@@ -139,9 +165,12 @@ def test_unregistered_op():
 
 
 def test_translation_needs_llvm_dialect():
-    m = Module.parse("""func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+    m = Module.parse(
+        """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
   return %a : tensor<4xf32>
-}""", name="t.mlir")
+}""",
+        name="t.mlir",
+    )
     with pytest.raises(MLIRError) as info:
         m.translate_to_llvm_ir()
     assert "t.mlir:1:1: error:" in str(info.value)

@@ -61,26 +61,47 @@ SMALL_FFN_PRINTED = (
     "tensor<8x64x32xf32> -> tensor<?x32xf32>\n"
     "    return %0 : tensor<?x32xf32>\n"
     "  }\n"
-    "}\n")
+    "}\n"
+)
 
 
 def _ffn_manifest():
     return {
-        "format": rt.MANIFEST_FORMAT, "version": rt.MANIFEST_VERSION,
+        "format": rt.MANIFEST_FORMAT,
+        "version": rt.MANIFEST_VERSION,
         "calling_convention": "out-params",
-        "functions": {"ffn": {
-            "args": [
-                {"name": "x", "kind": "tensor", "dtype": "bf16",
-                 "shape": [None, 64], "symbols": ["T", None]},
-                {"name": "logits", "kind": "tensor", "dtype": "bf16",
-                 "shape": [None, 8], "symbols": ["T", None]},
-                {"name": "w_up", "kind": "tensor", "dtype": "bf16",
-                 "shape": [8, 256, 64]},
-                {"name": "w_down", "kind": "tensor", "dtype": "bf16",
-                 "shape": [8, 64, 128]}],
-            "results": [
-                {"name": "result", "kind": "tensor", "dtype": "bf16",
-                 "shape": [None, 64], "symbols": ["T", None]}]}}}
+        "functions": {
+            "ffn": {
+                "args": [
+                    {
+                        "name": "x",
+                        "kind": "tensor",
+                        "dtype": "bf16",
+                        "shape": [None, 64],
+                        "symbols": ["T", None],
+                    },
+                    {
+                        "name": "logits",
+                        "kind": "tensor",
+                        "dtype": "bf16",
+                        "shape": [None, 8],
+                        "symbols": ["T", None],
+                    },
+                    {"name": "w_up", "kind": "tensor", "dtype": "bf16", "shape": [8, 256, 64]},
+                    {"name": "w_down", "kind": "tensor", "dtype": "bf16", "shape": [8, 64, 128]},
+                ],
+                "results": [
+                    {
+                        "name": "result",
+                        "kind": "tensor",
+                        "dtype": "bf16",
+                        "shape": [None, 64],
+                        "symbols": ["T", None],
+                    }
+                ],
+            }
+        },
+    }
 
 
 # ----------------------------------------------------------------------------
@@ -102,16 +123,22 @@ def _run_python(code, tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(_BLOCKER + textwrap.dedent(code))
     env = dict(os.environ, PYTHONPATH=str(PY_DIR))
-    return subprocess.run([sys.executable, str(script)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True,
-                          env=env, cwd=str(tmp_path))
+    return subprocess.run(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        env=env,
+        cwd=str(tmp_path),
+    )
 
 
 def test_runtime_file_imports_without_torch_or_extension(tmp_path):
     """What the GPU machine does with the copy next to the artifacts."""
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps(_ffn_manifest()))
-    done = _run_python("""
+    done = _run_python(
+        """
         import importlib.util, sys
         spec = importlib.util.spec_from_file_location("runtime", %r)
         rt = importlib.util.module_from_spec(spec)
@@ -123,7 +150,10 @@ def test_runtime_file_imports_without_torch_or_extension(tmp_path):
             rt.torch_dtype("f32")
         except RuntimeError as e:
             print("error:", e)
-        """ % (str(RUNTIME_PY), str(manifest)), tmp_path)
+        """
+        % (str(RUNTIME_PY), str(manifest)),
+        tmp_path,
+    )
     assert done.returncode == 0, done.stdout
     assert "ffn(x: bf16[T, 64], logits: bf16[T, 8]" in done.stdout
     assert "needs PyTorch" in done.stdout
@@ -131,10 +161,13 @@ def test_runtime_file_imports_without_torch_or_extension(tmp_path):
 
 def test_package_runtime_imports_without_torch_or_extension(tmp_path):
     """`from moe_mlir import runtime` must not need moe_mlir._moe."""
-    done = _run_python("""
+    done = _run_python(
+        """
         from moe_mlir import runtime
         print("ok", runtime.MANIFEST_FORMAT, runtime.torch)
-        """, tmp_path)
+        """,
+        tmp_path,
+    )
     assert done.returncode == 0, done.stdout
     assert "ok moe-mlir-gpu-artifact None" in done.stdout
 
@@ -147,11 +180,18 @@ def test_memref_abi_shim_finds_runtime(tmp_path):
     (stub / "torch" / "__init__.py").write_text("# stand-in\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(stub), str(shim.parent)]))
     done = subprocess.run(
-        [sys.executable, "-c",
-         "import memref_abi as m; print(issubclass(m.CompiledModule, "
-         "m._runtime.Library), m.memref_descriptor.__name__, m._CU_STREAM_LEGACY)"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-        env=env, cwd=str(tmp_path))
+        [
+            sys.executable,
+            "-c",
+            "import memref_abi as m; print(issubclass(m.CompiledModule, "
+            "m._runtime.Library), m.memref_descriptor.__name__, m._CU_STREAM_LEGACY)",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert done.returncode == 0, done.stdout
     assert done.stdout.split() == ["True", "memref_descriptor", "1"]
 
@@ -160,26 +200,41 @@ def test_memref_abi_shim_finds_runtime(tmp_path):
 # Manifests and argument checks
 # ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda d: d.update(format="something"), "format is 'something'"),
-    (lambda d: d.update(version=99), "version 99"),
-    (lambda d: d.update(calling_convention="results"), "calling convention"),
-    (lambda d: d.update(functions={}), "no functions"),
-    (lambda d: d["functions"]["ffn"].pop("results"), "missing list 'results'"),
-    (lambda d: d["functions"]["ffn"]["args"][0].pop("dtype"),
-     "function 'ffn' argument 0: missing 'dtype'"),
-    (lambda d: d["functions"]["ffn"]["args"][1].update(dtype="f8"), "unsupported dtype 'f8'"),
-    (lambda d: d["functions"]["ffn"]["args"][2].update(shape=[8, -1, 64]),
-     "shape must be a list of non-negative ints"),
-    (lambda d: d["functions"]["ffn"]["args"][0].update(symbols=["T"]),
-     "symbols must be a list as long as shape"),
-    (lambda d: d["functions"]["ffn"]["args"][2].update(symbols=["E", None, None]),
-     "static dimension 8 has a symbol 'E'"),
-    (lambda d: d["functions"]["ffn"]["args"][0].update(kind="vector"), "kind 'vector'"),
-    (lambda d: d["functions"]["ffn"]["results"][0].update(kind="scalar", shape=None,
-                                                         dtype="f32", symbols=None),
-     "scalar results are not supported"),
-])
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(format="something"), "format is 'something'"),
+        (lambda d: d.update(version=99), "version 99"),
+        (lambda d: d.update(calling_convention="results"), "calling convention"),
+        (lambda d: d.update(functions={}), "no functions"),
+        (lambda d: d["functions"]["ffn"].pop("results"), "missing list 'results'"),
+        (
+            lambda d: d["functions"]["ffn"]["args"][0].pop("dtype"),
+            "function 'ffn' argument 0: missing 'dtype'",
+        ),
+        (lambda d: d["functions"]["ffn"]["args"][1].update(dtype="f8"), "unsupported dtype 'f8'"),
+        (
+            lambda d: d["functions"]["ffn"]["args"][2].update(shape=[8, -1, 64]),
+            "shape must be a list of non-negative ints",
+        ),
+        (
+            lambda d: d["functions"]["ffn"]["args"][0].update(symbols=["T"]),
+            "symbols must be a list as long as shape",
+        ),
+        (
+            lambda d: d["functions"]["ffn"]["args"][2].update(symbols=["E", None, None]),
+            "static dimension 8 has a symbol 'E'",
+        ),
+        (lambda d: d["functions"]["ffn"]["args"][0].update(kind="vector"), "kind 'vector'"),
+        (
+            lambda d: d["functions"]["ffn"]["results"][0].update(
+                kind="scalar", shape=None, dtype="f32", symbols=None
+            ),
+            "scalar results are not supported",
+        ),
+    ],
+)
 def test_bad_manifests_raise(edit, message):
     data = _ffn_manifest()
     edit(data)
@@ -223,14 +278,13 @@ def test_argument_checks():
             ffn.check(inputs, outputs)
         return str(info.value)
 
-    assert "argument 0 (x): expected dtype bf16, got f32" in fails(
-        [((5, 64), "f32")] + good[1:])
+    assert "argument 0 (x): expected dtype bf16, got f32" in fails([((5, 64), "f32")] + good[1:])
     assert "argument 1 (logits): dimension 0 (T) is 7, but T is 5" in fails(
-        [good[0], ((7, 8), "bf16")] + W)
+        [good[0], ((7, 8), "bf16")] + W
+    )
     assert "expected shape bf16[T, 64], got [5, 32]" in fails([((5, 32), "bf16")] + good[1:])
     assert "expected rank 3" in fails(good[:2] + [((8, 256), "bf16"), W[1]])
-    assert "output 0 (result): dimension 0 (T) is 4, but T is 5" in fails(
-        good, [((4, 64), "bf16")])
+    assert "output 0 (result): dimension 0 (T) is 4, but T is 5" in fails(good, [((4, 64), "bf16")])
     assert "expected a tensor" in fails(good[:3] + [(None, None)])
     assert "takes 4 inputs, then optionally its 1 output" in fails(good[:3])
     assert "got 3 arguments" in fails(good[:3])
@@ -240,7 +294,8 @@ def test_unnamed_dynamic_output_cannot_be_allocated():
     spec = gpu.function_specs(
         "func.func @gather(%a: tensor<?x16xf32>, %i: tensor<?xi32>) -> tensor<?x16xf32> {\n"
         "  %0 = moe.gather %a[%i] : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>\n"
-        "  return %0 : tensor<?x16xf32>\n}\n")[0]
+        "  return %0 : tensor<?x16xf32>\n}\n"
+    )[0]
     # gather's M rows come from the indices, not from the first input: nothing
     # is assumed, the rows of input and indices may differ
     assert spec.check([((5, 16), "f32"), ((9,), "i32")]) == {}
@@ -252,6 +307,7 @@ def test_unnamed_dynamic_output_cannot_be_allocated():
 # Reading signatures off the module
 # ----------------------------------------------------------------------------
 
+
 def test_function_specs_of_ffn():
     for text in (SMALL_FFN, SMALL_FFN_PRINTED):
         (spec,) = gpu.function_specs(text)
@@ -262,13 +318,19 @@ def test_function_specs_of_ffn():
     # printed modules number the arguments; a lone moe.ffn names them
     for text in (SMALL_FFN, SMALL_FFN_PRINTED):
         assert [a.name for a in gpu.function_specs(text)[0].args] == [
-            "x", "logits", "w_up", "w_down"]
+            "x",
+            "logits",
+            "w_up",
+            "w_down",
+        ]
     with_bias = SMALL_FFN_PRINTED.replace(
         "%arg3: tensor<8x64x32xf32>)", "%arg3: tensor<8x64x32xf32>, %arg4: tensor<8xf32>)"
     ).replace("%arg3 k = 2", "%arg3 bias(%arg4 : tensor<8xf32>) k = 2")
     (spec,) = gpu.function_specs(with_bias)
-    assert spec.signature() == ("ffn(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
-                                "w_down: f32[8, 64, 32], bias: f32[8]) -> f32[T, 32]")
+    assert spec.signature() == (
+        "ffn(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
+        "w_down: f32[8, 64, 32], bias: f32[8]) -> f32[T, 32]"
+    )
 
 
 def test_function_specs_of_other_signatures():
@@ -296,17 +358,24 @@ def test_function_specs_of_other_signatures():
     assert sorted(specs) == ["mixed", "odd", "route"]  # private ones are not exported
     route = specs["route"]
     assert [(r.dtype, r.shape, r.symbols) for r in route.results] == [
-        ("f32", (None, 2), ("T", None)), ("i32", (None, 2), ("T", None))]
+        ("f32", (None, 2), ("T", None)),
+        ("i32", (None, 2), ("T", None)),
+    ]
     assert route.args[1].shape == (16,) and route.args[1].symbols == (None,)
     mixed = specs["mixed"]
     assert [(a.kind, a.dtype) for a in mixed.args] == [
-        ("memref", "f32"), ("scalar", "f32"), ("scalar", "index"), ("scalar", "i1")]
+        ("memref", "f32"),
+        ("scalar", "f32"),
+        ("scalar", "index"),
+        ("scalar", "i1"),
+    ]
     assert mixed.args[0].contiguous is False and mixed.results == []
     assert mixed.args[0].symbols == (None, None)  # not a token op: nothing named
     odd = specs["odd"]
     assert odd.unsupported == (
         "v: type vector<4xf32> is not supported (tensors, memrefs and int / "
-        "float scalars are); u: unranked tensor<*xf32> is not supported")
+        "float scalars are); u: unranked tensor<*xf32> is not supported"
+    )
     with pytest.raises(rt.ArgumentError, match="cannot be called"):
         odd.check([])
     # the manifest keeps the unsupported function and says why
@@ -345,13 +414,15 @@ def test_function_specs_names_and_problems():
     half = specs["half"]
     assert half.unsupported == (
         "h: scalar f16 arguments are not supported; c: memory space 1 is not "
-        "supported: memref<4xf32, 1>; result: scalar results are not supported")
+        "supported: memref<4xf32, 1>; result: scalar results are not supported"
+    )
     q = half.args[2]
     assert (q.name, q.kind, q.shape, q.contiguous) == ("q", "memref", (None, 4), False)
     pub = specs["pub"]
     assert pub.unsupported == (
         "b: unranked memref<*xf32> is not supported; e: element type "
-        "complex<f32> is not supported: tensor<4xcomplex<f32>>")
+        "complex<f32> is not supported: tensor<4xcomplex<f32>>"
+    )
     a = pub.args[0]
     assert (a.kind, a.dtype, a.shape, a.contiguous) == ("memref", "i8", (2, 3), True)
     assert [(x.kind, x.dtype) for x in pub.args[2:4]] == [("scalar", "ui8"), ("scalar", "i32")]
@@ -367,13 +438,21 @@ def test_function_specs_names_and_problems():
 
 def test_function_specs_of_modules(tmp_path):
     m = moe_mlir.Module()
-    with moe_mlir.FunctionBuilder(m, "layer", inputs=[
-            moe_mlir.TensorType([None, 32], "f32"), moe_mlir.TensorType([None, 8], "f32"),
+    with moe_mlir.FunctionBuilder(
+        m,
+        "layer",
+        inputs=[
+            moe_mlir.TensorType([None, 32], "f32"),
+            moe_mlir.TensorType([None, 8], "f32"),
             moe_mlir.TensorType([8, 32, 128], "f32"),
-            moe_mlir.TensorType([8, 64, 32], "f32")]) as f:
+            moe_mlir.TensorType([8, 64, 32], "f32"),
+        ],
+    ) as f:
         f.ret(f.ffn(*f.args, k=2, scoring="softmax", activation="silu", layout="concat"))
-    signature = ("layer(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
-                 "w_down: f32[8, 64, 32]) -> f32[T, 32]")
+    signature = (
+        "layer(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
+        "w_down: f32[8, 64, 32]) -> f32[T, 32]"
+    )
     assert [s.signature() for s in gpu.function_specs(m)] == [signature]
     # the module object and its printed text read alike
     assert [s.signature() for s in gpu.function_specs(str(m))] == [signature]
@@ -388,10 +467,17 @@ def test_function_specs_of_modules(tmp_path):
 
 
 def test_pipeline_text_and_option_checks():
-    assert gpu.lower_to_nvvm_pipeline("sm_90a", 64, 32, 16) == \
-        "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=32 tile-k=16}"
-    for bad in (dict(chip="sm90"), dict(chip="sm_90a tile-m=1"), dict(tile_m=0),
-                dict(tile_k=True), dict(tile_n=16.0)):
+    assert (
+        gpu.lower_to_nvvm_pipeline("sm_90a", 64, 32, 16)
+        == "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=32 tile-k=16}"
+    )
+    for bad in (
+        dict(chip="sm90"),
+        dict(chip="sm_90a tile-m=1"),
+        dict(tile_m=0),
+        dict(tile_k=True),
+        dict(tile_n=16.0),
+    ):
         with pytest.raises(ValueError):
             gpu.compile_gpu(SMALL_FFN, "/nonexistent/x.so", **bad)
     with pytest.raises(ValueError, match="backend"):
@@ -403,6 +489,7 @@ def test_pipeline_text_and_option_checks():
 # ----------------------------------------------------------------------------
 # compile_gpu (needs the CUDA toolkit and the runtime archive, not a GPU)
 # ----------------------------------------------------------------------------
+
 
 def _toolchain_or_skip():
     try:
@@ -428,8 +515,12 @@ def _dynamic_symbols(so):
     nm = shutil.which("nm") or shutil.which("llvm-nm-22") or shutil.which("llvm-nm")
     if not nm:
         pytest.skip("no nm")
-    out = subprocess.run([nm, "-D", "--defined-only", so], stdout=subprocess.PIPE,
-                         universal_newlines=True, check=True).stdout
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", so],
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+    ).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
 
@@ -437,8 +528,9 @@ def _needed(so):
     readelf = shutil.which("readelf") or shutil.which("llvm-readelf-22")
     if not readelf:
         return None
-    out = subprocess.run([readelf, "-d", so], stdout=subprocess.PIPE,
-                         universal_newlines=True, check=True).stdout
+    out = subprocess.run(
+        [readelf, "-d", so], stdout=subprocess.PIPE, universal_newlines=True, check=True
+    ).stdout
     return {line.split("[")[1].split("]")[0] for line in out.splitlines() if "NEEDED" in line}
 
 
@@ -447,30 +539,56 @@ def test_compile_gpu_small_ffn(tmp_path, backend):
     if backend == "none":
         pytest.skip("neither the core API's emit_object nor moe-aot is available")
     _toolchain_or_skip()
-    out = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "sub" / "small.so"), tile_m=32,
-                          backend=backend)
+    out = gpu.compile_gpu(SMALL_FFN, str(tmp_path / "sub" / "small.so"), tile_m=32, backend=backend)
     assert out == str(tmp_path / "sub" / "small.so") and os.path.isfile(out)
     syms = _dynamic_symbols(out)
-    for s in ("_mlir_ciface_ffn", "moeRuntimeSetStream", "moeRuntimeGetLastError",
-              "moeRuntimeClearError", "moeRuntimeSynchronize", "mgpuLaunchKernel"):
+    for s in (
+        "_mlir_ciface_ffn",
+        "moeRuntimeSetStream",
+        "moeRuntimeGetLastError",
+        "moeRuntimeClearError",
+        "moeRuntimeSynchronize",
+        "mgpuLaunchKernel",
+    ):
         assert s in syms, s
     needed = _needed(out)
     if needed is not None:
-        extra = {n for n in needed if not n.startswith(("libc.so", "libm.so", "libdl.so",
-                                                        "libpthread.so", "librt.so",
-                                                        "ld-linux", "libgcc_s"))}
+        extra = {
+            n
+            for n in needed
+            if not n.startswith(
+                (
+                    "libc.so",
+                    "libm.so",
+                    "libdl.so",
+                    "libpthread.so",
+                    "librt.so",
+                    "ld-linux",
+                    "libgcc_s",
+                )
+            )
+        }
         assert extra == {"libcuda.so.1"}, needed
     manifest = rt.load_manifest(out)  # checks the sha256 too
     assert manifest.library == "small.so"
-    assert manifest.data["target"] == {"chip": "sm_90a", "fuse": True, "tile_m": 32,
-                                       "tile_n": 64, "tile_k": 16}
-    assert manifest.data["pipeline"] == ("moe-decompose,moe-fuse,moe-lower-to-nvvm"
-                                         "{chip=sm_90a tile-m=32 tile-n=64 tile-k=16}")
-    assert manifest.data["compiled_with"] == ("moe_mlir core API" if backend == "core"
-                                              else "moe-aot")
+    assert manifest.data["target"] == {
+        "chip": "sm_90a",
+        "fuse": True,
+        "tile_m": 32,
+        "tile_n": 64,
+        "tile_k": 16,
+    }
+    assert manifest.data["pipeline"] == (
+        "moe-decompose,moe-fuse,moe-lower-to-nvvm{chip=sm_90a tile-m=32 tile-n=64 tile-k=16}"
+    )
+    assert manifest.data["compiled_with"] == (
+        "moe_mlir core API" if backend == "core" else "moe-aot"
+    )
     ffn = manifest.functions["ffn"]
-    assert ffn.signature() == ("ffn(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
-                               "w_down: f32[8, 64, 32]) -> f32[T, 32]")
+    assert ffn.signature() == (
+        "ffn(x: f32[T, 32], logits: f32[T, 8], w_up: f32[8, 32, 128], "
+        "w_down: f32[8, 64, 32]) -> f32[T, 32]"
+    )
 
 
 def test_backends_build_the_same_library(tmp_path):
@@ -490,8 +608,14 @@ def test_compile_gpu_unfused_from_file(tmp_path):
     _toolchain_or_skip()
     src = tmp_path / "layer.mlir"
     src.write_text(SMALL_FFN)
-    out = gpu.compile_gpu(str(src), str(tmp_path / "layer.so"), fuse=False, tile_n=32,
-                          tile_k=8, keep_temps=str(tmp_path / "temps"))
+    out = gpu.compile_gpu(
+        str(src),
+        str(tmp_path / "layer.so"),
+        fuse=False,
+        tile_n=32,
+        tile_k=8,
+        keep_temps=str(tmp_path / "temps"),
+    )
     assert "_mlir_ciface_ffn" in _dynamic_symbols(out)
     m = rt.load_manifest(out)
     assert m.data["pipeline"] == "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=32 tile-k=8}"
@@ -551,8 +675,10 @@ void _mlir_ciface_scale(D2 *x, float s, D2 *y) {
 }
 """
 
-SCALE_MLIR = ("func.func @scale(%x: tensor<?x4xf32>, %s: f32) -> tensor<?x4xf32> {\n"
-              "  %0 = arith.constant 0 : index\n  return %x : tensor<?x4xf32>\n}\n")
+SCALE_MLIR = (
+    "func.func @scale(%x: tensor<?x4xf32>, %s: f32) -> tensor<?x4xf32> {\n"
+    "  %0 = arith.constant 0 : index\n  return %x : tensor<?x4xf32>\n}\n"
+)
 
 
 @pytest.fixture
@@ -606,8 +732,9 @@ class _FakeTorch(types.ModuleType):
 
         self.Tensor = Tensor
         stream = types.SimpleNamespace(cuda_stream=0)
-        self.cuda = types.SimpleNamespace(is_available=lambda: False, init=lambda: None,
-                                          current_stream=lambda device=None: stream)
+        self.cuda = types.SimpleNamespace(
+            is_available=lambda: False, init=lambda: None, current_stream=lambda device=None: stream
+        )
 
         def empty(shape, dtype=None, device=None):
             return Tensor(fake.np.full(shape, fake.np.nan, dtype=dtype[3:]))
@@ -629,8 +756,7 @@ def test_calls_through_the_fake_runtime(fake_lib, fake_torch, tmp_path):
     (spec,) = gpu.function_specs(SCALE_MLIR)
     # name the token dimension by hand (no token op in this body)
     spec.args[0].symbols = spec.results[0].symbols = ("T", None)
-    manifest = rt.Manifest.build([spec], library="libfake.so",
-                                 sha256=rt.file_sha256(fake_lib))
+    manifest = rt.Manifest.build([spec], library="libfake.so", sha256=rt.file_sha256(fake_lib))
     manifest.write(rt.manifest_path(fake_lib))
     art = rt.load(fake_lib)
     scale = art.fn("scale")
@@ -675,8 +801,11 @@ def test_calls_through_the_fake_runtime(fake_lib, fake_torch, tmp_path):
     assert lib.fakeCalls() == calls
 
     # the runtime's recorded error is raised with its message, then cleared
-    with pytest.raises(RuntimeError, match=r"@scale: fake launch failed: T=13 "
-                                           r"\(in mgpuLaunchKernel\)"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"@scale: fake launch failed: T=13 "
+        r"\(in mgpuLaunchKernel\)",
+    ):
         scale(T(np.zeros((13, 4), np.float32)), 1.0)
     art.synchronize()
     scale(T(x), 1.0)
@@ -712,15 +841,20 @@ def test_unnamed_dims_need_outputs(fake_lib, fake_torch):
 # covers the calls)
 # ----------------------------------------------------------------------------
 
+
 def test_torch_dtypes_and_cpu_tensors(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(rt, "_torch_dtype_names", None)
     for name in ("f32", "bf16", "f16", "i32", "i64", "i1"):
         assert rt.dtype_name(rt.torch_dtype(name)) == name
-    ffn = rt.Function(types.SimpleNamespace(path="x.so"),
-                      rt.Manifest(_ffn_manifest()).functions["ffn"])
+    ffn = rt.Function(
+        types.SimpleNamespace(path="x.so"), rt.Manifest(_ffn_manifest()).functions["ffn"]
+    )
     x = torch.zeros(2, 64, dtype=torch.bfloat16)
     with pytest.raises(rt.ArgumentError, match="cuda:0"):
-        ffn.allocate_outputs(x, torch.zeros(2, 8, dtype=torch.bfloat16),
-                             torch.zeros(8, 256, 64, dtype=torch.bfloat16),
-                             torch.zeros(8, 64, 128, dtype=torch.bfloat16))
+        ffn.allocate_outputs(
+            x,
+            torch.zeros(2, 8, dtype=torch.bfloat16),
+            torch.zeros(8, 256, 64, dtype=torch.bfloat16),
+            torch.zeros(8, 64, 128, dtype=torch.bfloat16),
+        )

@@ -23,8 +23,11 @@ def _package_imports(path):
             else:
                 out.update(alias.name for alias in node.names)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                     else [alias.name for alias in node.names])
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+            )
             for name in names:
                 parts = name.split(".")
                 if parts[0] == "moe_mlir" and len(parts) > 1:
@@ -40,8 +43,7 @@ def test_import_graph_is_acyclic():
     def visit(name, stack):
         if state.get(name) == "done":
             return
-        assert state.get(name) != "open", "import cycle: " + " -> ".join(
-            stack + [name])
+        assert state.get(name) != "open", "import cycle: " + " -> ".join(stack + [name])
         state[name] = "open"
         for dep in sorted(graph.get(name, ())):
             if dep in graph:
@@ -53,9 +55,20 @@ def test_import_graph_is_acyclic():
 
 
 def test_public_names_unchanged():
-    for name in ("DTYPES", "Context", "Module", "TensorType", "FunctionType",
-                 "Value", "FunctionBuilder", "TopK", "Route", "Indices",
-                 "Multihot", "DType"):
+    for name in (
+        "DTYPES",
+        "Context",
+        "Module",
+        "TensorType",
+        "FunctionType",
+        "Value",
+        "FunctionBuilder",
+        "TopK",
+        "Route",
+        "Indices",
+        "Multihot",
+        "DType",
+    ):
         assert hasattr(moe_mlir.ir, name), name
     assert moe_mlir.ir.TensorType is moe_mlir.TensorType
     assert moe_mlir.ir.FunctionType is moe_mlir.FunctionType

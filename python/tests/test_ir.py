@@ -6,8 +6,7 @@ import os
 import pytest
 
 import moe_mlir
-from moe_mlir import (BuildError, Context, FunctionBuilder, MLIRError, Module,
-                      TensorType)
+from moe_mlir import BuildError, Context, FunctionBuilder, MLIRError, Module, TensorType
 from helpers import REPO, round_trip
 
 LAYER = """
@@ -25,13 +24,30 @@ func.func @layer(%x: tensor<?x32xf32>, %logits: tensor<?x8xf32>,
 
 def layer_module(context=None):
     m = Module(context)
-    with FunctionBuilder(m, "layer", inputs=[
-            TensorType([None, 32], "f32"), TensorType([None, 8], "f32"),
+    with FunctionBuilder(
+        m,
+        "layer",
+        inputs=[
+            TensorType([None, 32], "f32"),
+            TensorType([None, 8], "f32"),
             TensorType([8, 32, 128], "f32"),
-            TensorType([8, 64, 32], "f32")]) as f:
+            TensorType([8, 64, 32], "f32"),
+        ],
+    ) as f:
         x, logits, w_up, w_down = f.args
-        f.ret(f.ffn(x, logits, w_up, w_down, k=2, scoring="softmax",
-                    normalize=True, activation="silu", layout="concat"))
+        f.ret(
+            f.ffn(
+                x,
+                logits,
+                w_up,
+                w_down,
+                k=2,
+                scoring="softmax",
+                normalize=True,
+                activation="silu",
+                layout="concat",
+            )
+        )
     return m
 
 
@@ -63,8 +79,7 @@ def test_parse_print_round_trip_of_repository_tests():
 
 def test_functions_and_values():
     m = Module()
-    with FunctionBuilder(m, "f", [TensorType([None, 8], "bf16")],
-                         visibility="private") as f:
+    with FunctionBuilder(m, "f", [TensorType([None, 8], "bf16")], visibility="private") as f:
         (x,) = f.args
         assert x.type == TensorType([None, 8], "bf16")
         assert x.shape == (None, 8) and x.dtype == "bf16"
@@ -75,8 +90,7 @@ def test_functions_and_values():
     ft = m.functions["f"]
     assert ft.visibility == "private"
     assert ft.inputs == (TensorType([None, 8], "bf16"),)
-    assert ft.results == (TensorType([None, 2], "bf16"),
-                          TensorType([None, 2], "i32"))
+    assert ft.results == (TensorType([None, 2], "bf16"), TensorType([None, 2], "i32"))
     assert "func.func private @f" in str(m)
 
 
@@ -95,7 +109,7 @@ def test_run_pipeline_in_place_and_clone():
     text = str(m)
     assert "moe.ffn" not in text and "moe.route" in text
     assert "moe.grouped_matmul" in text and "moe.combine" in text
-    assert "moe.ffn" in str(copy)           # the clone is independent
+    assert "moe.ffn" in str(copy)  # the clone is independent
     m.run_pipeline("moe-fuse")
     assert "moe.route_dispatch" in str(m) and "moe.expert_gemm" in str(m)
     # Upstream passes and the full anchored syntax work too.
@@ -128,7 +142,7 @@ def test_contexts():
             with FunctionBuilder(m2, "h", [TensorType([4, 8], "f32")]) as f2:
                 f2.topk(f1.args[0], k=1)
         f1.ret(f1.args[0])
-    assert list(m2.functions) == []          # h was removed again
+    assert list(m2.functions) == []  # h was removed again
 
 
 def test_builder_structure_errors():

@@ -16,8 +16,7 @@ def test_preset_table():
     assert (ds.experts, ds.top_k, ds.n_group, ds.topk_group) == (256, 8, 8, 4)
     assert ds.scoring == "sigmoid" and ds.routing_bias and ds.scaling == 2.5
     oss = PRESETS["gpt-oss-120b"]
-    assert (oss.layout, oss.alpha, oss.limit, oss.up_bias) == (
-        "interleaved", 1.702, 7.0, 1.0)
+    assert (oss.layout, oss.alpha, oss.limit, oss.up_bias) == ("interleaved", 1.702, 7.0, 1.0)
     assert PRESETS["mixtral-8x7b"].replace(hidden=64).hidden == 64
 
 
@@ -28,7 +27,7 @@ def test_full_size_ir(name, T):
     m = ffn_from_config(name, T=T)
     m.verify()
     again = round_trip(m)
-    (fname, ft), = m.functions.items()
+    ((fname, ft),) = m.functions.items()
     assert fname == "ffn" and ft.visibility == "public"
     assert list(ft.inputs) == cfg.input_types(T, "bf16")
     assert ft.results == (TensorType([T, cfg.hidden], "bf16"),)
@@ -44,9 +43,9 @@ def test_full_size_ir(name, T):
 
 def small(cfg: MoeConfig) -> MoeConfig:
     """The same routing and GLU on a layer small enough to run here."""
-    return cfg.replace(hidden=32, intermediate=16,
-                       experts=16 if cfg.n_group > 1 else 8,
-                       top_k=min(cfg.top_k, 4))
+    return cfg.replace(
+        hidden=32, intermediate=16, experts=16 if cfg.n_group > 1 else 8, top_k=min(cfg.top_k, 4)
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -60,8 +59,7 @@ def test_scaled_down_layer_runs(rng, name, dtype):
     logits = rand(rng, (T, E), dtype, 2.0)
     up_shape = (E, 2 * I, H) if cfg.transpose_weights else (E, H, 2 * I)
     down_shape = (E, H, I) if cfg.transpose_weights else (E, I, H)
-    args = [x, logits, rand(rng, up_shape, dtype, H ** -0.5),
-            rand(rng, down_shape, dtype, I ** -0.5)]
+    args = [x, logits, rand(rng, up_shape, dtype, H**-0.5), rand(rng, down_shape, dtype, I**-0.5)]
     bias = None
     if cfg.routing_bias:
         bias = rand(rng, (E,), "f32", 0.05)
@@ -69,18 +67,30 @@ def test_scaled_down_layer_runs(rng, name, dtype):
     y = cpu.call("ffn", *args)
     assert y.shape == (T, H) and y.dtype == args[0].dtype
     want, scale, defined = R.ffn(
-        *[to_f64(a) for a in args[:4]], dtype, cfg.top_k, cfg.scoring,
-        normalize=cfg.normalize, n_group=cfg.n_group,
-        topk_group=cfg.topk_group, group_score=cfg.group_score,
-        scaling=cfg.scaling, bias=bias, activation=cfg.activation,
-        layout=cfg.layout, alpha=cfg.alpha, limit=cfg.limit,
-        up_bias=cfg.up_bias, transpose_weights=cfg.transpose_weights)
+        *[to_f64(a) for a in args[:4]],
+        dtype,
+        cfg.top_k,
+        cfg.scoring,
+        normalize=cfg.normalize,
+        n_group=cfg.n_group,
+        topk_group=cfg.topk_group,
+        group_score=cfg.group_score,
+        scaling=cfg.scaling,
+        bias=bias,
+        activation=cfg.activation,
+        layout=cfg.layout,
+        alpha=cfg.alpha,
+        limit=cfg.limit,
+        up_bias=cfg.up_bias,
+        transpose_weights=cfg.transpose_weights,
+    )
     assert_close(y, want, dtype, scale, defined[:, None])
 
 
 def test_custom_config_and_names():
-    cfg = MoeConfig(hidden=8, intermediate=4, experts=4, top_k=1,
-                    scoring="sigmoid", normalize=False)
+    cfg = MoeConfig(
+        hidden=8, intermediate=4, experts=4, top_k=1, scoring="sigmoid", normalize=False
+    )
     m = ffn_from_config(cfg, T=3, dtype="f16", name="my_layer")
     assert list(m.functions) == ["my_layer"]
     assert m.functions["my_layer"].inputs[0] == TensorType([3, 8], "f16")

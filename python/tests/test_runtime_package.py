@@ -52,12 +52,16 @@ _PROBE = textwrap.dedent("""\
 def _probe(tmp_path, pythonpath):
     script = tmp_path / "probe.py"
     script.write_text(_BLOCKER + _PROBE)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, pythonpath)),
-               PYTHONNOUSERSITE="1")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, pythonpath)), PYTHONNOUSERSITE="1")
     # -S: no site-packages, so only PYTHONPATH can provide the package
-    done = subprocess.run([sys.executable, "-S", str(script)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True,
-                          env=env, cwd=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-S", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert done.returncode == 0, done.stdout
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["torch"] == "None"
@@ -72,6 +76,7 @@ def _can_build_wheels():
         return False
     try:
         import wheel  # noqa: F401
+
         return True
     except ImportError:
         major, minor = (int(p) for p in setuptools.__version__.split(".")[:2])
@@ -80,28 +85,47 @@ def _can_build_wheels():
 
 def test_wheel_builds_offline_and_installs_without_llvm(tmp_path):
     if not _can_build_wheels():
-        pytest.skip("setuptools cannot build wheels here (needs >= 70.1 or the "
-                    "wheel package; .ci/setup installs it)")
+        pytest.skip(
+            "setuptools cannot build wheels here (needs >= 70.1 or the "
+            "wheel package; .ci/setup installs it)"
+        )
     out = tmp_path / "artifacts"
-    done = subprocess.run([sys.executable, str(SHIP), str(out), "--require-wheel"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True)
+    done = subprocess.run(
+        [sys.executable, str(SHIP), str(out), "--require-wheel"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     assert done.returncode == 0, done.stdout
     (whl,) = out.glob("moe_mlir_runtime-*-py3-none-any.whl")
     names = zipfile.ZipFile(whl).namelist()
     assert [n for n in names if not n.startswith("moe_mlir_runtime-")] == [
-        "moe_mlir_runtime/__init__.py"]  # pure Python, nothing else
+        "moe_mlir_runtime/__init__.py"
+    ]  # pure Python, nothing else
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("/METADATA")))
     assert b"Name: moe-mlir-runtime" in meta and b"Requires-Dist" not in meta
     # the folder next to the artifacts, used in place
     assert _probe(tmp_path, [out]) == out / "moe_mlir_runtime" / "__init__.py"
     # the GPU machine's install: no network, no dependencies
     site = tmp_path / "site"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
-                           "--no-index", "--disable-pip-version-check", "-q",
-                           "--target", str(site), str(whl)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+            "--target",
+            str(site),
+            str(whl),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     assert done.returncode == 0, done.stdout
     assert _probe(tmp_path, [site]) == site / "moe_mlir_runtime" / "__init__.py"
 
@@ -115,5 +139,6 @@ def test_moe_mlir_runtime_is_the_package():
     import moe_mlir_runtime
     from moe_mlir import runtime
     import moe_mlir.gpu
+
     assert runtime is moe_mlir_runtime and moe_mlir.gpu._rt is moe_mlir_runtime
     assert runtime.__name__ == "moe_mlir_runtime"

@@ -13,9 +13,21 @@ import numpy as np
 
 import reference as ref
 
-OPS = ["topk", "route", "cumsum", "get_indices", "get_indptr", "gather",
-       "grouped_matmul", "glu", "scatter", "combine", "indices_to_multihot",
-       "multihot_to_indices", "ffn"]
+OPS = [
+    "topk",
+    "route",
+    "cumsum",
+    "get_indices",
+    "get_indptr",
+    "gather",
+    "grouped_matmul",
+    "glu",
+    "scatter",
+    "combine",
+    "indices_to_multihot",
+    "multihot_to_indices",
+    "ffn",
+]
 
 
 class Tensor:
@@ -28,16 +40,20 @@ class Tensor:
         self.dyn = dyn
 
     def __repr__(self):
-        return "%s: %s%s %s" % (self.name, "x".join(map(str, self.value.shape)),
-                                "(dyn)" if self.dyn else "", self.dtype)
+        return "%s: %s%s %s" % (
+            self.name,
+            "x".join(map(str, self.value.shape)),
+            "(dyn)" if self.dyn else "",
+            self.dtype,
+        )
 
 
 class Case:
     def __init__(self, op, seed, inputs, attrs, out_dtypes, note=""):
         self.op = op
         self.seed = seed
-        self.inputs = inputs          # operand order
-        self.attrs = attrs            # op attributes (python values)
+        self.inputs = inputs  # operand order
+        self.attrs = attrs  # op attributes (python values)
         self.out_dtypes = out_dtypes  # element type of every result
         self.note = note
 
@@ -59,6 +75,7 @@ class Case:
 # helpers
 # ----------------------------------------------------------------------------
 
+
 def _rng(op, seed):
     return np.random.default_rng([zlib.crc32(op.encode()), int(seed) & 0xFFFFFFFF])
 
@@ -69,8 +86,13 @@ def _pick(rng, xs, p=None):
 
 def _T(rng):
     """Token counts: 0, 1, odd and a few larger."""
-    return int(_pick(rng, [0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 31, 64, 101],
-                     p=[.06, .1, .04, .08, .12, .12, .12, .08, .1, .08, .05, .03, .01, .01]))
+    return int(
+        _pick(
+            rng,
+            [0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 31, 64, 101],
+            p=[0.06, 0.1, 0.04, 0.08, 0.12, 0.12, 0.12, 0.08, 0.1, 0.08, 0.05, 0.03, 0.01, 0.01],
+        )
+    )
 
 
 def _E(rng):
@@ -79,7 +101,7 @@ def _E(rng):
 
 def _dtype(rng, allow_f16=True):
     if allow_f16:
-        return _pick(rng, ["f32", "bf16", "f16"], p=[.45, .4, .15])
+        return _pick(rng, ["f32", "bf16", "f16"], p=[0.45, 0.4, 0.15])
     return _pick(rng, ["f32", "bf16"])
 
 
@@ -129,6 +151,7 @@ def _ids(rng, T, k, E, bad=0.1, dup=0.1):
 # per-op generators
 # ----------------------------------------------------------------------------
 
+
 def gen_topk(rng, seed):
     T, E = _T(rng), _E(rng)
     k = int(_pick(rng, [1, E, int(rng.integers(1, E + 1))]))
@@ -142,8 +165,9 @@ def gen_topk(rng, seed):
     if T and rng.random() < 0.2:  # signed zeros compare equal
         x[rng.integers(0, T), :] = np.where(rng.random(E) < 0.5, 0.0, -0.0)
         note += "signed-zero "
-    return Case("topk", seed, [Tensor("input", F, x, rng.random() < 0.5)],
-                {"k": k}, [F, "i32"], note)
+    return Case(
+        "topk", seed, [Tensor("input", F, x, rng.random() < 0.5)], {"k": k}, [F, "i32"], note
+    )
 
 
 ROUTE_STYLES = ["softmax_norm", "softmax_nonorm", "group_max", "sigmoid_top2_sum"]
@@ -228,16 +252,22 @@ def gen_route(rng, seed):
         inputs.append(Tensor("bias", "f32", b))
     attrs["k"] = k
     W = _pick(rng, ["f32", F])
-    return Case("route", seed, inputs, attrs, [W, "i32"],
-                style + (" nonfinite" if nonfinite else ""))
+    return Case(
+        "route", seed, inputs, attrs, [W, "i32"], style + (" nonfinite" if nonfinite else "")
+    )
 
 
 def gen_cumsum(rng, seed):
     T, E = _T(rng), _E(rng)
     k = int(rng.integers(1, 5))
     ids = _ids(rng, T, k, E)
-    return Case("cumsum", seed, [Tensor("indices", "i32", ids, rng.random() < 0.5)],
-                {"num_experts": E}, ["i32"])
+    return Case(
+        "cumsum",
+        seed,
+        [Tensor("indices", "i32", ids, rng.random() < 0.5)],
+        {"num_experts": E},
+        ["i32"],
+    )
 
 
 def gen_get_indices(rng, seed):
@@ -246,9 +276,13 @@ def gen_get_indices(rng, seed):
     ids = _ids(rng, T, k, E)
     cs = ref.cumsum(ids, E)
     dyn = rng.random() < 0.5
-    return Case("get_indices", seed,
-                [Tensor("cumsum", "i32", cs, dyn), Tensor("indices", "i32", ids, dyn)],
-                {"num_experts": E}, ["i32", "i32"])
+    return Case(
+        "get_indices",
+        seed,
+        [Tensor("cumsum", "i32", cs, dyn), Tensor("indices", "i32", ids, dyn)],
+        {"num_experts": E},
+        ["i32", "i32"],
+    )
 
 
 def gen_get_indptr(rng, seed):
@@ -259,8 +293,13 @@ def gen_get_indptr(rng, seed):
         cs = rng.integers(-100, 1000, size=E * T)
     incl = bool(rng.random() < 0.5)
     R = _pick(rng, ["i32", "i64"])
-    return Case("get_indptr", seed, [Tensor("cumsum", "i32", cs, rng.random() < 0.5)],
-                {"num_experts": E, "inclusive": incl}, [R])
+    return Case(
+        "get_indptr",
+        seed,
+        [Tensor("cumsum", "i32", cs, rng.random() < 0.5)],
+        {"num_experts": E, "inclusive": incl},
+        [R],
+    )
 
 
 def gen_gather(rng, seed):
@@ -270,9 +309,16 @@ def gen_gather(rng, seed):
     F = _dtype(rng)
     x = _floats(rng, (T, H), F)
     idx = rng.integers(-2, T + 3, size=M)
-    return Case("gather", seed, [Tensor("input", F, x, rng.random() < 0.5),
-                                 Tensor("indices", "i32", idx, rng.random() < 0.5)],
-                {}, [F])
+    return Case(
+        "gather",
+        seed,
+        [
+            Tensor("input", F, x, rng.random() < 0.5),
+            Tensor("indices", "i32", idx, rng.random() < 0.5),
+        ],
+        {},
+        [F],
+    )
 
 
 def gen_scatter(rng, seed):
@@ -285,8 +331,9 @@ def gen_scatter(rng, seed):
     else:
         idx = rng.integers(-2, M + 3, size=M)
     dyn = rng.random() < 0.5
-    return Case("scatter", seed, [Tensor("input", F, x, dyn),
-                                  Tensor("indices", "i32", idx, dyn)], {}, [F])
+    return Case(
+        "scatter", seed, [Tensor("input", F, x, dyn), Tensor("indices", "i32", idx, dyn)], {}, [F]
+    )
 
 
 def _offsets(rng, M, E):
@@ -327,8 +374,7 @@ def gen_grouped_matmul(rng, seed):
     rhs = _floats(rng, (E, N, K) if tr else (E, K, N), F, scale=1 / np.sqrt(K))
     off, note = _offsets(rng, M, E)
     dyn = rng.random() < 0.5
-    inputs = [Tensor("lhs", F, lhs, dyn), Tensor("rhs", F, rhs),
-              Tensor("offsets", "i32", off)]
+    inputs = [Tensor("lhs", F, lhs, dyn), Tensor("rhs", F, rhs), Tensor("offsets", "i32", off)]
     if rng.random() < 0.35:
         inputs.append(Tensor("bias", F, _floats(rng, (E, N), F)))
     O = _pick(rng, [F, "f32"])
@@ -336,8 +382,10 @@ def gen_grouped_matmul(rng, seed):
 
 
 def _glu_attrs(rng):
-    attrs = {"activation": _pick(rng, ["silu", "gelu", "gelu_tanh"]),
-             "layout": _pick(rng, ["concat", "interleaved"])}
+    attrs = {
+        "activation": _pick(rng, ["silu", "gelu", "gelu_tanh"]),
+        "layout": _pick(rng, ["concat", "interleaved"]),
+    }
     r = rng.random()
     if r < 0.3:  # gpt-oss swiglu
         attrs.update(activation="silu", alpha=_f32(1.702), limit=7.0, up_bias=1.0)
@@ -356,8 +404,7 @@ def gen_glu(rng, seed):
     N = int(_pick(rng, [1, 2, 3, 8, 16]))
     F = _dtype(rng)
     x = _floats(rng, (M, 2 * N), F, scale=_pick(rng, [1.0, 3.0, 10.0]))
-    return Case("glu", seed, [Tensor("input", F, x, rng.random() < 0.5)],
-                _glu_attrs(rng), [F])
+    return Case("glu", seed, [Tensor("input", F, x, rng.random() < 0.5)], _glu_attrs(rng), [F])
 
 
 def gen_combine(rng, seed):
@@ -380,9 +427,13 @@ def gen_indices_to_multihot(rng, seed):
     ids = _ids(rng, T, k, E, bad=0.2, dup=0.15)
     probs = ref.round_to(rng.uniform(0, 1, (T, k)), F)
     dyn = rng.random() < 0.5
-    return Case("indices_to_multihot", seed,
-                [Tensor("indices", "i32", ids, dyn), Tensor("probs", F, probs, dyn)],
-                {"num_experts": E}, ["i1", F, "i32"])
+    return Case(
+        "indices_to_multihot",
+        seed,
+        [Tensor("indices", "i32", ids, dyn), Tensor("probs", F, probs, dyn)],
+        {"num_experts": E},
+        ["i1", F, "i32"],
+    )
 
 
 def gen_multihot_to_indices(rng, seed):
@@ -396,9 +447,13 @@ def gen_multihot_to_indices(rng, seed):
         pm = ref.round_to(rng.uniform(-1, 1, (T, E)), F)
         pos = rng.integers(-2, k + 2, size=(T, E))
     dyn = rng.random() < 0.5
-    return Case("multihot_to_indices", seed,
-                [Tensor("probs_multihot", F, pm, dyn), Tensor("position_map", "i32", pos, dyn)],
-                {"k": k}, [F])
+    return Case(
+        "multihot_to_indices",
+        seed,
+        [Tensor("probs_multihot", F, pm, dyn), Tensor("position_map", "i32", pos, dyn)],
+        {"k": k},
+        [F],
+    )
 
 
 def gen_ffn(rng, seed):
@@ -413,8 +468,12 @@ def gen_ffn(rng, seed):
     w_up = _floats(rng, (E, 2 * I, H) if tw else (E, H, 2 * I), F, scale=1 / np.sqrt(H))
     w_down = _floats(rng, (E, H, I) if tw else (E, I, H), F, scale=1 / np.sqrt(I))
     dyn = rng.random() < 0.5
-    inputs = [Tensor("x", F, x, dyn), Tensor("logits", F, logits, dyn),
-              Tensor("w_up", F, w_up), Tensor("w_down", F, w_down)]
+    inputs = [
+        Tensor("x", F, x, dyn),
+        Tensor("logits", F, logits, dyn),
+        Tensor("w_up", F, w_up),
+        Tensor("w_down", F, w_down),
+    ]
     if has_bias:
         inputs.append(Tensor("bias", "f32", ref.round_to(rng.normal(0, 0.5, size=E), "f32")))
     attrs["k"] = k
@@ -434,6 +493,7 @@ def make_case(op, seed):
 
 if __name__ == "__main__":
     import sys
+
     for key in sys.argv[1:]:
         op, s = key.split(":")
         print(make_case(op, int(s)).describe())

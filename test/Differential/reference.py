@@ -32,12 +32,13 @@ TOLERANCE = {
     "bf16": (2e-2, 1e-6),
 }
 # Unit roundoff-ish per type, used to propagate error scales in the chain.
-UNIT = {"f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+UNIT = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
 
 
 # ----------------------------------------------------------------------------
 # Storage-precision emulation
 # ----------------------------------------------------------------------------
+
 
 def f32_to_bf16_bits(a):
     """float32 array -> uint16 bf16 bit patterns, round to nearest even."""
@@ -93,6 +94,7 @@ def to_bytes(x, dtype):
 # Routing
 # ----------------------------------------------------------------------------
 
+
 def _sanitize_logits(x):
     x = np.array(x, dtype=np.float64)
     x[np.isnan(x)] = -np.inf
@@ -130,7 +132,7 @@ def _group_scores(c_row, n_group, group_score):
     g = len(c_row) // n_group
     out = []
     for gi in range(n_group):
-        vals = sorted(c_row[gi * g:(gi + 1) * g], reverse=True)
+        vals = sorted(c_row[gi * g : (gi + 1) * g], reverse=True)
         out.append(vals[0] if group_score == "max" else vals[0] + vals[1])
     return out
 
@@ -145,8 +147,7 @@ def _near(a, b):
     return a != b and abs(a - b) <= _key_tol(a) + _key_tol(b)
 
 
-def route_row(s_row, c_row, k, n_group, topk_group, group_score,
-              kept_groups=None):
+def route_row(s_row, c_row, k, n_group, topk_group, group_score, kept_groups=None):
     """Selected ids of one row (steps 3-4)."""
     E = len(c_row)
     if n_group > 1:
@@ -169,8 +170,17 @@ def route_weights(s_row, ids, normalize, scaling):
     return w * float(scaling)
 
 
-def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
-          group_score="max", scaling=1.0, bias=None):
+def route(
+    logits,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    bias=None,
+):
     """moe.route. Returns (weights f64 [T,k], ids int64 [T,k], ambiguous [T] bool).
 
     `ambiguous[t]` is set when the row's selected *set* depends on a near tie
@@ -207,8 +217,7 @@ def _row_ambiguous(c_row, k, n_group, topk_group, group_score):
     return False
 
 
-def route_ids_acceptable(s_row, c_row, got_ids, k, n_group, topk_group,
-                         group_score):
+def route_ids_acceptable(s_row, c_row, got_ids, k, n_group, topk_group, group_score):
     """Is `got_ids` a correct selection of this row up to near ties that f32
     may break either way?  Exact ties must follow the lower-index rule."""
     got_ids = [int(i) for i in got_ids]
@@ -221,15 +230,13 @@ def route_ids_acceptable(s_row, c_row, got_ids, k, n_group, topk_group,
         order = _order(gs, range(n_group))
         bound = gs[order[topk_group - 1]]
         sure = [gi for gi in order if gs[gi] > bound and not _near(gs[gi], bound)]
-        maybe = [gi for gi in order if gi not in sure and
-                 (gs[gi] == bound or _near(gs[gi], bound))]
+        maybe = [gi for gi in order if gi not in sure and (gs[gi] == bound or _near(gs[gi], bound))]
         need = topk_group - len(sure)
         candidates = [sure + list(cmb) for cmb in itertools.combinations(maybe, need)]
         if len(candidates) > 200:
             candidates = candidates[:200]
     for kept in candidates:
-        ref = route_row(s_row, c_row, k, n_group, topk_group, group_score,
-                        kept_groups=kept)
+        ref = route_row(s_row, c_row, k, n_group, topk_group, group_score, kept_groups=kept)
         if n_group > 1:
             g = E // n_group
             if any(i // g not in kept for i in got_ids):
@@ -253,8 +260,9 @@ def topk(x, k):
     vals = np.zeros((T, k))
     ids = np.zeros((T, k), dtype=np.int64)
     for t in range(T):
-        order = sorted(range(E), key=lambda e: (1, 0.0, e) if math.isnan(x[t, e])
-                       else (0, -x[t, e], e))[:k]
+        order = sorted(
+            range(E), key=lambda e: (1, 0.0, e) if math.isnan(x[t, e]) else (0, -x[t, e], e)
+        )[:k]
         ids[t] = order
         vals[t] = x[t, order]
     return vals, ids
@@ -263,6 +271,7 @@ def topk(x, k):
 # ----------------------------------------------------------------------------
 # Dispatch metadata
 # ----------------------------------------------------------------------------
+
 
 def cumsum(indices, E):
     indices = np.asarray(indices, dtype=np.int64)
@@ -308,8 +317,7 @@ def get_indices(cs, indices):
 def get_indptr(cs, E, inclusive):
     cs = np.asarray(cs, dtype=np.int64)
     T = len(cs) // E
-    ends = np.array([cs[(e + 1) * T - 1] if T > 0 else 0 for e in range(E)],
-                    dtype=np.int64)
+    ends = np.array([cs[(e + 1) * T - 1] if T > 0 else 0 for e in range(E)], dtype=np.int64)
     if inclusive:
         return ends
     return np.concatenate([[0], ends]).astype(np.int64)
@@ -318,6 +326,7 @@ def get_indptr(cs, E, inclusive):
 # ----------------------------------------------------------------------------
 # Data movement
 # ----------------------------------------------------------------------------
+
 
 def gather(x, idx):
     x = np.asarray(x, dtype=np.float64)
@@ -342,6 +351,7 @@ def scatter(x, idx):
 # ----------------------------------------------------------------------------
 # Expert compute
 # ----------------------------------------------------------------------------
+
 
 def grouped_matmul(lhs, rhs, offsets, bias=None, transpose_rhs=False):
     """Returns (value [M,N], scale [M,N], defined_rows [M] bool).
@@ -398,7 +408,7 @@ def activation(g, act, alpha):
             return g * cdf, np.abs(cdf + g * _phi(g))
         if act == "gelu_tanh":
             c = math.sqrt(2.0 / math.pi)
-            th = np.tanh(c * (g + 0.044715 * g ** 3))
+            th = np.tanh(c * (g + 0.044715 * g**3))
             val = 0.5 * g * (1.0 + th)
             d = 0.5 * (1.0 + th) + 0.5 * g * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * g * g)
             return val, np.abs(d)
@@ -430,7 +440,7 @@ def glu(x, act, layout, alpha=1.0, limit=None, up_bias=0.0, x_scale=None):
         # 0.5*g*(1 + erf|tanh(..)) cancels for negative g: in f32 the
         # bracket carries an absolute error of a few 2^-24, so the result
         # is off by |g*ub| * 2^-22 or so (the erf form promises no more).
-        scale = scale + np.abs(g) * np.abs(ub) * (2.0 ** -21 / TOLERANCE["f32"][0])
+        scale = scale + np.abs(g) * np.abs(ub) * (2.0**-21 / TOLERANCE["f32"][0])
     return val, scale
 
 
@@ -449,6 +459,7 @@ def combine(x, w=None):
 # ----------------------------------------------------------------------------
 # Converters
 # ----------------------------------------------------------------------------
+
 
 def indices_to_multihot(indices, probs, E):
     indices = np.asarray(indices, dtype=np.int64)
@@ -484,10 +495,28 @@ def multihot_to_indices(pm, pos, k):
 # The composite: moe.ffn as the chain of docs/Contract.md section 3
 # ----------------------------------------------------------------------------
 
-def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,
-        topk_group=1, group_score="max", scaling=1.0, bias=None,
-        activation="silu", layout="concat", alpha=1.0, limit=None,
-        up_bias=0.0, transpose_weights=False):
+
+def ffn(
+    x,
+    logits,
+    w_up,
+    w_down,
+    F,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    bias=None,
+    activation="silu",
+    layout="concat",
+    alpha=1.0,
+    limit=None,
+    up_bias=0.0,
+    transpose_weights=False,
+):
     """Returns (y [T,H] (not yet rounded to F), scale [T,H], defined rows [T]).
 
     Between the ops of the chain every activation is rounded to F (the
@@ -496,8 +525,9 @@ def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,
     T, H = x.shape
     E = logits.shape[1]
     u = UNIT[F]
-    weights, ids, amb, _, _ = route(logits, k, scoring, normalize, n_group,
-                                    topk_group, group_score, scaling, bias)
+    weights, ids, amb, _, _ = route(
+        logits, k, scoring, normalize, n_group, topk_group, group_score, scaling, bias
+    )
     weights = round_to(weights, "f32")
     cs = cumsum(ids, E)
     rev, tok = get_indices(cs, ids)
@@ -506,12 +536,14 @@ def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,
     up, up_scale, _ = grouped_matmul(rows, w_up, off, transpose_rhs=transpose_weights)
     up = round_to(up, F)
     # error scale of `up` in units of u: accumulation + rounding
-    act, act_scale = glu(up, activation, layout, alpha, limit, up_bias,
-                         x_scale=up_scale + np.abs(up))
+    act, act_scale = glu(
+        up, activation, layout, alpha, limit, up_bias, x_scale=up_scale + np.abs(up)
+    )
     act = round_to(act, F)
     down, _, _ = grouped_matmul(act, w_down, off, transpose_rhs=transpose_weights)
-    down_scale, _, _ = grouped_matmul(act_scale + np.abs(act), np.abs(w_down), off,
-                                      transpose_rhs=transpose_weights)
+    down_scale, _, _ = grouped_matmul(
+        act_scale + np.abs(act), np.abs(w_down), off, transpose_rhs=transpose_weights
+    )
     down = round_to(down, F)
     down_scale = down_scale + np.abs(down)
     sc = scatter(down, rev).reshape(T, k, H)
@@ -526,6 +558,7 @@ def ffn(x, logits, w_up, w_down, F, k, scoring, normalize=False, n_group=1,
 # ----------------------------------------------------------------------------
 # Self-test
 # ----------------------------------------------------------------------------
+
 
 def _eq(name, got, want):
     got = np.asarray(got)
@@ -552,8 +585,7 @@ def self_test():
     def seed_cumsum_example():
         ids = [[0, 1], [1, 2], [3, 4], [2, 5]]
         cs = cumsum(ids, 6)
-        _eq("cumsum", cs, [1, 1, 1, 1, 2, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6,
-                           6, 6, 7, 7, 7, 7, 7, 8])
+        _eq("cumsum", cs, [1, 1, 1, 1, 2, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 7, 8])
         rev, tok = get_indices(cs, ids)
         # expert 0: (0,0); 1: (0,1),(1,0); 2: (1,1),(3,0); 3: (2,0); 4: (2,1); 5: (3,1)
         _eq("get_indices.rev", rev, [0, 1, 2, 3, 6, 4, 5, 7])
@@ -620,8 +652,7 @@ def self_test():
     @check
     def route_nonfinite():
         # all -inf/NaN row: zero weights, distinct ids 0..k-1 (ties lower index)
-        lg = np.array([[-np.inf, np.nan, -np.inf], [np.inf, 0.0, np.inf],
-                       [np.nan, 1.0, 1.0]])
+        lg = np.array([[-np.inf, np.nan, -np.inf], [np.inf, 0.0, np.inf], [np.nan, 1.0, 1.0]])
         w, ids, _, _, _ = route(lg, 2, "softmax", normalize=True)
         _eq("ids", ids, [[0, 1], [0, 2], [1, 2]])
         _close("w", w, [[0, 0], [0.5, 0.5], [0.5, 0.5]])
@@ -635,14 +666,23 @@ def self_test():
         lg = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
         bias = np.array([0.1, 0.0, 0.0, 0.3, 0.05, 0.04])
         # c = .6,.5,.5,.8,.55,.54 ; max: g0=.6 g1=.8 g2=.55 -> keep g1,g0
-        w, ids, _, _, _ = route(lg, 2, "sigmoid", normalize=True, n_group=3,
-                                topk_group=2, group_score="max", bias=bias)
+        w, ids, _, _, _ = route(
+            lg, 2, "sigmoid", normalize=True, n_group=3, topk_group=2, group_score="max", bias=bias
+        )
         _eq("ids max", ids, [[3, 0]])
         _close("w max", w, [[0.5, 0.5]])
         # top2_sum: g0=1.1 g1=1.3 g2=1.09 -> keep g1,g0 ; k=3 -> 3,0,1? c[1]=.5=c[2]: 2 excluded? g1={2,3}
-        w, ids, _, _, _ = route(lg, 3, "sigmoid", normalize=False, n_group=3,
-                                topk_group=2, group_score="top2_sum", bias=bias,
-                                scaling=2.0)
+        w, ids, _, _, _ = route(
+            lg,
+            3,
+            "sigmoid",
+            normalize=False,
+            n_group=3,
+            topk_group=2,
+            group_score="top2_sum",
+            bias=bias,
+            scaling=2.0,
+        )
         _eq("ids top2", ids, [[3, 0, 1]])
         _close("w top2", w, [[1.0, 1.0, 1.0]])
         # group ties -> lower group index
@@ -670,8 +710,9 @@ def self_test():
         out, _, d = grouped_matmul(lhs, rhs, [0, 3, 1, 1])  # decreasing pair
         assert d.tolist() == [True, False, False, True, True]
         bias = np.array([[1.0, -1.0], [0, 0], [0.5, 0.5]])
-        out, _, _ = grouped_matmul(lhs, np.transpose(rhs, (0, 2, 1)), [0, 1, 1, 2],
-                                   bias=bias, transpose_rhs=True)
+        out, _, _ = grouped_matmul(
+            lhs, np.transpose(rhs, (0, 2, 1)), [0, 1, 1, 2], bias=bias, transpose_rhs=True
+        )
         _close("gmm T", out, [[1, 0], [6.5, 9.5], [0, 0], [0, 0], [0, 0]])
 
     @check
@@ -686,7 +727,7 @@ def self_test():
         ge = lambda a: 0.5 * a * (1 + math.erf(a / math.sqrt(2)))
         _close("gelu", v, [[ge(1.0) * 3.0, ge(-2.0) * 0.5]])
         v, _ = glu(x, "gelu_tanh", "concat")
-        gt = lambda a: 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+        gt = lambda a: 0.5 * a * (1 + math.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a**3)))
         _close("gelu_tanh", v, [[gt(1.0) * 3.0, gt(-2.0) * 0.5]])
         v, _ = glu(np.array([[9.0, -9.0]]), "silu", "concat", limit=7.0)
         _close("limit", v, [[sil(7.0) * -7.0]])
@@ -702,12 +743,15 @@ def self_test():
 
     @check
     def rounding():
-        _close("bf16 rne", round_to([1.0 + 2 ** -8, 1.0 + 3 * 2 ** -8, 1.0 + 2 ** -8 + 2 ** -20],
-                                    "bf16"), [1.0, 1.0 + 2 ** -6, 1.0 + 2 ** -7])
+        _close(
+            "bf16 rne",
+            round_to([1.0 + 2**-8, 1.0 + 3 * 2**-8, 1.0 + 2**-8 + 2**-20], "bf16"),
+            [1.0, 1.0 + 2**-6, 1.0 + 2**-7],
+        )
         assert to_bytes(np.array([1.0]), "bf16") == b"\x80\x3f"
         assert to_bytes(np.array([1.0]), "f32") == b"\x00\x00\x80\x3f"
         assert np.isnan(round_to([np.nan], "bf16")[0])
-        _close("f16", round_to([1.0 + 2 ** -11], "f16"), [1.0])
+        _close("f16", round_to([1.0 + 2**-11], "f16"), [1.0])
         _close("bf16 ovf", round_to([3.4e38], "bf16"), [np.inf])
 
     @check
@@ -717,8 +761,18 @@ def self_test():
         lg = np.array([[0.0, 1.0], [2.0, 0.0]])
         w_up = np.array([[[1.0, 0.0], [0.0, 1.0]], [[2.0, 1.0], [0.0, 1.0]]])  # E x H x 2I
         w_dn = np.array([[[1.0, 1.0]], [[1.0, -1.0]]])  # E x I x H
-        y, _, d = ffn(x, lg, w_up, w_dn, "f32", 1, "softmax", normalize=True,
-                      activation="silu", layout="concat")
+        y, _, d = ffn(
+            x,
+            lg,
+            w_up,
+            w_dn,
+            "f32",
+            1,
+            "softmax",
+            normalize=True,
+            activation="silu",
+            layout="concat",
+        )
         sil = lambda a: a / (1 + math.exp(-a))
         # token 0 -> expert 1: h = [2, 1+2=3]; act = silu(2)*3
         a0 = sil(2.0) * 3.0

@@ -44,6 +44,7 @@ MARKER = 0x5EEDCA5E - (1 << 32) if 0x5EEDCA5E >= (1 << 31) else 0x5EEDCA5E
 # MLIR emission
 # ----------------------------------------------------------------------------
 
+
 def ttype(shape, dtype, dyn=False):
     dims = ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)]
     return "tensor<%s>" % "x".join(dims + [dtype])
@@ -155,56 +156,139 @@ def op_text(case, vals, tys, res, rtys):
     lhs = ", ".join(res)
     if op == "topk":
         return "%s = moe.topk %s k = %d : %s -> %s, %s" % (
-            lhs, v["input"], a["k"], t["input"], rtys[0], rtys[1])
+            lhs,
+            v["input"],
+            a["k"],
+            t["input"],
+            rtys[0],
+            rtys[1],
+        )
     if op == "route":
         bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
         return "%s = moe.route %s%s k = %d scoring = %s%s : %s -> %s, %s" % (
-            lhs, v["logits"], bias, a["k"], a["scoring"],
-            _attr_dict(_route_attr_items(a)), t["logits"], rtys[0], rtys[1])
+            lhs,
+            v["logits"],
+            bias,
+            a["k"],
+            a["scoring"],
+            _attr_dict(_route_attr_items(a)),
+            t["logits"],
+            rtys[0],
+            rtys[1],
+        )
     if op == "cumsum":
         return "%s = moe.cumsum %s num_experts = %d : %s -> %s" % (
-            lhs, v["indices"], a["num_experts"], t["indices"], rtys[0])
+            lhs,
+            v["indices"],
+            a["num_experts"],
+            t["indices"],
+            rtys[0],
+        )
     if op == "get_indices":
         return "%s = moe.get_indices %s, %s : %s, %s -> %s, %s" % (
-            lhs, v["cumsum"], v["indices"], t["cumsum"], t["indices"], rtys[0], rtys[1])
+            lhs,
+            v["cumsum"],
+            v["indices"],
+            t["cumsum"],
+            t["indices"],
+            rtys[0],
+            rtys[1],
+        )
     if op == "get_indptr":
         return "%s = moe.get_indptr %s num_experts = %d%s : %s -> %s" % (
-            lhs, v["cumsum"], a["num_experts"],
-            _attr_dict([("inclusive", _bool(a["inclusive"]))]), t["cumsum"], rtys[0])
+            lhs,
+            v["cumsum"],
+            a["num_experts"],
+            _attr_dict([("inclusive", _bool(a["inclusive"]))]),
+            t["cumsum"],
+            rtys[0],
+        )
     if op in ("gather", "scatter"):
         return "%s = moe.%s %s[%s] : %s, %s -> %s" % (
-            lhs, op, v["input"], v["indices"], t["input"], t["indices"], rtys[0])
+            lhs,
+            op,
+            v["input"],
+            v["indices"],
+            t["input"],
+            t["indices"],
+            rtys[0],
+        )
     if op == "grouped_matmul":
         bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
         attrs = _attr_dict([("transpose_rhs", "true")] if a["transpose_rhs"] else [])
         return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
-            lhs, v["lhs"], v["rhs"], v["offsets"], t["offsets"], bias, attrs,
-            t["lhs"], t["rhs"], rtys[0])
+            lhs,
+            v["lhs"],
+            v["rhs"],
+            v["offsets"],
+            t["offsets"],
+            bias,
+            attrs,
+            t["lhs"],
+            t["rhs"],
+            rtys[0],
+        )
     if op == "glu":
         return "%s = moe.glu %s %s %s%s : %s -> %s" % (
-            lhs, v["input"], a["activation"], a["layout"],
-            _attr_dict(_glu_attr_items(a)), t["input"], rtys[0])
+            lhs,
+            v["input"],
+            a["activation"],
+            a["layout"],
+            _attr_dict(_glu_attr_items(a)),
+            t["input"],
+            rtys[0],
+        )
     if op == "combine":
         w = " weights(%s : %s)" % (v["weights"], t["weights"]) if "weights" in v else ""
         return "%s = moe.combine %s%s : %s -> %s" % (lhs, v["input"], w, t["input"], rtys[0])
     if op == "indices_to_multihot":
         return "%s = moe.indices_to_multihot %s, %s num_experts = %d : %s, %s -> %s, %s, %s" % (
-            lhs, v["indices"], v["probs"], a["num_experts"], t["indices"], t["probs"],
-            rtys[0], rtys[1], rtys[2])
+            lhs,
+            v["indices"],
+            v["probs"],
+            a["num_experts"],
+            t["indices"],
+            t["probs"],
+            rtys[0],
+            rtys[1],
+            rtys[2],
+        )
     if op == "multihot_to_indices":
         return "%s = moe.multihot_to_indices %s, %s k = %d : %s, %s -> %s" % (
-            lhs, v["probs_multihot"], v["position_map"], a["k"], t["probs_multihot"],
-            t["position_map"], rtys[0])
+            lhs,
+            v["probs_multihot"],
+            v["position_map"],
+            a["k"],
+            t["probs_multihot"],
+            t["position_map"],
+            rtys[0],
+        )
     if op == "ffn":
         bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
         items = _route_attr_items(a) + _glu_attr_items(a)
         if a.get("transpose_weights"):
             items.append(("transpose_weights", "true"))
-        return ("%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
-                "layout = %s%s : %s, %s, %s, %s -> %s") % (
-            lhs, v["x"], v["logits"], v["w_up"], v["w_down"], bias, a["k"], a["scoring"],
-            a["activation"], a["layout"], _attr_dict(items), t["x"], t["logits"],
-            t["w_up"], t["w_down"], rtys[0])
+        return (
+            "%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
+            "layout = %s%s : %s, %s, %s, %s -> %s"
+        ) % (
+            lhs,
+            v["x"],
+            v["logits"],
+            v["w_up"],
+            v["w_down"],
+            bias,
+            a["k"],
+            a["scoring"],
+            a["activation"],
+            a["layout"],
+            _attr_dict(items),
+            t["x"],
+            t["logits"],
+            t["w_up"],
+            t["w_down"],
+            rtys[0],
+        )
     raise KeyError(op)
 
 
@@ -246,9 +330,11 @@ def emit_to_i32(em, val, shape, dtype, dyn):
     dims = ", ".join("d%d" % i for i in range(len(shape)))
     amap = "affine_map<(%s) -> (%s)>" % (dims, dims)
     x = em.fresh("b")
-    em.emit('%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]} '
-            'ins(%s : %s) outs(%s : %s) {' % (
-                x, amap, amap, ", ".join(['"parallel"'] * len(shape)), val, ty, init, ity))
+    em.emit(
+        "%s = linalg.generic {indexing_maps = [%s, %s], iterator_types = [%s]} "
+        "ins(%s : %s) outs(%s : %s) {"
+        % (x, amap, amap, ", ".join(['"parallel"'] * len(shape)), val, ty, init, ity)
+    )
     em.emit("^bb0(%%in: %s, %%out: i32):" % dtype)
     for line in SCALAR_CONVERT[dtype]:
         em.emit("  " + line.format(i="%in", t="%tmp", o="%cv"))
@@ -261,7 +347,8 @@ def emit_print(em, val, shape, dtype, dyn):
     ity = ttype(shape, "i32", dyn)
     x = emit_to_i32(em, val, shape, dtype, dyn)
     mty = "memref<%s>" % "x".join(
-        ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)] + ["i32"])
+        ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)] + ["i32"]
+    )
     m = em.fresh("m")
     em.emit("%s = bufferization.to_buffer %s : %s to %s" % (m, x, ity, mty))
     u = em.fresh("u")
@@ -295,23 +382,31 @@ def case_function(case, index):
     for r, (s, dyn), dt in zip(res, shapes, case.out_dtypes):
         emit_print(em, r, s, dt, dyn)
     em.emit("return")
-    return ("  // case %d: %s\n  func.func @case_%d() {\n%s\n  }\n" % (
-        index, case.key, index, "\n".join(em.lines)))
+    return "  // case %d: %s\n  func.func @case_%d() {\n%s\n  }\n" % (
+        index,
+        case.key,
+        index,
+        "\n".join(em.lines),
+    )
 
 
 def module_text(cases_):
     body = [case_function(c, i) for i, c in enumerate(cases_)]
     calls = "\n".join("    call @case_%d() : () -> ()" % i for i in range(len(cases_)))
-    return ("module {\n  func.func private @printMemrefI32(memref<*xi32>)\n%s"
-            "  func.func @main() {\n%s\n    return\n  }\n}\n" % ("".join(body), calls))
+    return (
+        "module {\n  func.func private @printMemrefI32(memref<*xi32>)\n%s"
+        "  func.func @main() {\n%s\n    return\n  }\n}\n" % ("".join(body), calls)
+    )
 
 
 # ----------------------------------------------------------------------------
 # Running and parsing
 # ----------------------------------------------------------------------------
 
-HEADER = re.compile(r"Unranked Memref base@ = \S+ rank = (\d+) offset = \d+ "
-                    r"sizes = \[([^\]]*)\] strides = \[[^\]]*\] data =")
+HEADER = re.compile(
+    r"Unranked Memref base@ = \S+ rank = (\d+) offset = \d+ "
+    r"sizes = \[([^\]]*)\] strides = \[[^\]]*\] data ="
+)
 INT = re.compile(r"-?\d+")
 
 
@@ -322,7 +417,7 @@ def parse_memrefs(text):
         sizes = tuple(int(s) for s in h.group(2).split(",") if s.strip())
         end = hs[i + 1].start() if i + 1 < len(hs) else len(text)
         n = int(np.prod(sizes)) if sizes else 1
-        data = [int(x) for x in INT.findall(text[h.end():end])] if n else []
+        data = [int(x) for x in INT.findall(text[h.end() : end])] if n else []
         if len(data) < n:
             raise ValueError("truncated memref print (%d of %d values)" % (len(data), n))
         out.append((sizes, np.array(data[:n], dtype=np.int64).reshape(sizes)))
@@ -334,16 +429,30 @@ def run_module(text, args, workdir, tag):
     with open(path, "w") as f:
         f.write(text)
     passes = ["--moe-decompose", "--moe-fuse"] if args.fused else []
-    opt = subprocess.run([args.moe_opt] + passes + ["--moe-lower-to-cpu", path],
-                         capture_output=True, text=True, timeout=args.timeout)
+    opt = subprocess.run(
+        [args.moe_opt] + passes + ["--moe-lower-to-cpu", path],
+        capture_output=True,
+        text=True,
+        timeout=args.timeout,
+    )
     if opt.returncode != 0:
         return None, "moe-opt failed (rc %d): %s" % (opt.returncode, _first_error(opt.stderr))
     llpath = os.path.join(workdir, "%s.ll.mlir" % tag)
     with open(llpath, "w") as f:
         f.write(opt.stdout)
-    run = subprocess.run([args.mlir_runner, "-e", "main", "-entry-point-result=void",
-                          "-shared-libs=" + SHARED_LIBS, llpath],
-                         capture_output=True, text=True, timeout=args.timeout)
+    run = subprocess.run(
+        [
+            args.mlir_runner,
+            "-e",
+            "main",
+            "-entry-point-result=void",
+            "-shared-libs=" + SHARED_LIBS,
+            llpath,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=args.timeout,
+    )
     if run.returncode != 0:
         return None, "mlir-runner failed (rc %d): %s" % (run.returncode, _first_error(run.stderr))
     return run.stdout, None
@@ -354,7 +463,7 @@ def _first_error(stderr):
     for l in lines:
         if "error" in l:
             return l.strip()[:400]
-    return (lines[0].strip()[:400] if lines else "(no stderr)")
+    return lines[0].strip()[:400] if lines else "(no stderr)"
 
 
 def split_cases(memrefs, ncases):
@@ -377,6 +486,7 @@ def split_cases(memrefs, ncases):
 # Expected values and comparison
 # ----------------------------------------------------------------------------
 
+
 def as_float(bits):
     return np.asarray(bits, dtype=np.int64).astype(np.uint32).view(np.float32).astype(np.float64)
 
@@ -393,8 +503,14 @@ def cmp_int(name, got, want):
     if len(bad):
         i = tuple(bad[0])
         return "%s: %d mismatches; first at %s: got %d want %d (got %s want %s)" % (
-            name, len(bad), _fmt_idx(i), got[i], want[i],
-            _short(got), _short(want))
+            name,
+            len(bad),
+            _fmt_idx(i),
+            got[i],
+            want[i],
+            _short(got),
+            _short(want),
+        )
     return None
 
 
@@ -425,7 +541,13 @@ def cmp_float(name, got_bits, want, dtype, scale=None, care=None, exact=False):
     if len(bad):
         i = tuple(bad[0])
         return "%s: %d mismatches; first at %s: got %.9g want %.9g (tol %.3g)" % (
-            name, len(bad), _fmt_idx(i), got[i], want_r[i], tol[i])
+            name,
+            len(bad),
+            _fmt_idx(i),
+            got[i],
+            want_r[i],
+            tol[i],
+        )
     return None
 
 
@@ -457,19 +579,29 @@ def check_case(case, results):
         add(cmp_int("reverse_indices", results[0], rev))
         add(cmp_int("token_indices", results[1], tok))
     elif op == "get_indptr":
-        add(cmp_int("result", results[0],
-                    R.get_indptr(v["cumsum"], a["num_experts"], a["inclusive"])))
+        add(
+            cmp_int(
+                "result", results[0], R.get_indptr(v["cumsum"], a["num_experts"], a["inclusive"])
+            )
+        )
     elif op == "gather":
         add(cmp_float("result", results[0], R.gather(v["input"], v["indices"]), od[0], exact=True))
     elif op == "scatter":
         add(cmp_float("result", results[0], R.scatter(v["input"], v["indices"]), od[0], exact=True))
     elif op == "grouped_matmul":
-        val, sc, defined = R.grouped_matmul(v["lhs"], v["rhs"], v["offsets"], v.get("bias"),
-                                            a["transpose_rhs"])
+        val, sc, defined = R.grouped_matmul(
+            v["lhs"], v["rhs"], v["offsets"], v.get("bias"), a["transpose_rhs"]
+        )
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
     elif op == "glu":
-        val, sc = R.glu(v["input"], a["activation"], a["layout"], a.get("alpha", 1.0),
-                        a.get("limit"), a.get("up_bias", 0.0))
+        val, sc = R.glu(
+            v["input"],
+            a["activation"],
+            a["layout"],
+            a.get("alpha", 1.0),
+            a.get("limit"),
+            a.get("up_bias", 0.0),
+        )
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op == "combine":
         val, sc = R.combine(v["input"], v.get("weights"))
@@ -480,15 +612,44 @@ def check_case(case, results):
         add(cmp_float("probs_multihot", results[1], pm, od[1], exact=True))
         add(cmp_int("position_map", results[2], pos))
     elif op == "multihot_to_indices":
-        add(cmp_float("probs", results[0],
-                      R.multihot_to_indices(v["probs_multihot"], v["position_map"], a["k"]),
-                      od[0], exact=True))
+        add(
+            cmp_float(
+                "probs",
+                results[0],
+                R.multihot_to_indices(v["probs_multihot"], v["position_map"], a["k"]),
+                od[0],
+                exact=True,
+            )
+        )
     elif op == "ffn":
-        kw = {n: a[n] for n in ("normalize", "n_group", "topk_group", "group_score",
-                                "scaling", "activation", "layout", "alpha", "limit",
-                                "up_bias", "transpose_weights") if n in a}
-        y, sc, defined = R.ffn(v["x"], v["logits"], v["w_up"], v["w_down"], od[0], a["k"],
-                               a["scoring"], bias=v.get("bias"), **kw)
+        kw = {
+            n: a[n]
+            for n in (
+                "normalize",
+                "n_group",
+                "topk_group",
+                "group_score",
+                "scaling",
+                "activation",
+                "layout",
+                "alpha",
+                "limit",
+                "up_bias",
+                "transpose_weights",
+            )
+            if n in a
+        }
+        y, sc, defined = R.ffn(
+            v["x"],
+            v["logits"],
+            v["w_up"],
+            v["w_down"],
+            od[0],
+            a["k"],
+            a["scoring"],
+            bias=v.get("bias"),
+            **kw,
+        )
         add(cmp_float("result", results[0], y, od[0], sc, defined[:, None]))
     return errs
 
@@ -499,8 +660,17 @@ def check_route(case, results):
     k = a["k"]
     ng, tg = a.get("n_group", 1), a.get("topk_group", 1)
     gsc = a.get("group_score", "max")
-    _, ref_ids, _, s, c = R.route(v["logits"], k, a["scoring"], a.get("normalize", False),
-                                  ng, tg, gsc, a.get("scaling", 1.0), v.get("bias"))
+    _, ref_ids, _, s, c = R.route(
+        v["logits"],
+        k,
+        a["scoring"],
+        a.get("normalize", False),
+        ng,
+        tg,
+        gsc,
+        a.get("scaling", 1.0),
+        v.get("bias"),
+    )
     got_ids = results[1]
     T = ref_ids.shape[0]
     if got_ids.shape != ref_ids.shape:
@@ -508,18 +678,25 @@ def check_route(case, results):
     want_w = np.zeros((T, k))
     for t in range(T):
         if not np.array_equal(got_ids[t], ref_ids[t]) and not R.route_ids_acceptable(
-                s[t], c[t], got_ids[t], k, ng, tg, gsc):
-            return ("indices: row %d: got %s want %s (logits %s, c %s)" % (
-                t, got_ids[t].tolist(), ref_ids[t].tolist(), _short(v["logits"][t]),
-                _short(c[t])))
-        want_w[t] = R.route_weights(s[t], got_ids[t], a.get("normalize", False),
-                                    a.get("scaling", 1.0))
+            s[t], c[t], got_ids[t], k, ng, tg, gsc
+        ):
+            return "indices: row %d: got %s want %s (logits %s, c %s)" % (
+                t,
+                got_ids[t].tolist(),
+                ref_ids[t].tolist(),
+                _short(v["logits"][t]),
+                _short(c[t]),
+            )
+        want_w[t] = R.route_weights(
+            s[t], got_ids[t], a.get("normalize", False), a.get("scaling", 1.0)
+        )
     return cmp_float("weights", results[0], want_w, case.out_dtypes[0])
 
 
 # ----------------------------------------------------------------------------
 # Driver
 # ----------------------------------------------------------------------------
+
 
 def run_batch(batch, args, workdir, tag):
     """[(case, [errors])]"""
@@ -557,8 +734,9 @@ def default_moe_opt():
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--moe-opt", default=default_moe_opt())
     p.add_argument("--mlir-runner", default="/usr/lib/llvm-22/bin/mlir-runner")
     p.add_argument("--seed", type=int, default=0)
@@ -570,12 +748,21 @@ def main(argv=None):
     p.add_argument("-j", type=int, default=os.cpu_count() or 1, dest="jobs")
     p.add_argument("--batch", type=int, default=24, help="cases per module")
     p.add_argument("--timeout", type=int, default=300)
-    p.add_argument("--fused", action="store_true",
-                   help="run --moe-decompose --moe-fuse before --moe-lower-to-cpu")
-    p.add_argument("--parse-only", action="store_true",
-                   help="only check that moe-opt parses and verifies the modules")
-    p.add_argument("--elementwise-arith", action="store_true",
-                   help="convert results with arith ops on tensors instead of linalg.generic")
+    p.add_argument(
+        "--fused",
+        action="store_true",
+        help="run --moe-decompose --moe-fuse before --moe-lower-to-cpu",
+    )
+    p.add_argument(
+        "--parse-only",
+        action="store_true",
+        help="only check that moe-opt parses and verifies the modules",
+    )
+    p.add_argument(
+        "--elementwise-arith",
+        action="store_true",
+        help="convert results with arith ops on tensors instead of linalg.generic",
+    )
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     global ELEMENTWISE_ARITH
@@ -594,17 +781,17 @@ def main(argv=None):
                 todo.append(C.make_case(op, int(s)))
     else:
         ops = [o for o in args.ops.split(",") if o]
-        todo = [C.make_case(op, args.seed * 100000 + i)
-                for i in range(args.count) for op in ops]
+        todo = [C.make_case(op, args.seed * 100000 + i) for i in range(args.count) for op in ops]
 
-    batches = [todo[i:i + args.batch] for i in range(0, len(todo), args.batch)]
+    batches = [todo[i : i + args.batch] for i in range(0, len(todo), args.batch)]
     passed = failed = 0
     with tempfile.TemporaryDirectory(prefix="moe-diff-") as workdir:
         if args.parse_only:
             return parse_only(batches, args, workdir)
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            futs = [ex.submit(run_batch, b, args, workdir, "b%d" % i)
-                    for i, b in enumerate(batches)]
+            futs = [
+                ex.submit(run_batch, b, args, workdir, "b%d" % i) for i, b in enumerate(batches)
+            ]
             for f in futs:
                 for case, errs in f.result():
                     if errs:
@@ -614,8 +801,9 @@ def main(argv=None):
                             print("     %s" % case.describe())
                         if args.keep:
                             os.makedirs(args.keep, exist_ok=True)
-                            with open(os.path.join(args.keep, "%s_%d.mlir" % (
-                                    case.op, case.seed)), "w") as fh:
+                            with open(
+                                os.path.join(args.keep, "%s_%d.mlir" % (case.op, case.seed)), "w"
+                            ) as fh:
                                 fh.write("// %s\n" % case.describe())
                                 fh.write(module_text([case]))
                     else:
@@ -632,16 +820,16 @@ def parse_only(batches, args, workdir):
         path = os.path.join(workdir, "p%d.mlir" % i)
         with open(path, "w") as f:
             f.write(module_text(b))
-        r = subprocess.run([args.moe_opt, path, "-o", os.devnull],
-                           capture_output=True, text=True)
+        r = subprocess.run([args.moe_opt, path, "-o", os.devnull], capture_output=True, text=True)
         if r.returncode == 0:
             passed += len(b)
             continue
         for c in b:
             with open(path, "w") as f:
                 f.write(module_text([c]))
-            r = subprocess.run([args.moe_opt, path, "-o", os.devnull],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                [args.moe_opt, path, "-o", os.devnull], capture_output=True, text=True
+            )
             if r.returncode:
                 failed += 1
                 print("FAIL %s: %s" % (c.key, _first_error(r.stderr)))

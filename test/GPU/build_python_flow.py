@@ -57,9 +57,11 @@ def _package_paths():
     env = os.environ.get("MOE_MLIR_PYTHONPATH")
     if env:
         paths += env.split(os.pathsep)
-    paths += [os.path.join(REPO, "build", "python_packages"),
-              os.path.join(REPO, "build", "python"),
-              os.path.join(REPO, "python")]
+    paths += [
+        os.path.join(REPO, "build", "python_packages"),
+        os.path.join(REPO, "build", "python"),
+        os.path.join(REPO, "python"),
+    ]
     return paths
 
 
@@ -84,8 +86,10 @@ def import_package(need_presets):
         if need_presets:
             missing = [a for a in ("PRESETS", "ffn_from_config") if not hasattr(pkg, a)]
             if missing:
-                errors.append("%s: moe_mlir has no %s" % (
-                    os.path.dirname(os.path.dirname(pkg.__file__ or "?")), ", ".join(missing)))
+                errors.append(
+                    "%s: moe_mlir has no %s"
+                    % (os.path.dirname(os.path.dirname(pkg.__file__ or "?")), ", ".join(missing))
+                )
                 continue
         return pkg, gpu, None
     return None, None, "; ".join(errors) or "moe_mlir not found"
@@ -100,18 +104,29 @@ def reference_kwargs(G, m):
     run_gpu_checks.ModelRunner.ffn_kw builds them)."""
     r, g = m.route, m.glu
     lim = g.get("limit")
-    return dict(k=m.k, scoring=r["scoring"], normalize=r.get("normalize", False),
-                n_group=r.get("n_group", 1), topk_group=r.get("topk_group", 1),
-                group_score=r.get("group_score", "max"), scaling=G.f32(r.get("scaling", 1.0)),
-                activation=g["activation"], layout=g["layout"], alpha=G.f32(g.get("alpha", 1.0)),
-                limit=None if lim is None else G.f32(lim), up_bias=G.f32(g.get("up_bias", 0.0)),
-                transpose_weights=m.transpose_weights)
+    return dict(
+        k=m.k,
+        scoring=r["scoring"],
+        normalize=r.get("normalize", False),
+        n_group=r.get("n_group", 1),
+        topk_group=r.get("topk_group", 1),
+        group_score=r.get("group_score", "max"),
+        scaling=G.f32(r.get("scaling", 1.0)),
+        activation=g["activation"],
+        layout=g["layout"],
+        alpha=G.f32(g.get("alpha", 1.0)),
+        limit=None if lim is None else G.f32(lim),
+        up_bias=G.f32(g.get("up_bias", 0.0)),
+        transpose_weights=m.transpose_weights,
+    )
 
 
 # MoeConfig field -> how gpu_cases.Model says it
 _CONFIG_FIELDS = [
-    ("hidden", lambda m: m.H), ("intermediate", lambda m: m.I),
-    ("experts", lambda m: m.E), ("top_k", lambda m: m.k),
+    ("hidden", lambda m: m.H),
+    ("intermediate", lambda m: m.I),
+    ("experts", lambda m: m.E),
+    ("top_k", lambda m: m.k),
     ("scoring", lambda m: m.route["scoring"]),
     ("normalize", lambda m: m.route.get("normalize", False)),
     ("n_group", lambda m: m.route.get("n_group", 1)),
@@ -155,16 +170,19 @@ def with_layout(m, transpose_weights):
 
 def check_signature(G, m, spec):
     """Problems of the compiled @ffn signature against gpu_cases' model."""
-    want = [(a.name, a.dtype, tuple(None if isinstance(d, str) else d for d in a.shape))
-            for a in m.ffn_inputs()]
+    want = [
+        (a.name, a.dtype, tuple(None if isinstance(d, str) else d for d in a.shape))
+        for a in m.ffn_inputs()
+    ]
     got = [(a.name, a.dtype, tuple(a.shape)) for a in spec.args]
     problems = []
     if len(got) != len(want):
         problems.append("%d arguments, the model has %d" % (len(got), len(want)))
     for (wn, wd, ws), (gn, gd, gs) in zip(want, got):
         if (wd, ws) != (gd, gs):
-            problems.append("argument %s: %s%s, the model's %s is %s%s" % (
-                gn, gd, list(gs), wn, wd, list(ws)))
+            problems.append(
+                "argument %s: %s%s, the model's %s is %s%s" % (gn, gd, list(gs), wn, wd, list(ws))
+            )
     res = [(r.dtype, tuple(r.shape)) for r in spec.results]
     if res != [("bf16", (None, m.H))]:
         problems.append("results %s, expected one bf16[T, %d]" % (res, m.H))
@@ -186,12 +204,28 @@ def presets_of(pkg):
 
 def commit():
     try:
-        head = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, universal_newlines=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--", ".",
-                                ":(exclude)gpu-artifacts", ":(exclude)gpu-artifacts-*"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               universal_newlines=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", REPO, "rev-parse", "HEAD"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            universal_newlines=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                REPO,
+                "status",
+                "--porcelain",
+                "--",
+                ".",
+                ":(exclude)gpu-artifacts",
+                ":(exclude)gpu-artifacts-*",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            universal_newlines=True,
+        ).stdout.strip()
         return (head or "unknown") + ("-dirty" if dirty else "")
     except OSError:
         return "unknown"
@@ -199,12 +233,16 @@ def commit():
 
 def foreign_deps(so):
     try:
-        out = subprocess.run(["ldd", so], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             universal_newlines=True).stdout
+        out = subprocess.run(
+            ["ldd", so], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True
+        ).stdout
     except OSError:
         return []
-    return [l.strip() for l in out.splitlines()
-            if re.search(r"not found|llvm|libMLIR|libmlir", l) and "libcuda" not in l]
+    return [
+        l.strip()
+        for l in out.splitlines()
+        if re.search(r"not found|llvm|libMLIR|libmlir", l) and "libcuda" not in l
+    ]
 
 
 def main(argv=None):
@@ -246,8 +284,11 @@ def main(argv=None):
             names = [n for n in args.presets.split(",") if n]
     else:
         available = {}
-        names = ([m.name for m in G.MODELS] if args.all else
-                 [model_key(n) for n in args.presets.split(",") if n])
+        names = (
+            [m.name for m in G.MODELS]
+            if args.all
+            else [model_key(n) for n in args.presets.split(",") if n]
+        )
 
     status = 0
     cases = []
@@ -263,13 +304,17 @@ def main(argv=None):
         try:
             if args.source == "presets":
                 if name not in available:
-                    raise KeyError("moe_mlir.PRESETS has no %r (it has: %s)" % (
-                        name, ", ".join(sorted(available))))
+                    raise KeyError(
+                        "moe_mlir.PRESETS has no %r (it has: %s)"
+                        % (name, ", ".join(sorted(available)))
+                    )
                 cfg = available[name]
                 bad = preset_mismatches(G, m, cfg)
                 if bad:
-                    raise RuntimeError("preset %s disagrees with gpu_cases' %s: %s" % (
-                        name, m.title, "; ".join(bad)))
+                    raise RuntimeError(
+                        "preset %s disagrees with gpu_cases' %s: %s"
+                        % (name, m.title, "; ".join(bad))
+                    )
                 m = with_layout(m, getattr(cfg, "transpose_weights", m.transpose_weights))
                 module = pkg.ffn_from_config(cfg, T=None, dtype="bf16")
                 verify = getattr(module, "verify", None)
@@ -285,21 +330,40 @@ def main(argv=None):
                 print("     note: %s exports %s; checking @%s" % (name, fns, fn))
             problems = check_signature(G, m, manifest.functions[fn])
             if problems:
-                raise RuntimeError("@%s does not match gpu_cases' %s: %s" % (
-                    fn, m.title, "; ".join(problems)))
+                raise RuntimeError(
+                    "@%s does not match gpu_cases' %s: %s" % (fn, m.title, "; ".join(problems))
+                )
             deps = foreign_deps(so)
             if deps:
                 raise RuntimeError("depends on libraries the GPU machine lacks: %s" % deps)
-            cases.append(dict(name=name, library=os.path.basename(so), function=fn,
-                              model=m.name, title=m.title, H=m.H, I=m.I, E=m.E, k=m.k,
-                              bias=bool(m.bias), reference=reference_kwargs(G, m),
-                              reference_from="gpu_cases.MODELS[%s]" % m.name,
-                              signature=manifest.functions[fn].signature(),
-                              compiled_with=manifest.data.get("compiled_with"),
-                              pipeline=manifest.data.get("pipeline")))
-            print("ok   %-18s %5.1fs %7d KiB  %s" % (name, time.time() - t0,
-                                                     os.path.getsize(so) // 1024,
-                                                     manifest.functions[fn].signature()))
+            cases.append(
+                dict(
+                    name=name,
+                    library=os.path.basename(so),
+                    function=fn,
+                    model=m.name,
+                    title=m.title,
+                    H=m.H,
+                    I=m.I,
+                    E=m.E,
+                    k=m.k,
+                    bias=bool(m.bias),
+                    reference=reference_kwargs(G, m),
+                    reference_from="gpu_cases.MODELS[%s]" % m.name,
+                    signature=manifest.functions[fn].signature(),
+                    compiled_with=manifest.data.get("compiled_with"),
+                    pipeline=manifest.data.get("pipeline"),
+                )
+            )
+            print(
+                "ok   %-18s %5.1fs %7d KiB  %s"
+                % (
+                    name,
+                    time.time() - t0,
+                    os.path.getsize(so) // 1024,
+                    manifest.functions[fn].signature(),
+                )
+            )
         except Exception as ex:  # noqa: BLE001
             status = 1
             print("FAIL %-18s %5.1fs %s: %s" % (name, time.time() - t0, type(ex).__name__, ex))
@@ -311,18 +375,26 @@ def main(argv=None):
     stale = os.path.join(out, "runtime.py")  # the single file shipped before
     if os.path.exists(stale):
         os.remove(stale)
-    shipped = subprocess.run([sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"),
-                              out], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             universal_newlines=True)
+    shipped = subprocess.run(
+        [sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"), out],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
     print(shipped.stdout.rstrip())
     if shipped.returncode != 0:
         status = 1
     for f in ("torch_reference.py", "python_flow_check.py"):
         shutil.copy(os.path.join(HERE, f), os.path.join(out, f))
-    meta = dict(commit=commit(), built=datetime.datetime.now(datetime.timezone.utc).strftime(
-        "%Y-%m-%d %H:%M:%S UTC"), source=args.source, fuse=args.fuse,
+    meta = dict(
+        commit=commit(),
+        built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        source=args.source,
+        fuse=args.fuse,
         compiled_with=cases[0]["compiled_with"] if cases else None,
-        package=os.path.dirname(gpu.__file__), runtime=runtime_src)
+        package=os.path.dirname(gpu.__file__),
+        runtime=runtime_src,
+    )
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(dict(meta=meta, presets=cases), f, indent=1)
     with open(os.path.join(out, "BUILD.txt"), "w") as f:
@@ -330,8 +402,10 @@ def main(argv=None):
             f.write("%-14s %s\n" % (k + ":", v))
         f.write("%-14s %s\n" % ("presets:", " ".join(c["name"] for c in cases)))
         f.write("%-14s %d\n" % ("status:", status))
-    print("--- %s: %d artifacts in %.1fs (commit %s)" % (out, len(cases), time.time() - t_all,
-                                                        meta["commit"]))
+    print(
+        "--- %s: %d artifacts in %.1fs (commit %s)"
+        % (out, len(cases), time.time() - t_all, meta["commit"])
+    )
     return status
 
 

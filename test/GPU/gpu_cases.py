@@ -29,8 +29,8 @@ for _p in (HERE, os.path.join(HERE, "..", "Differential")):
         break
 import reference as R  # noqa: E402
 
-INT32_MAX = 2 ** 31 - 1
-INT32_MIN = -2 ** 31
+INT32_MAX = 2**31 - 1
+INT32_MIN = -(2**31)
 FLOAT_TYPES = ("f32", "bf16", "f16")
 # Relative-error bound ||got - ref|| / ||ref|| per result element type.
 REL_TOL = {"f32": 1e-5, "bf16": 1e-2, "f16": 2e-3}
@@ -43,6 +43,7 @@ def f32(v):
 # ----------------------------------------------------------------------------
 # Shapes and signatures
 # ----------------------------------------------------------------------------
+
 
 def eval_dim(d, T):
     if isinstance(d, int):
@@ -161,43 +162,111 @@ def op_text(op, a, inputs, outputs):
         return "%s = moe.topk %s k = %d : %s -> %s" % (lhs, v["input"], a["k"], t["input"], rt)
     if op in ("route", "route_dispatch"):
         return "%s = moe.%s %s%s k = %d scoring = %s%s : %s -> %s" % (
-            lhs, op, v["logits"], opt("bias", "bias"), a["k"], a["scoring"],
-            _attr_dict(route_attr_items(a)), t["logits"], rt)
+            lhs,
+            op,
+            v["logits"],
+            opt("bias", "bias"),
+            a["k"],
+            a["scoring"],
+            _attr_dict(route_attr_items(a)),
+            t["logits"],
+            rt,
+        )
     if op == "cumsum":
         return "%s = moe.cumsum %s num_experts = %d : %s -> %s" % (
-            lhs, v["indices"], a["num_experts"], t["indices"], rt)
+            lhs,
+            v["indices"],
+            a["num_experts"],
+            t["indices"],
+            rt,
+        )
     if op == "get_indices":
         return "%s = moe.get_indices %s, %s : %s, %s -> %s" % (
-            lhs, v["cumsum"], v["indices"], t["cumsum"], t["indices"], rt)
+            lhs,
+            v["cumsum"],
+            v["indices"],
+            t["cumsum"],
+            t["indices"],
+            rt,
+        )
     if op == "get_indptr":
         return "%s = moe.get_indptr %s num_experts = %d%s : %s -> %s" % (
-            lhs, v["cumsum"], a["num_experts"],
-            _attr_dict([("inclusive", "true")] if a.get("inclusive") else []), t["cumsum"], rt)
+            lhs,
+            v["cumsum"],
+            a["num_experts"],
+            _attr_dict([("inclusive", "true")] if a.get("inclusive") else []),
+            t["cumsum"],
+            rt,
+        )
     if op in ("gather", "scatter"):
         return "%s = moe.%s %s[%s] : %s, %s -> %s" % (
-            lhs, op, v["input"], v["indices"], t["input"], t["indices"], rt)
+            lhs,
+            op,
+            v["input"],
+            v["indices"],
+            t["input"],
+            t["indices"],
+            rt,
+        )
     if op == "grouped_matmul":
         return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
-            lhs, v["lhs"], v["rhs"], v["offsets"], t["offsets"], opt("bias", "bias"),
+            lhs,
+            v["lhs"],
+            v["rhs"],
+            v["offsets"],
+            t["offsets"],
+            opt("bias", "bias"),
             _attr_dict([("transpose_rhs", "true")] if a.get("transpose_rhs") else []),
-            t["lhs"], t["rhs"], rt)
+            t["lhs"],
+            t["rhs"],
+            rt,
+        )
     if op == "glu":
         return "%s = moe.glu %s %s %s%s : %s -> %s" % (
-            lhs, v["input"], a["activation"], a["layout"], _attr_dict(glu_attr_items(a)),
-            t["input"], rt)
+            lhs,
+            v["input"],
+            a["activation"],
+            a["layout"],
+            _attr_dict(glu_attr_items(a)),
+            t["input"],
+            rt,
+        )
     if op == "combine":
         return "%s = moe.combine %s%s : %s -> %s" % (
-            lhs, v["input"], opt("weights", "weights"), t["input"], rt)
+            lhs,
+            v["input"],
+            opt("weights", "weights"),
+            t["input"],
+            rt,
+        )
     if op == "indices_to_multihot":
         return "%s = moe.indices_to_multihot %s, %s num_experts = %d : %s, %s -> %s" % (
-            lhs, v["indices"], v["probs"], a["num_experts"], t["indices"], t["probs"], rt)
+            lhs,
+            v["indices"],
+            v["probs"],
+            a["num_experts"],
+            t["indices"],
+            t["probs"],
+            rt,
+        )
     if op == "multihot_to_indices":
         return "%s = moe.multihot_to_indices %s, %s k = %d : %s, %s -> %s" % (
-            lhs, v["probs_multihot"], v["position_map"], a["k"], t["probs_multihot"],
-            t["position_map"], rt)
+            lhs,
+            v["probs_multihot"],
+            v["position_map"],
+            a["k"],
+            t["probs_multihot"],
+            t["position_map"],
+            rt,
+        )
     if op == "dispatch":
         return "%s = moe.dispatch %s num_experts = %d : %s -> %s" % (
-            lhs, v["indices"], a["num_experts"], t["indices"], rt)
+            lhs,
+            v["indices"],
+            a["num_experts"],
+            t["indices"],
+            rt,
+        )
     if op == "expert_gemm":
         g = "[%s : %s]" % (v["gather"], t["gather"]) if "gather" in v else ""
         items = []
@@ -208,18 +277,45 @@ def op_text(op, a, inputs, outputs):
             items.append(("layout", "#moe.glu_layout<%s>" % a["layout"]))
             items += glu_attr_items(a)
         return "%s = moe.expert_gemm %s%s, %s offsets(%s : %s)%s%s%s%s : %s, %s -> %s" % (
-            lhs, v["lhs"], g, v["rhs"], v["offsets"], t["offsets"], opt("bias", "bias"),
-            opt("scatter", "scatter"), opt("scale", "scale"), _attr_dict(items),
-            t["lhs"], t["rhs"], rt)
+            lhs,
+            v["lhs"],
+            g,
+            v["rhs"],
+            v["offsets"],
+            t["offsets"],
+            opt("bias", "bias"),
+            opt("scatter", "scatter"),
+            opt("scale", "scale"),
+            _attr_dict(items),
+            t["lhs"],
+            t["rhs"],
+            rt,
+        )
     if op == "ffn":
         items = route_attr_items(a) + glu_attr_items(a)
         if a.get("transpose_weights"):
             items.append(("transpose_weights", "true"))
-        return ("%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
-                "layout = %s%s : %s, %s, %s, %s -> %s") % (
-            lhs, v["x"], v["logits"], v["w_up"], v["w_down"], opt("bias", "bias"), a["k"],
-            a["scoring"], a["activation"], a["layout"], _attr_dict(items),
-            t["x"], t["logits"], t["w_up"], t["w_down"], rt)
+        return (
+            "%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
+            "layout = %s%s : %s, %s, %s, %s -> %s"
+        ) % (
+            lhs,
+            v["x"],
+            v["logits"],
+            v["w_up"],
+            v["w_down"],
+            opt("bias", "bias"),
+            a["k"],
+            a["scoring"],
+            a["activation"],
+            a["layout"],
+            _attr_dict(items),
+            t["x"],
+            t["logits"],
+            t["w_up"],
+            t["w_down"],
+            rt,
+        )
     raise KeyError(op)
 
 
@@ -236,61 +332,145 @@ def _case(name, op, attrs, inputs, outputs):
 
 
 # moe.topk
-for _n, _F, _E, _k in (("topk_f32", "f32", 32, 4), ("topk_bf16", "bf16", 64, 8),
-                       ("topk_f32_k_eq_e", "f32", 8, 8)):
-    _case(_n, "topk", {"k": _k}, [A("input", _F, ("T", _E))],
-          [A("values", _F, ("T", _k)), A("indices", "i32", ("T", _k))])
+for _n, _F, _E, _k in (
+    ("topk_f32", "f32", 32, 4),
+    ("topk_bf16", "bf16", 64, 8),
+    ("topk_f32_k_eq_e", "f32", 8, 8),
+):
+    _case(
+        _n,
+        "topk",
+        {"k": _k},
+        [A("input", _F, ("T", _E))],
+        [A("values", _F, ("T", _k)), A("indices", "i32", ("T", _k))],
+    )
 
 # moe.route
 _ROUTES = [
     # name, F, W, E, k, bias, attrs
-    ("route_softmax_norm_f32", "f32", "f32", 32, 4, False,
-     dict(scoring="softmax", normalize=True)),
-    ("route_softmax_scaled_bf16", "bf16", "bf16", 64, 6, False,
-     dict(scoring="softmax", scaling=1.5)),
-    ("route_sigmoid_bias_top2_sum_bf16", "bf16", "f32", 64, 8, True,
-     dict(scoring="sigmoid", normalize=True, n_group=8, topk_group=4,
-          group_score="top2_sum", scaling=2.5)),
-    ("route_softmax_group_max_f32", "f32", "f32", 32, 3, False,
-     dict(scoring="softmax", n_group=4, topk_group=2)),
+    ("route_softmax_norm_f32", "f32", "f32", 32, 4, False, dict(scoring="softmax", normalize=True)),
+    (
+        "route_softmax_scaled_bf16",
+        "bf16",
+        "bf16",
+        64,
+        6,
+        False,
+        dict(scoring="softmax", scaling=1.5),
+    ),
+    (
+        "route_sigmoid_bias_top2_sum_bf16",
+        "bf16",
+        "f32",
+        64,
+        8,
+        True,
+        dict(
+            scoring="sigmoid",
+            normalize=True,
+            n_group=8,
+            topk_group=4,
+            group_score="top2_sum",
+            scaling=2.5,
+        ),
+    ),
+    (
+        "route_softmax_group_max_f32",
+        "f32",
+        "f32",
+        32,
+        3,
+        False,
+        dict(scoring="softmax", n_group=4, topk_group=2),
+    ),
     ("route_sigmoid_bias_f32", "f32", "f32", 16, 2, True, dict(scoring="sigmoid")),
-    ("route_softmax_bias_group_max_norm_bf16", "bf16", "f32", 32, 4, True,
-     dict(scoring="softmax", normalize=True, n_group=8, topk_group=3)),
+    (
+        "route_softmax_bias_group_max_norm_bf16",
+        "bf16",
+        "f32",
+        32,
+        4,
+        True,
+        dict(scoring="softmax", normalize=True, n_group=8, topk_group=3),
+    ),
 ]
 for _n, _F, _W, _E, _k, _b, _a in _ROUTES:
     _ins = [A("logits", _F, ("T", _E))] + ([A("bias", "f32", (_E,))] if _b else [])
-    _case(_n, "route", dict(_a, k=_k), _ins,
-          [A("weights", _W, ("T", _k)), A("indices", "i32", ("T", _k))])
+    _case(
+        _n,
+        "route",
+        dict(_a, k=_k),
+        _ins,
+        [A("weights", _W, ("T", _k)), A("indices", "i32", ("T", _k))],
+    )
 
 # moe.cumsum, moe.get_indices, moe.get_indptr
 for _E, _k in ((8, 2), (32, 4)):
-    _case("cumsum_e%d_k%d" % (_E, _k), "cumsum", {"num_experts": _E},
-          [A("indices", "i32", ("T", _k))], [A("cumsum", "i32", ("%d*T" % _E,))])
-    _case("get_indices_e%d_k%d" % (_E, _k), "get_indices", {"num_experts": _E},
-          [A("cumsum", "i32", ("%d*T" % _E,)), A("indices", "i32", ("T", _k))],
-          [A("reverse_indices", "i32", ("%d*T" % _k,)),
-           A("token_indices", "i32", ("%d*T" % _k,))])
-for _n, _E, _incl, _R in (("get_indptr_excl_i32", 16, False, "i32"),
-                          ("get_indptr_incl_i64", 16, True, "i64"),
-                          ("get_indptr_excl_i64", 8, False, "i64"),
-                          ("get_indptr_incl_i32", 8, True, "i32")):
-    _case(_n, "get_indptr", {"num_experts": _E, "inclusive": _incl, "k": 2},
-          [A("cumsum", "i32", ("%d*T" % _E,))],
-          [A("result", _R, (_E if _incl else _E + 1,))])
+    _case(
+        "cumsum_e%d_k%d" % (_E, _k),
+        "cumsum",
+        {"num_experts": _E},
+        [A("indices", "i32", ("T", _k))],
+        [A("cumsum", "i32", ("%d*T" % _E,))],
+    )
+    _case(
+        "get_indices_e%d_k%d" % (_E, _k),
+        "get_indices",
+        {"num_experts": _E},
+        [A("cumsum", "i32", ("%d*T" % _E,)), A("indices", "i32", ("T", _k))],
+        [A("reverse_indices", "i32", ("%d*T" % _k,)), A("token_indices", "i32", ("%d*T" % _k,))],
+    )
+for _n, _E, _incl, _R in (
+    ("get_indptr_excl_i32", 16, False, "i32"),
+    ("get_indptr_incl_i64", 16, True, "i64"),
+    ("get_indptr_excl_i64", 8, False, "i64"),
+    ("get_indptr_incl_i32", 8, True, "i32"),
+):
+    _case(
+        _n,
+        "get_indptr",
+        {"num_experts": _E, "inclusive": _incl, "k": 2},
+        [A("cumsum", "i32", ("%d*T" % _E,))],
+        [A("result", _R, (_E if _incl else _E + 1,))],
+    )
 
 # moe.gather / moe.scatter
-_case("gather_f32", "gather", {}, [A("input", "f32", ("T", 128)), A("indices", "i32", ("2*T+3",))],
-      [A("result", "f32", ("2*T+3", 128))])
-_case("gather_bf16", "gather", {}, [A("input", "bf16", ("T", 256)), A("indices", "i32", ("4*T",))],
-      [A("result", "bf16", ("4*T", 256))])
-_case("scatter_f32", "scatter", {}, [A("input", "f32", ("2*T", 128)), A("indices", "i32", ("2*T",))],
-      [A("result", "f32", ("2*T", 128))])
-_case("scatter_bf16", "scatter", {}, [A("input", "bf16", ("T", 256)), A("indices", "i32", ("T",))],
-      [A("result", "bf16", ("T", 256))])
+_case(
+    "gather_f32",
+    "gather",
+    {},
+    [A("input", "f32", ("T", 128)), A("indices", "i32", ("2*T+3",))],
+    [A("result", "f32", ("2*T+3", 128))],
+)
+_case(
+    "gather_bf16",
+    "gather",
+    {},
+    [A("input", "bf16", ("T", 256)), A("indices", "i32", ("4*T",))],
+    [A("result", "bf16", ("4*T", 256))],
+)
+_case(
+    "scatter_f32",
+    "scatter",
+    {},
+    [A("input", "f32", ("2*T", 128)), A("indices", "i32", ("2*T",))],
+    [A("result", "f32", ("2*T", 128))],
+)
+_case(
+    "scatter_bf16",
+    "scatter",
+    {},
+    [A("input", "bf16", ("T", 256)), A("indices", "i32", ("T",))],
+    [A("result", "bf16", ("T", 256))],
+)
 # Duplicate destinations: the later row wins (MoeOps.td).
-_case("scatter_dup_f32", "scatter", {"dups": True},
-      [A("input", "f32", ("2*T", 64)), A("indices", "i32", ("2*T",))],
-      [A("result", "f32", ("2*T", 64))])
+_case(
+    "scatter_dup_f32",
+    "scatter",
+    {"dups": True},
+    [A("input", "f32", ("2*T", 64)), A("indices", "i32", ("2*T",))],
+    [A("result", "f32", ("2*T", 64))],
+)
 
 # moe.grouped_matmul
 _GMM = [
@@ -303,8 +483,11 @@ _GMM = [
     ("grouped_matmul_bias_f32", "f32", "f32", "2*T", 8, 32, 64, False, True),
 ]
 for _n, _F, _O, _M, _E, _K, _N, _tr, _b in _GMM:
-    _ins = [A("lhs", _F, (_M, _K)), A("rhs", _F, (_E, _N, _K) if _tr else (_E, _K, _N)),
-            A("offsets", "i32", (_E + 1,))]
+    _ins = [
+        A("lhs", _F, (_M, _K)),
+        A("rhs", _F, (_E, _N, _K) if _tr else (_E, _K, _N)),
+        A("offsets", "i32", (_E + 1,)),
+    ]
     if _b:
         _ins.append(A("bias", _F, (_E, _N)))
     _case(_n, "grouped_matmul", {"transpose_rhs": _tr}, _ins, [A("result", _O, (_M, _N))])
@@ -313,54 +496,113 @@ for _n, _F, _O, _M, _E, _K, _N, _tr, _b in _GMM:
 _GLU = [
     ("glu_silu_concat_bf16", "bf16", 128, dict(activation="silu", layout="concat")),
     ("glu_silu_concat_f32", "f32", 64, dict(activation="silu", layout="concat")),
-    ("glu_swiglu_interleaved_f32", "f32", 64,
-     dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0)),
-    ("glu_swiglu_interleaved_bf16", "bf16", 128,
-     dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0)),
-    ("glu_silu_alpha_limit_concat_f32", "f32", 32,
-     dict(activation="silu", layout="concat", alpha=0.5, limit=2.0)),
+    (
+        "glu_swiglu_interleaved_f32",
+        "f32",
+        64,
+        dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0),
+    ),
+    (
+        "glu_swiglu_interleaved_bf16",
+        "bf16",
+        128,
+        dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0),
+    ),
+    (
+        "glu_silu_alpha_limit_concat_f32",
+        "f32",
+        32,
+        dict(activation="silu", layout="concat", alpha=0.5, limit=2.0),
+    ),
     ("glu_gelu_concat_f32", "f32", 64, dict(activation="gelu", layout="concat")),
-    ("glu_gelu_interleaved_up_bias_bf16", "bf16", 32,
-     dict(activation="gelu", layout="interleaved", up_bias=-0.5)),
+    (
+        "glu_gelu_interleaved_up_bias_bf16",
+        "bf16",
+        32,
+        dict(activation="gelu", layout="interleaved", up_bias=-0.5),
+    ),
     ("glu_gelu_tanh_concat_bf16", "bf16", 64, dict(activation="gelu_tanh", layout="concat")),
-    ("glu_gelu_tanh_interleaved_limit_f32", "f32", 32,
-     dict(activation="gelu_tanh", layout="interleaved", limit=3.0)),
+    (
+        "glu_gelu_tanh_interleaved_limit_f32",
+        "f32",
+        32,
+        dict(activation="gelu_tanh", layout="interleaved", limit=3.0),
+    ),
 ]
 for _n, _F, _N, _a in _GLU:
     _case(_n, "glu", _a, [A("input", _F, ("T", 2 * _N))], [A("result", _F, ("T", _N))])
 
 # moe.combine
-_case("combine_weighted_bf16_f32w", "combine", {},
-      [A("input", "bf16", ("T", 2, 256)), A("weights", "f32", ("T", 2))],
-      [A("result", "bf16", ("T", 256))])
-_case("combine_unweighted_f32", "combine", {}, [A("input", "f32", ("T", 4, 64))],
-      [A("result", "f32", ("T", 64))])
-_case("combine_weighted_f32_k8", "combine", {},
-      [A("input", "f32", ("T", 8, 128)), A("weights", "f32", ("T", 8))],
-      [A("result", "f32", ("T", 128))])
-_case("combine_weighted_bf16_bf16w", "combine", {},
-      [A("input", "bf16", ("T", 4, 64)), A("weights", "bf16", ("T", 4))],
-      [A("result", "bf16", ("T", 64))])
+_case(
+    "combine_weighted_bf16_f32w",
+    "combine",
+    {},
+    [A("input", "bf16", ("T", 2, 256)), A("weights", "f32", ("T", 2))],
+    [A("result", "bf16", ("T", 256))],
+)
+_case(
+    "combine_unweighted_f32",
+    "combine",
+    {},
+    [A("input", "f32", ("T", 4, 64))],
+    [A("result", "f32", ("T", 64))],
+)
+_case(
+    "combine_weighted_f32_k8",
+    "combine",
+    {},
+    [A("input", "f32", ("T", 8, 128)), A("weights", "f32", ("T", 8))],
+    [A("result", "f32", ("T", 128))],
+)
+_case(
+    "combine_weighted_bf16_bf16w",
+    "combine",
+    {},
+    [A("input", "bf16", ("T", 4, 64)), A("weights", "bf16", ("T", 4))],
+    [A("result", "bf16", ("T", 64))],
+)
 
 # moe.indices_to_multihot / moe.multihot_to_indices
-for _n, _F, _E, _k in (("indices_to_multihot_f32", "f32", 16, 4),
-                       ("indices_to_multihot_bf16", "bf16", 32, 8)):
-    _case(_n, "indices_to_multihot", {"num_experts": _E},
-          [A("indices", "i32", ("T", _k)), A("probs", _F, ("T", _k))],
-          [A("multihot", "i1", ("T", _E)), A("probs_multihot", _F, ("T", _E)),
-           A("position_map", "i32", ("T", _E))])
-for _n, _F, _E, _k in (("multihot_to_indices_f32", "f32", 16, 4),
-                       ("multihot_to_indices_bf16", "bf16", 32, 8)):
-    _case(_n, "multihot_to_indices", {"k": _k},
-          [A("probs_multihot", _F, ("T", _E)), A("position_map", "i32", ("T", _E))],
-          [A("probs", _F, ("T", _k))])
+for _n, _F, _E, _k in (
+    ("indices_to_multihot_f32", "f32", 16, 4),
+    ("indices_to_multihot_bf16", "bf16", 32, 8),
+):
+    _case(
+        _n,
+        "indices_to_multihot",
+        {"num_experts": _E},
+        [A("indices", "i32", ("T", _k)), A("probs", _F, ("T", _k))],
+        [
+            A("multihot", "i1", ("T", _E)),
+            A("probs_multihot", _F, ("T", _E)),
+            A("position_map", "i32", ("T", _E)),
+        ],
+    )
+for _n, _F, _E, _k in (
+    ("multihot_to_indices_f32", "f32", 16, 4),
+    ("multihot_to_indices_bf16", "bf16", 32, 8),
+):
+    _case(
+        _n,
+        "multihot_to_indices",
+        {"k": _k},
+        [A("probs_multihot", _F, ("T", _E)), A("position_map", "i32", ("T", _E))],
+        [A("probs", _F, ("T", _k))],
+    )
 
 # moe.dispatch (fused)
 for _E, _k in ((8, 2), (32, 4), (128, 8)):
-    _case("dispatch_e%d_k%d" % (_E, _k), "dispatch", {"num_experts": _E},
-          [A("indices", "i32", ("T", _k))],
-          [A("offsets", "i32", (_E + 1,)), A("reverse_indices", "i32", ("%d*T" % _k,)),
-           A("token_indices", "i32", ("%d*T" % _k,))])
+    _case(
+        "dispatch_e%d_k%d" % (_E, _k),
+        "dispatch",
+        {"num_experts": _E},
+        [A("indices", "i32", ("T", _k))],
+        [
+            A("offsets", "i32", (_E + 1,)),
+            A("reverse_indices", "i32", ("%d*T" % _k,)),
+            A("token_indices", "i32", ("%d*T" % _k,)),
+        ],
+    )
 
 # moe.expert_gemm (fused)
 _SWIGLU = dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0)
@@ -368,49 +610,175 @@ _EG = [
     # name, F, O, E, K, N (gemm), attrs, has (gather, bias, scatter, scale dtype or None)
     ("expert_gemm_plain_bf16", "bf16", "bf16", 8, 64, 128, {}, (False, False, False, None)),
     ("expert_gemm_gather_f32", "f32", "f32", 8, 64, 32, {}, (True, False, False, None)),
-    ("expert_gemm_gather_glu_bf16", "bf16", "bf16", 8, 64, 256,
-     dict(activation="silu", layout="concat"), (True, False, False, None)),
-    ("expert_gemm_gather_swiglu_bf16", "bf16", "bf16", 8, 64, 256, _SWIGLU,
-     (True, False, False, None)),
-    ("expert_gemm_glu_gelu_f32", "f32", "f32", 4, 64, 64,
-     dict(activation="gelu", layout="concat"), (False, False, False, None)),
-    ("expert_gemm_scatter_scale_bf16", "bf16", "bf16", 8, 64, 64, {},
-     (False, False, True, "f32")),
+    (
+        "expert_gemm_gather_glu_bf16",
+        "bf16",
+        "bf16",
+        8,
+        64,
+        256,
+        dict(activation="silu", layout="concat"),
+        (True, False, False, None),
+    ),
+    (
+        "expert_gemm_gather_swiglu_bf16",
+        "bf16",
+        "bf16",
+        8,
+        64,
+        256,
+        _SWIGLU,
+        (True, False, False, None),
+    ),
+    (
+        "expert_gemm_glu_gelu_f32",
+        "f32",
+        "f32",
+        4,
+        64,
+        64,
+        dict(activation="gelu", layout="concat"),
+        (False, False, False, None),
+    ),
+    ("expert_gemm_scatter_scale_bf16", "bf16", "bf16", 8, 64, 64, {}, (False, False, True, "f32")),
     ("expert_gemm_scatter_f32", "f32", "f32", 8, 64, 32, {}, (False, False, True, None)),
-    ("expert_gemm_transpose_bias_bf16", "bf16", "bf16", 8, 64, 32, {"transpose_rhs": True},
-     (False, True, False, None)),
-    ("expert_gemm_all_stages_f32out", "bf16", "f32", 8, 64, 256,
-     dict(transpose_rhs=True, activation="silu", layout="concat"), (True, True, True, "bf16")),
+    (
+        "expert_gemm_transpose_bias_bf16",
+        "bf16",
+        "bf16",
+        8,
+        64,
+        32,
+        {"transpose_rhs": True},
+        (False, True, False, None),
+    ),
+    (
+        "expert_gemm_all_stages_f32out",
+        "bf16",
+        "f32",
+        8,
+        64,
+        256,
+        dict(transpose_rhs=True, activation="silu", layout="concat"),
+        (True, True, True, "bf16"),
+    ),
     # Hopper (wgmma) engine configurations: bf16, rhs [E, N, K]; K tails
     # (K % 64 != 0), N tails (N % 128 != 0), GLU concat / interleaved,
     # bias, gather, scatter + scale; K % 8 != 0 takes the SIMT engine.
-    ("expert_gemm_wg_plain_bf16", "bf16", "bf16", 8, 192, 200, {"transpose_rhs": True},
-     (False, False, False, None)),
-    ("expert_gemm_wg_one_expert_bf16", "bf16", "bf16", 1, 128, 136, {"transpose_rhs": True},
-     (False, False, False, None)),
-    ("expert_gemm_wg_many_experts_bf16", "bf16", "bf16", 64, 64, 64, {"transpose_rhs": True},
-     (True, False, False, None)),
-    ("expert_gemm_wg_gather_concat_bf16", "bf16", "bf16", 8, 136, 144,
-     dict(transpose_rhs=True, activation="silu", layout="concat"), (True, False, False, None)),
-    ("expert_gemm_wg_gather_swiglu_bf16", "bf16", "bf16", 8, 64, 200,
-     dict(_SWIGLU, transpose_rhs=True), (True, True, False, None)),
-    ("expert_gemm_wg_scatter_scale_bias_bf16", "bf16", "bf16", 8, 256, 96,
-     {"transpose_rhs": True}, (False, True, True, "f32")),
-    ("expert_gemm_wg_all_stages_f32out", "bf16", "f32", 4, 320, 512,
-     dict(transpose_rhs=True, activation="silu", layout="concat"), (True, True, True, "bf16")),
-    ("expert_gemm_wg_interleaved_scatter_bf16", "bf16", "bf16", 16, 72, 264,
-     dict(transpose_rhs=True, activation="silu", layout="interleaved"), (True, False, True, "f32")),
-    ("expert_gemm_wg_k_not_8_bf16", "bf16", "bf16", 8, 100, 64, {"transpose_rhs": True},
-     (True, False, False, None)),
-    ("expert_gemm_wg_f16", "f16", "f16", 8, 128, 128, {"transpose_rhs": True},
-     (True, False, True, "f32")),
+    (
+        "expert_gemm_wg_plain_bf16",
+        "bf16",
+        "bf16",
+        8,
+        192,
+        200,
+        {"transpose_rhs": True},
+        (False, False, False, None),
+    ),
+    (
+        "expert_gemm_wg_one_expert_bf16",
+        "bf16",
+        "bf16",
+        1,
+        128,
+        136,
+        {"transpose_rhs": True},
+        (False, False, False, None),
+    ),
+    (
+        "expert_gemm_wg_many_experts_bf16",
+        "bf16",
+        "bf16",
+        64,
+        64,
+        64,
+        {"transpose_rhs": True},
+        (True, False, False, None),
+    ),
+    (
+        "expert_gemm_wg_gather_concat_bf16",
+        "bf16",
+        "bf16",
+        8,
+        136,
+        144,
+        dict(transpose_rhs=True, activation="silu", layout="concat"),
+        (True, False, False, None),
+    ),
+    (
+        "expert_gemm_wg_gather_swiglu_bf16",
+        "bf16",
+        "bf16",
+        8,
+        64,
+        200,
+        dict(_SWIGLU, transpose_rhs=True),
+        (True, True, False, None),
+    ),
+    (
+        "expert_gemm_wg_scatter_scale_bias_bf16",
+        "bf16",
+        "bf16",
+        8,
+        256,
+        96,
+        {"transpose_rhs": True},
+        (False, True, True, "f32"),
+    ),
+    (
+        "expert_gemm_wg_all_stages_f32out",
+        "bf16",
+        "f32",
+        4,
+        320,
+        512,
+        dict(transpose_rhs=True, activation="silu", layout="concat"),
+        (True, True, True, "bf16"),
+    ),
+    (
+        "expert_gemm_wg_interleaved_scatter_bf16",
+        "bf16",
+        "bf16",
+        16,
+        72,
+        264,
+        dict(transpose_rhs=True, activation="silu", layout="interleaved"),
+        (True, False, True, "f32"),
+    ),
+    (
+        "expert_gemm_wg_k_not_8_bf16",
+        "bf16",
+        "bf16",
+        8,
+        100,
+        64,
+        {"transpose_rhs": True},
+        (True, False, False, None),
+    ),
+    (
+        "expert_gemm_wg_f16",
+        "f16",
+        "f16",
+        8,
+        128,
+        128,
+        {"transpose_rhs": True},
+        (True, False, True, "f32"),
+    ),
     # 2-CTA clusters (rows >= E x 128: T >= 192 here): odd column-tile count
     # (3), row-tile pairs and odd last row tiles, gather + scatter + scale;
     # and the [E, K, N] weights, whose two 64-column boxes the pair splits.
-    ("expert_gemm_wg_cluster_odd_bf16", "bf16", "bf16", 3, 192, 320, {"transpose_rhs": True},
-     (True, False, True, "f32")),
-    ("expert_gemm_wg_cluster_mn_bf16", "bf16", "bf16", 2, 128, 384, {},
-     (False, True, False, None)),
+    (
+        "expert_gemm_wg_cluster_odd_bf16",
+        "bf16",
+        "bf16",
+        3,
+        192,
+        320,
+        {"transpose_rhs": True},
+        (True, False, True, "f32"),
+    ),
+    ("expert_gemm_wg_cluster_mn_bf16", "bf16", "bf16", 2, 128, 384, {}, (False, True, False, None)),
 ]
 for _n, _F, _O, _E, _K, _N, _a, (_g, _b, _s, _sc) in _EG:
     _tr = _a.get("transpose_rhs", False)
@@ -430,38 +798,126 @@ for _n, _F, _O, _E, _K, _N, _a, (_g, _b, _s, _sc) in _EG:
 
 # moe.route_dispatch (fused)
 _RD = [
-    ("route_dispatch_softmax_f32", "f32", "f32", 32, 4, False,
-     dict(scoring="softmax", normalize=True)),
-    ("route_dispatch_deepseek_bf16", "bf16", "f32", 64, 6, True,
-     dict(scoring="sigmoid", normalize=True, n_group=8, topk_group=4,
-          group_score="top2_sum", scaling=2.5)),
-    ("route_dispatch_softmax_bf16w", "bf16", "bf16", 16, 2, False,
-     dict(scoring="softmax", normalize=True)),
+    (
+        "route_dispatch_softmax_f32",
+        "f32",
+        "f32",
+        32,
+        4,
+        False,
+        dict(scoring="softmax", normalize=True),
+    ),
+    (
+        "route_dispatch_deepseek_bf16",
+        "bf16",
+        "f32",
+        64,
+        6,
+        True,
+        dict(
+            scoring="sigmoid",
+            normalize=True,
+            n_group=8,
+            topk_group=4,
+            group_score="top2_sum",
+            scaling=2.5,
+        ),
+    ),
+    (
+        "route_dispatch_softmax_bf16w",
+        "bf16",
+        "bf16",
+        16,
+        2,
+        False,
+        dict(scoring="softmax", normalize=True),
+    ),
 ]
 for _n, _F, _W, _E, _k, _b, _a in _RD:
     _ins = [A("logits", _F, ("T", _E))] + ([A("bias", "f32", (_E,))] if _b else [])
-    _case(_n, "route_dispatch", dict(_a, k=_k), _ins,
-          [A("weights", _W, ("T", _k)), A("indices", "i32", ("T", _k)),
-           A("offsets", "i32", (_E + 1,)), A("reverse_indices", "i32", ("%d*T" % _k,)),
-           A("token_indices", "i32", ("%d*T" % _k,))])
+    _case(
+        _n,
+        "route_dispatch",
+        dict(_a, k=_k),
+        _ins,
+        [
+            A("weights", _W, ("T", _k)),
+            A("indices", "i32", ("T", _k)),
+            A("offsets", "i32", (_E + 1,)),
+            A("reverse_indices", "i32", ("%d*T" % _k,)),
+            A("token_indices", "i32", ("%d*T" % _k,)),
+        ],
+    )
 
 # moe.ffn at small dims (the model-size layers are in cases/ffn_<model>.mlir)
 _FFN_SMALL = [
-    ("ffn_small_mixtral_like_f32", "f32", 64, 32, 8, False, False,
-     dict(k=2, scoring="softmax", normalize=True, activation="silu", layout="concat")),
-    ("ffn_small_deepseek_like_bf16", "bf16", 128, 64, 16, True, False,
-     dict(k=4, scoring="sigmoid", normalize=True, n_group=4, topk_group=2,
-          group_score="top2_sum", scaling=2.5, activation="silu", layout="concat")),
-    ("ffn_small_gpt_oss_like_bf16", "bf16", 64, 64, 8, False, True,
-     dict(k=2, scoring="softmax", normalize=True, activation="silu", layout="interleaved",
-          alpha=1.702, limit=7.0, up_bias=1.0)),
-    ("ffn_small_gelu_f32", "f32", 32, 16, 4, False, False,
-     dict(k=1, scoring="softmax", activation="gelu", layout="concat")),
+    (
+        "ffn_small_mixtral_like_f32",
+        "f32",
+        64,
+        32,
+        8,
+        False,
+        False,
+        dict(k=2, scoring="softmax", normalize=True, activation="silu", layout="concat"),
+    ),
+    (
+        "ffn_small_deepseek_like_bf16",
+        "bf16",
+        128,
+        64,
+        16,
+        True,
+        False,
+        dict(
+            k=4,
+            scoring="sigmoid",
+            normalize=True,
+            n_group=4,
+            topk_group=2,
+            group_score="top2_sum",
+            scaling=2.5,
+            activation="silu",
+            layout="concat",
+        ),
+    ),
+    (
+        "ffn_small_gpt_oss_like_bf16",
+        "bf16",
+        64,
+        64,
+        8,
+        False,
+        True,
+        dict(
+            k=2,
+            scoring="softmax",
+            normalize=True,
+            activation="silu",
+            layout="interleaved",
+            alpha=1.702,
+            limit=7.0,
+            up_bias=1.0,
+        ),
+    ),
+    (
+        "ffn_small_gelu_f32",
+        "f32",
+        32,
+        16,
+        4,
+        False,
+        False,
+        dict(k=1, scoring="softmax", activation="gelu", layout="concat"),
+    ),
 ]
 for _n, _F, _H, _I, _E, _b, _tw, _a in _FFN_SMALL:
-    _ins = [A("x", _F, ("T", _H)), A("logits", _F, ("T", _E)),
-            A("w_up", _F, (_E, 2 * _I, _H) if _tw else (_E, _H, 2 * _I)),
-            A("w_down", _F, (_E, _H, _I) if _tw else (_E, _I, _H))]
+    _ins = [
+        A("x", _F, ("T", _H)),
+        A("logits", _F, ("T", _E)),
+        A("w_up", _F, (_E, 2 * _I, _H) if _tw else (_E, _H, 2 * _I)),
+        A("w_down", _F, (_E, _H, _I) if _tw else (_E, _I, _H)),
+    ]
     if _b:
         _ins.append(A("bias", "f32", (_E,)))
     _case(_n, "ffn", dict(_a, transpose_weights=_tw), _ins, [A("result", _F, ("T", _H))])
@@ -474,15 +930,16 @@ assert len(CASES_BY_NAME) == len(OP_CASES), "duplicate case names"
 # The model layers of cases/ffn_<model>.mlir
 # ----------------------------------------------------------------------------
 
+
 class Model:
     def __init__(self, name, title, H, I, E, k, route, glu, transpose_weights, bias):
         self.name = name
         self.title = title
         self.H, self.I, self.E, self.k = H, I, E, k
-        self.route = dict(route)          # moe.route attributes except k
-        self.glu = dict(glu)              # moe.glu attributes
+        self.route = dict(route)  # moe.route attributes except k
+        self.glu = dict(glu)  # moe.glu attributes
         self.transpose_weights = transpose_weights
-        self.bias = bias                  # routing bias tensor<E x f32>
+        self.bias = bias  # routing bias tensor<E x f32>
         self.F = "bf16"
 
     @property
@@ -503,8 +960,12 @@ class Model:
 
     def ffn_inputs(self):
         F = self.F
-        ins = [A("x", F, ("T", self.H)), A("logits", F, ("T", self.E)),
-               A("w_up", F, self.w_up_shape), A("w_down", F, self.w_down_shape)]
+        ins = [
+            A("x", F, ("T", self.H)),
+            A("logits", F, ("T", self.E)),
+            A("w_up", F, self.w_up_shape),
+            A("w_down", F, self.w_down_shape),
+        ]
         if self.bias:
             ins.append(A("bias", "f32", (self.E,)))
         return ins
@@ -522,36 +983,88 @@ class Model:
         return [A("weights", "f32", ("T", self.k)), A("indices", "i32", ("T", self.k))]
 
     def mlir(self):
-        ffn = func_text("ffn", self.ffn_inputs(),
-                        [(op_text("ffn", self.attrs, self.ffn_inputs(), self.ffn_outputs()),
-                          self.ffn_outputs())])
+        ffn = func_text(
+            "ffn",
+            self.ffn_inputs(),
+            [
+                (
+                    op_text("ffn", self.attrs, self.ffn_inputs(), self.ffn_outputs()),
+                    self.ffn_outputs(),
+                )
+            ],
+        )
         ra = dict(self.route, k=self.k)
-        route = func_text("route", self.route_inputs(),
-                          [(op_text("route", ra, self.route_inputs(), self.route_outputs()),
-                            self.route_outputs())])
+        route = func_text(
+            "route",
+            self.route_inputs(),
+            [
+                (
+                    op_text("route", ra, self.route_inputs(), self.route_outputs()),
+                    self.route_outputs(),
+                )
+            ],
+        )
         return ffn + "\n\n" + route
 
 
 # gpt-oss routes with a softmax over the k selected logits, which is
 # softmax over E followed by normalize (the common factor cancels).
 MODELS = [
-    Model("qwen3_30b_a3b", "Qwen3-30B-A3B", H=2048, I=768, E=128, k=8,
-          route=dict(scoring="softmax", normalize=True),
-          glu=dict(activation="silu", layout="concat"),
-          transpose_weights=True, bias=False),
-    Model("gpt_oss_120b", "gpt-oss-120b", H=2880, I=2880, E=128, k=4,
-          route=dict(scoring="softmax", normalize=True),
-          glu=dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0),
-          transpose_weights=False, bias=False),
-    Model("mixtral_8x7b", "Mixtral-8x7B", H=4096, I=14336, E=8, k=2,
-          route=dict(scoring="softmax", normalize=True),
-          glu=dict(activation="silu", layout="concat"),
-          transpose_weights=True, bias=False),
-    Model("deepseek_v3", "DeepSeek-V3", H=7168, I=2048, E=256, k=8,
-          route=dict(scoring="sigmoid", normalize=True, n_group=8, topk_group=4,
-                     group_score="top2_sum", scaling=2.5),
-          glu=dict(activation="silu", layout="concat"),
-          transpose_weights=False, bias=True),
+    Model(
+        "qwen3_30b_a3b",
+        "Qwen3-30B-A3B",
+        H=2048,
+        I=768,
+        E=128,
+        k=8,
+        route=dict(scoring="softmax", normalize=True),
+        glu=dict(activation="silu", layout="concat"),
+        transpose_weights=True,
+        bias=False,
+    ),
+    Model(
+        "gpt_oss_120b",
+        "gpt-oss-120b",
+        H=2880,
+        I=2880,
+        E=128,
+        k=4,
+        route=dict(scoring="softmax", normalize=True),
+        glu=dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0),
+        transpose_weights=False,
+        bias=False,
+    ),
+    Model(
+        "mixtral_8x7b",
+        "Mixtral-8x7B",
+        H=4096,
+        I=14336,
+        E=8,
+        k=2,
+        route=dict(scoring="softmax", normalize=True),
+        glu=dict(activation="silu", layout="concat"),
+        transpose_weights=True,
+        bias=False,
+    ),
+    Model(
+        "deepseek_v3",
+        "DeepSeek-V3",
+        H=7168,
+        I=2048,
+        E=256,
+        k=8,
+        route=dict(
+            scoring="sigmoid",
+            normalize=True,
+            n_group=8,
+            topk_group=4,
+            group_score="top2_sum",
+            scaling=2.5,
+        ),
+        glu=dict(activation="silu", layout="concat"),
+        transpose_weights=False,
+        bias=True,
+    ),
 ]
 MODELS_BY_NAME = {m.name: m for m in MODELS}
 
@@ -579,6 +1092,7 @@ def signatures():
 # Input generation (numpy; values exactly representable in their type)
 # ----------------------------------------------------------------------------
 
+
 def rng_for(*key):
     h = [zlib.crc32(str(k).encode()) for k in key]
     return np.random.default_rng(h)
@@ -603,17 +1117,17 @@ def gen_ids(rng, T, k, E, mode):
         row = rng.permutation(E)[:k] if k <= E else rng.integers(0, E, size=k)
         if mode == "edge":
             r = rng.random()
-            if r < 0.3:      # only two experts (duplicates when k > 2)
+            if r < 0.3:  # only two experts (duplicates when k > 2)
                 row = np.array([two[j % 2] for j in range(k)])
                 if k > 1 and rng.random() < 0.5:
                     row = row[::-1].copy()
-            elif r < 0.5:    # a few ids not local / out of range
+            elif r < 0.5:  # a few ids not local / out of range
                 m = rng.random(k) < 0.4
                 row = row.copy()
                 row[m] = _bad_ids(rng, int(m.sum()), E)
-            elif r < 0.6:    # nothing dispatched
+            elif r < 0.6:  # nothing dispatched
                 row = _bad_ids(rng, k, E)
-            elif r < 0.75 and k > 1:   # duplicates
+            elif r < 0.75 and k > 1:  # duplicates
                 row = row.copy()
                 row[rng.integers(0, k)] = row[rng.integers(0, k)]
         out[t] = row
@@ -641,10 +1155,10 @@ def gen_logits(rng, T, E, F, mode, scale=2.0):
             x[t] = big[rng.integers(0, len(big), size=E)]
         elif r < 0.58:
             x[t] = np.where(rng.random(E) < 0.5, 0.0, -0.0)
-        elif r < 0.7:    # ties: a pool of three values
+        elif r < 0.7:  # ties: a pool of three values
             pool = R.round_to(rng.uniform(-3, 3, size=3), F)
             x[t] = pool[rng.integers(0, 3, size=E)]
-        elif r < 0.8:    # two favoured experts: every other expert gets no token
+        elif r < 0.8:  # two favoured experts: every other expert gets no token
             x[t] = R.round_to(rng.normal(-8.0, 1.0, size=E), F)
             x[t, [0, E // 2]] = R.round_to(8.0 + rng.normal(0, 1, 2), F)
     return x
@@ -658,22 +1172,22 @@ def gen_offsets(rng, M, E, mode, monotone=False):
     if mode != "edge":
         return off
     r = rng.random()
-    if r < 0.25:                     # rows past offsets[E] are zero
+    if r < 0.25:  # rows past offsets[E] are zero
         end = int(rng.integers(0, M + 1))
         off = np.minimum(off, end)
-    elif r < 0.4:                    # rows before offsets[0] are zero
+    elif r < 0.4:  # rows before offsets[0] are zero
         start = int(rng.integers(0, M + 1))
         off = np.maximum(off, start)
-    elif r < 0.6:                    # clamped to [0, M] at run time
+    elif r < 0.6:  # clamped to [0, M] at run time
         off[0] = -int(rng.integers(1, 5))
         off[-1] = M + int(rng.integers(1, 50))
-    elif r < 0.75 and E > 1 and not monotone:   # a decreasing pair: an empty group
+    elif r < 0.75 and E > 1 and not monotone:  # a decreasing pair: an empty group
         e = int(rng.integers(0, E))
         off[e + 1] = max(off[e] - int(rng.integers(1, 3)), -1)
-    elif r < 0.9:                    # everything in one expert, others empty
+    elif r < 0.9:  # everything in one expert, others empty
         e = int(rng.integers(0, E))
         off[: e + 1] = 0
-        off[e + 1:] = M
+        off[e + 1 :] = M
     return off
 
 
@@ -814,14 +1328,17 @@ def gen_inputs(case, T, mode="random", seed=0):
             raise AssertionError("%s: no value for input %s" % (case.name, arg.name))
         got = tuple(np.shape(v[arg.name]))
         if got != arg.shape_at(T):
-            raise AssertionError("%s: input %s has shape %s, expected %s" % (
-                case.name, arg.name, got, arg.shape_at(T)))
+            raise AssertionError(
+                "%s: input %s has shape %s, expected %s"
+                % (case.name, arg.name, got, arg.shape_at(T))
+            )
     return v
 
 
 # ----------------------------------------------------------------------------
 # Numpy references and comparison
 # ----------------------------------------------------------------------------
+
 
 class Expect:
     """The expected value of one result. kind: 'exact' (ints, and floats
@@ -888,9 +1405,17 @@ def compare(out, name, dtype, got, exp):
         n = int(np.count_nonzero(bad))
         if n:
             idx = np.argwhere(bad)[0]
-            out.fail("%s: %d/%d elements differ (first at %s: got %s, want %s)" % (
-                name, n, bad.size, tuple(int(i) for i in idx),
-                np.asarray(got)[tuple(idx)], np.asarray(want)[tuple(idx)]))
+            out.fail(
+                "%s: %d/%d elements differ (first at %s: got %s, want %s)"
+                % (
+                    name,
+                    n,
+                    bad.size,
+                    tuple(int(i) for i in idx),
+                    np.asarray(got)[tuple(idx)],
+                    np.asarray(want)[tuple(idx)],
+                )
+            )
             out.merge_err(float("inf"))
         return
     tol = REL_TOL[dtype]
@@ -898,8 +1423,10 @@ def compare(out, name, dtype, got, exp):
     nan = ~np.isfinite(g) & np.isfinite(want)
     if np.any(nan):
         idx = np.argwhere(nan)[0]
-        out.fail("%s: %d non-finite elements (first at %s; unwritten output?)" % (
-            name, int(nan.sum()), tuple(int(i) for i in idx)))
+        out.fail(
+            "%s: %d non-finite elements (first at %s; unwritten output?)"
+            % (name, int(nan.sum()), tuple(int(i) for i in idx))
+        )
         out.merge_err(float("inf"))
         return
     e = rel_err(g, want)
@@ -907,20 +1434,31 @@ def compare(out, name, dtype, got, exp):
     if not e < tol:
         diff = np.abs(g - want)
         idx = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
-        out.fail("%s: rel err %.3g >= %.0e (max |diff| %.3g at %s)" % (
-            name, e, tol, float(diff.max()) if diff.size else 0.0, tuple(int(i) for i in idx)))
+        out.fail(
+            "%s: rel err %.3g >= %.0e (max |diff| %.3g at %s)"
+            % (name, e, tol, float(diff.max()) if diff.size else 0.0, tuple(int(i) for i in idx))
+        )
 
 
 def _route_attrs(a):
-    return dict(k=a["k"], scoring=a["scoring"], normalize=a.get("normalize", False),
-                n_group=a.get("n_group", 1), topk_group=a.get("topk_group", 1),
-                group_score=a.get("group_score", "max"), scaling=f32(a.get("scaling", 1.0)))
+    return dict(
+        k=a["k"],
+        scoring=a["scoring"],
+        normalize=a.get("normalize", False),
+        n_group=a.get("n_group", 1),
+        topk_group=a.get("topk_group", 1),
+        group_score=a.get("group_score", "max"),
+        scaling=f32(a.get("scaling", 1.0)),
+    )
 
 
 def _glu_kw(a):
     lim = a.get("limit")
-    return dict(alpha=f32(a.get("alpha", 1.0)), limit=None if lim is None else f32(lim),
-                up_bias=f32(a.get("up_bias", 0.0)))
+    return dict(
+        alpha=f32(a.get("alpha", 1.0)),
+        limit=None if lim is None else f32(lim),
+        up_bias=f32(a.get("up_bias", 0.0)),
+    )
 
 
 def _dispatch_ref(ids, E):
@@ -944,8 +1482,9 @@ def _route_ref(out, inp, got, a):
         for t in range(ids.shape[0]):
             if np.array_equal(got_ids[t], ids[t]):
                 continue
-            if R.route_ids_acceptable(s[t], c[t], got_ids[t], ra["k"], ra["n_group"],
-                                      ra["topk_group"], ra["group_score"]):
+            if R.route_ids_acceptable(
+                s[t], c[t], got_ids[t], ra["k"], ra["n_group"], ra["topk_group"], ra["group_score"]
+            ):
                 ties += 1
                 use[t] = got_ids[t]
                 W[t] = R.route_weights(s[t], got_ids[t], ra["normalize"], ra["scaling"])
@@ -968,24 +1507,32 @@ def expected(case, inp, got, out):
     elif op == "route_dispatch":
         W, ids = _route_ref(out, inp, got, a)
         off, rev, tok = _dispatch_ref(ids, inp["logits"].shape[1])
-        res = {"weights": Expect(W, "float"), "indices": Expect(ids, "exact"),
-               "offsets": Expect(off, "exact"), "reverse_indices": Expect(rev, "exact"),
-               "token_indices": Expect(tok, "exact")}
+        res = {
+            "weights": Expect(W, "float"),
+            "indices": Expect(ids, "exact"),
+            "offsets": Expect(off, "exact"),
+            "reverse_indices": Expect(rev, "exact"),
+            "token_indices": Expect(tok, "exact"),
+        }
     elif op == "cumsum":
         res = {"cumsum": Expect(R.cumsum(inp["indices"], a["num_experts"]), "exact")}
     elif op == "get_indices":
         rev, tok = R.get_indices(inp["cumsum"], inp["indices"])
         res = {"reverse_indices": Expect(rev, "exact"), "token_indices": Expect(tok, "exact")}
     elif op == "get_indptr":
-        res = {"result": Expect(R.get_indptr(inp["cumsum"], a["num_experts"],
-                                             a.get("inclusive", False)), "exact")}
+        res = {
+            "result": Expect(
+                R.get_indptr(inp["cumsum"], a["num_experts"], a.get("inclusive", False)), "exact"
+            )
+        }
     elif op == "gather":
         res = {"result": Expect(R.gather(inp["input"], inp["indices"]), "exact")}
     elif op == "scatter":
         res = {"result": Expect(R.scatter(inp["input"], inp["indices"]), "exact")}
     elif op == "grouped_matmul":
-        val, _, defined = R.grouped_matmul(inp["lhs"], inp["rhs"], inp["offsets"],
-                                           inp.get("bias"), a.get("transpose_rhs", False))
+        val, _, defined = R.grouped_matmul(
+            inp["lhs"], inp["rhs"], inp["offsets"], inp.get("bias"), a.get("transpose_rhs", False)
+        )
         if not defined.all():
             out.notes.append("%d rows undefined (non-monotone offsets)" % int((~defined).sum()))
         res = {"result": Expect(val, "float", rows=defined)}
@@ -997,25 +1544,42 @@ def expected(case, inp, got, out):
         res = {"result": Expect(val, "float")}
     elif op == "indices_to_multihot":
         mh, pm, pos = R.indices_to_multihot(inp["indices"], inp["probs"], a["num_experts"])
-        res = {"multihot": Expect(mh, "exact"), "probs_multihot": Expect(pm, "exact"),
-               "position_map": Expect(pos, "exact")}
+        res = {
+            "multihot": Expect(mh, "exact"),
+            "probs_multihot": Expect(pm, "exact"),
+            "position_map": Expect(pos, "exact"),
+        }
     elif op == "multihot_to_indices":
-        res = {"probs": Expect(R.multihot_to_indices(inp["probs_multihot"],
-                                                     inp["position_map"], a["k"]), "exact")}
+        res = {
+            "probs": Expect(
+                R.multihot_to_indices(inp["probs_multihot"], inp["position_map"], a["k"]), "exact"
+            )
+        }
     elif op == "dispatch":
         off, rev, tok = _dispatch_ref(inp["indices"], a["num_experts"])
-        res = {"offsets": Expect(off, "exact"), "reverse_indices": Expect(rev, "exact"),
-               "token_indices": Expect(tok, "exact")}
+        res = {
+            "offsets": Expect(off, "exact"),
+            "reverse_indices": Expect(rev, "exact"),
+            "token_indices": Expect(tok, "exact"),
+        }
     elif op == "expert_gemm":
         res = {"result": Expect(expert_gemm_ref(case, inp), "float")}
     elif op == "ffn":
         ra = _route_attrs(a)
         F = case.inp("x").dtype
-        y, _, defined = R.ffn(inp["x"], inp["logits"], inp["w_up"], inp["w_down"], F,
-                              bias=inp.get("bias"), activation=a["activation"],
-                              layout=a["layout"],
-                              transpose_weights=a.get("transpose_weights", False),
-                              **ra, **_glu_kw(a))
+        y, _, defined = R.ffn(
+            inp["x"],
+            inp["logits"],
+            inp["w_up"],
+            inp["w_down"],
+            F,
+            bias=inp.get("bias"),
+            activation=a["activation"],
+            layout=a["layout"],
+            transpose_weights=a.get("transpose_weights", False),
+            **ra,
+            **_glu_kw(a),
+        )
         if not defined.all():
             out.notes.append("%d near-tie rows skipped" % int((~defined).sum()))
         res = {"result": Expect(y, "float", rows=defined)}

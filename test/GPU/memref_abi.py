@@ -52,10 +52,11 @@ def _load_runtime():
     if name in sys.modules:
         return sys.modules[name]
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.path.join(here, name, "__init__.py"),
-                  os.path.join(here, "pyflow", name, "__init__.py"),
-                  os.path.join(here, os.pardir, os.pardir, "python", "runtime",
-                               name, "__init__.py")]
+    candidates = [
+        os.path.join(here, name, "__init__.py"),
+        os.path.join(here, "pyflow", name, "__init__.py"),
+        os.path.join(here, os.pardir, os.pardir, "python", "runtime", name, "__init__.py"),
+    ]
     for path in candidates:
         if os.path.isfile(path):
             spec = importlib.util.spec_from_file_location(name, path)
@@ -66,9 +67,10 @@ def _load_runtime():
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise ImportError("memref_abi: cannot find the %s package (looked at "
-                          "%s, then sys.path)" % (name, ", ".join(
-                              os.path.normpath(c) for c in candidates))) from None
+        raise ImportError(
+            "memref_abi: cannot find the %s package (looked at "
+            "%s, then sys.path)" % (name, ", ".join(os.path.normpath(c) for c in candidates))
+        ) from None
 
 
 _runtime = _load_runtime()

@@ -56,8 +56,10 @@ def _import_local(d):
     folder), else from the source tree (an installed moe_mlir_runtime when
     no folder has it)."""
     src = os.path.normpath(os.path.join(HERE, os.pardir, os.pardir, "python", "runtime"))
-    for name, where in ((os.path.join("moe_mlir_runtime", "__init__.py"), (d, HERE, src)),
-                        ("torch_reference.py", (d, HERE))):
+    for name, where in (
+        (os.path.join("moe_mlir_runtime", "__init__.py"), (d, HERE, src)),
+        ("torch_reference.py", (d, HERE)),
+    ):
         for p in where:
             if os.path.isfile(os.path.join(p, name)):
                 if p in sys.path:
@@ -77,13 +79,31 @@ class Results:
         return self.budget is not None and time.time() - self.start > self.budget
 
     def add(self, name, T=None, status="PASS", err=None, secs=0.0, ms=None, detail=""):
-        row = dict(name=name, T=T, status=status, err=err, tol=TOL if err is not None else None,
-                   secs=round(secs, 3), ms=ms, detail=detail)
+        row = dict(
+            name=name,
+            T=T,
+            status=status,
+            err=err,
+            tol=TOL if err is not None else None,
+            secs=round(secs, 3),
+            ms=ms,
+            detail=detail,
+        )
         self.rows.append(row)
         e = "-" if err is None else "%.3e" % err
-        print("%-4s  %-34s T=%-5s err=%-10s %7.3fs %s%s" % (
-            status, name, "-" if T is None else T, e, secs,
-            "" if ms is None else "%8.3f ms  " % ms, detail), flush=True)
+        print(
+            "%-4s  %-34s T=%-5s err=%-10s %7.3fs %s%s"
+            % (
+                status,
+                name,
+                "-" if T is None else T,
+                e,
+                secs,
+                "" if ms is None else "%8.3f ms  " % ms,
+                detail,
+            ),
+            flush=True,
+        )
         self.flush()
 
     def counts(self):
@@ -94,8 +114,9 @@ class Results:
 
     def flush(self, meta=None):
         os.makedirs(self.out_dir, exist_ok=True)
-        data = dict(counts=self.counts(), elapsed_s=round(time.time() - self.start, 1),
-                    checks=self.rows)
+        data = dict(
+            counts=self.counts(), elapsed_s=round(time.time() - self.start, 1), checks=self.rows
+        )
         if meta:
             data["meta"] = meta
         with open(os.path.join(self.out_dir, "results.json"), "w") as f:
@@ -104,14 +125,23 @@ class Results:
     def table(self):
         lines = ["%-4s  %-34s %-6s %-10s %-10s %s" % ("", "check", "T", "rel err", "ms", "notes")]
         for r in self.rows:
-            lines.append("%-4s  %-34s %-6s %-10s %-10s %s" % (
-                r["status"], r["name"], "-" if r["T"] is None else r["T"],
-                "-" if r["err"] is None else "%.3e" % r["err"],
-                "-" if r["ms"] is None else "%.3f" % r["ms"], r["detail"]))
+            lines.append(
+                "%-4s  %-34s %-6s %-10s %-10s %s"
+                % (
+                    r["status"],
+                    r["name"],
+                    "-" if r["T"] is None else r["T"],
+                    "-" if r["err"] is None else "%.3e" % r["err"],
+                    "-" if r["ms"] is None else "%.3f" % r["ms"],
+                    r["detail"],
+                )
+            )
         c = self.counts()
         lines.append("")
-        lines.append("%d PASS, %d FAIL, %d SKIP in %.1fs (tolerance %.0e)" % (
-            c["PASS"], c["FAIL"], c["SKIP"], time.time() - self.start, TOL))
+        lines.append(
+            "%d PASS, %d FAIL, %d SKIP in %.1fs (tolerance %.0e)"
+            % (c["PASS"], c["FAIL"], c["SKIP"], time.time() - self.start, TOL)
+        )
         return lines
 
 
@@ -134,7 +164,7 @@ class PresetRunner:
         t0 = time.time()
         self.weights = self.make_weights()
         torch.cuda.synchronize()
-        gib = sum(w.numel() * w.element_size() for w in self.weights) / 2 ** 30
+        gib = sum(w.numel() * w.element_size() for w in self.weights) / 2**30
         print("    %s: weights %.2f GiB in %.1fs" % (self.name, gib, time.time() - t0), flush=True)
 
     # -- data ----------------------------------------------------------------
@@ -157,9 +187,9 @@ class PresetRunner:
         for i, a in enumerate(self.spec.args[2:], 2):
             dt = rt.torch_dtype(a.dtype)
             if i == 2:
-                out.append(self.gen("w_up", a.shape, dt, 1.0 / H ** 0.5))
+                out.append(self.gen("w_up", a.shape, dt, 1.0 / H**0.5))
             elif i == 3:
-                out.append(self.gen("w_down", a.shape, dt, 1.0 / I ** 0.5))
+                out.append(self.gen("w_down", a.shape, dt, 1.0 / I**0.5))
             else:
                 out.append(self.gen("arg%d" % i, a.shape, dt, 0.1))
         return out
@@ -167,8 +197,9 @@ class PresetRunner:
     def inputs(self, T, key):
         rt = self.rt
         x = self.gen("x/%s/%d" % (key, T), (T, self.H), rt.torch_dtype(self.spec.args[0].dtype))
-        lg = self.gen("logits/%s/%d" % (key, T), (T, self.E),
-                      rt.torch_dtype(self.spec.args[1].dtype), 2.0)
+        lg = self.gen(
+            "logits/%s/%d" % (key, T), (T, self.E), rt.torch_dtype(self.spec.args[1].dtype), 2.0
+        )
         return x, lg
 
     @property
@@ -199,8 +230,12 @@ class PresetRunner:
         detail = []
         nonfin = ~torch.isfinite(yf).all(dim=1)
         if nonfin.any():
-            return False, float("inf"), "%d rows non-finite (first %d; unwritten?)" % (
-                int(nonfin.sum()), int(torch.nonzero(nonfin)[0, 0]))
+            return (
+                False,
+                float("inf"),
+                "%d rows non-finite (first %d; unwritten?)"
+                % (int(nonfin.sum()), int(torch.nonzero(nonfin)[0, 0])),
+            )
         err = self.rel(yf, ref)
         if not err < TOL:
             near = (rr.boundary_gap < self.TR.NEAR_TIE) & ~rr.dead
@@ -208,8 +243,9 @@ class PresetRunner:
             if int(near.sum()) and keep.any():
                 err2 = self.rel(yf[keep], ref[keep])
                 if err2 < TOL:
-                    detail.append("excluded %d near-tie rows (err with them %.3g)" % (
-                        int(near.sum()), err))
+                    detail.append(
+                        "excluded %d near-tie rows (err with them %.3g)" % (int(near.sum()), err)
+                    )
                     err = err2
         if not err < TOL:
             rowerr = (yf - ref).norm(dim=1) / (ref.norm(dim=1) + 1e-30)
@@ -224,8 +260,10 @@ class PresetRunner:
     def poisoned_outputs(self, ins):
         """The outputs of fn(*ins), preallocated and filled with NaN."""
         shapes = self.fn.output_shapes(*ins)
-        return [self.torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype),
-                                device=self.dev) for s, r in zip(shapes, self.spec.results)]
+        return [
+            self.torch.full(s, float("nan"), dtype=self.rt.torch_dtype(r.dtype), device=self.dev)
+            for s, r in zip(shapes, self.spec.results)
+        ]
 
     def time_call(self, ins, outs):
         torch = self.torch
@@ -259,14 +297,27 @@ class PresetRunner:
             ok2, err2, det2 = self.compare(y2, ref, rr)
             same = ok and ok2 and bool(torch.equal(y2, outs[0]))
             notes = [d for d in (detail, ("fn(*inputs): " + det2) if det2 else "") if d]
-            notes.append("fn(*inputs) %s" % ("bitwise equal" if same else
-                                             "differs (rel err %.3g)" % err2))
+            notes.append(
+                "fn(*inputs) %s" % ("bitwise equal" if same else "differs (rel err %.3g)" % err2)
+            )
             ms = self.time_call(ins, outs) if T else None
-            self.res.add(name, T, "PASS" if ok and ok2 else "FAIL", max(err, err2),
-                         time.time() - t0, ms, "; ".join(notes))
+            self.res.add(
+                name,
+                T,
+                "PASS" if ok and ok2 else "FAIL",
+                max(err, err2),
+                time.time() - t0,
+                ms,
+                "; ".join(notes),
+            )
         except Exception as ex:  # noqa: BLE001
-            self.res.add(name, T, "FAIL", secs=time.time() - t0,
-                         detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+            self.res.add(
+                name,
+                T,
+                "FAIL",
+                secs=time.time() - t0,
+                detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+            )
             traceback.print_exc()
 
     def check_graph(self, T, allocate):
@@ -315,11 +366,23 @@ class PresetRunner:
                     notes.append("replay %d: %s" % (rnd, det))
             notes.append("replay %.3f ms (host-timed)" % replay_ms)
             del g
-            self.res.add(name, T, "PASS" if ok else "FAIL", max(errs), time.time() - t0,
-                         None, "; ".join(notes))
+            self.res.add(
+                name,
+                T,
+                "PASS" if ok else "FAIL",
+                max(errs),
+                time.time() - t0,
+                None,
+                "; ".join(notes),
+            )
         except Exception as ex:  # noqa: BLE001
-            self.res.add(name, T, "FAIL", secs=time.time() - t0,
-                         detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+            self.res.add(
+                name,
+                T,
+                "FAIL",
+                secs=time.time() - t0,
+                detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+            )
             traceback.print_exc()
 
     def check_sync_debug(self, T):
@@ -344,12 +407,24 @@ class PresetRunner:
             ok2, err2, det2 = self.compare(y2, ref, rr)
             notes = [d for d in (det, det2) if d]
             notes.append("no synchronising call under set_sync_debug_mode('error')")
-            self.res.add(name, T, "PASS" if ok and ok2 else "FAIL", max(err, err2),
-                         time.time() - t0, None, "; ".join(notes))
+            self.res.add(
+                name,
+                T,
+                "PASS" if ok and ok2 else "FAIL",
+                max(err, err2),
+                time.time() - t0,
+                None,
+                "; ".join(notes),
+            )
         except Exception as ex:  # noqa: BLE001
             torch.cuda.set_sync_debug_mode("default")
-            self.res.add(name, T, "FAIL", secs=time.time() - t0,
-                         detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+            self.res.add(
+                name,
+                T,
+                "FAIL",
+                secs=time.time() - t0,
+                detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+            )
             traceback.print_exc()
 
     def check_api(self):
@@ -377,8 +452,13 @@ class PresetRunner:
             self.art.synchronize()
         except Exception as ex:  # noqa: BLE001
             problems.append("runtime error after the rejected calls: %s" % ex)
-        self.res.add(name, None, "FAIL" if problems else "PASS", secs=time.time() - t0,
-                     detail="; ".join(problems) or "%d bad calls rejected" % len(cases))
+        self.res.add(
+            name,
+            None,
+            "FAIL" if problems else "PASS",
+            secs=time.time() - t0,
+            detail="; ".join(problems) or "%d bad calls rejected" % len(cases),
+        )
 
     def free(self):
         self.weights = None
@@ -391,13 +471,19 @@ def main(argv=None):
     ap.add_argument("--dir", default=HERE, help="the pyflow artifacts folder")
     ap.add_argument("--presets", default="", help="comma-separated (default: all in cases.json)")
     ap.add_argument("--T", default="1,64,512", help="token counts of the call checks")
-    ap.add_argument("--graph-T", dest="graph_T", default="1,64",
-                    help="token counts of the graph checks")
-    ap.add_argument("--sync-T", dest="sync_T", default="1,64",
-                    help="token counts of the sync-debug checks")
+    ap.add_argument(
+        "--graph-T", dest="graph_T", default="1,64", help="token counts of the graph checks"
+    )
+    ap.add_argument(
+        "--sync-T", dest="sync_T", default="1,64", help="token counts of the sync-debug checks"
+    )
     ap.add_argument("--out", default=None)
-    ap.add_argument("--budget", type=float, default=None,
-                    help="seconds after which remaining checks are skipped")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds after which remaining checks are skipped",
+    )
     args = ap.parse_args(argv)
 
     art_dir = os.path.abspath(args.dir)
@@ -406,8 +492,11 @@ def main(argv=None):
     import moe_mlir_runtime as rt
     import torch_reference as TR
 
-    out = args.out or (os.path.join(os.environ["OUT"], "pyflow") if os.environ.get("OUT")
-                       else os.path.join(os.getcwd(), "pyflow-results"))
+    out = args.out or (
+        os.path.join(os.environ["OUT"], "pyflow")
+        if os.environ.get("OUT")
+        else os.path.join(os.getcwd(), "pyflow-results")
+    )
     res = Results(out, args.budget)
     if not torch.cuda.is_available():
         print("python_flow_check: torch sees no CUDA device", file=sys.stderr)
@@ -415,9 +504,14 @@ def main(argv=None):
     TR.configure_precision()
     with open(os.path.join(art_dir, "cases.json")) as f:
         cases = json.load(f)
-    meta = dict(cases.get("meta", {}), torch=torch.__version__, cuda=torch.version.cuda,
-                gpu=torch.cuda.get_device_name(0), python=sys.version.split()[0],
-                runtime=rt.__file__)
+    meta = dict(
+        cases.get("meta", {}),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        gpu=torch.cuda.get_device_name(0),
+        python=sys.version.split()[0],
+        runtime=rt.__file__,
+    )
     print("=== python flow: %s (torch %s, %s)" % (art_dir, torch.__version__, meta["gpu"]))
     for k in ("commit", "built", "compiled_with"):
         if k in meta:
@@ -435,14 +529,18 @@ def main(argv=None):
             for n in ("call", "graph", "graph-alloc", "sync-debug", "api"):
                 res.add("%s/%s" % (n, case["name"]), status="SKIP", detail="time budget")
             continue
-        print("--- %s (reference: %s)" % (case["name"], case.get("reference_from", "?")),
-              flush=True)
+        print(
+            "--- %s (reference: %s)" % (case["name"], case.get("reference_from", "?")), flush=True
+        )
         try:
             runner = PresetRunner(rt, TR, torch, case, art_dir, res, args)
         except Exception as ex:  # noqa: BLE001
             traceback.print_exc()
-            res.add("load/" + case["name"], status="FAIL",
-                    detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+            res.add(
+                "load/" + case["name"],
+                status="FAIL",
+                detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+            )
             continue
         for T in Ts:
             if res.over_budget():

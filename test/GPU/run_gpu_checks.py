@@ -77,6 +77,7 @@ GUARD = 256  # poisoned elements after every output
 # Results
 # ----------------------------------------------------------------------------
 
+
 class Results:
     def __init__(self, out_dir, meta, budget):
         self.out_dir = out_dir
@@ -92,19 +93,49 @@ class Results:
     def over_budget(self):
         return self.budget is not None and self.elapsed() > self.budget
 
-    def add(self, name, build="-", T=None, status="PASS", err=None, tol=None, secs=0.0,
-            detail="", **extra):
-        row = dict(name=name, build=build, T=T, status=status, err=err, tol=tol,
-                   secs=round(float(secs), 4), detail=detail)
+    def add(
+        self,
+        name,
+        build="-",
+        T=None,
+        status="PASS",
+        err=None,
+        tol=None,
+        secs=0.0,
+        detail="",
+        **extra,
+    ):
+        row = dict(
+            name=name,
+            build=build,
+            T=T,
+            status=status,
+            err=err,
+            tol=tol,
+            secs=round(float(secs), 4),
+            detail=detail,
+        )
         row.update(extra)
         self.rows.append(row)
         e = "-" if err is None else ("%.3e" % err if np.isfinite(err) else str(err))
         t = "-" if tol is None else "%.0e" % tol
         ms = extra.get("median_ms")
         tm = "" if ms is None else "  median %.3f ms" % ms
-        print("%-4s  %-52s %-8s T=%-6s err=%-10s tol=%-6s %7.3fs%s%s" % (
-            status, name, build, "-" if T is None else T, e, t, secs, tm,
-            ("  " + detail) if detail else ""), flush=True)
+        print(
+            "%-4s  %-52s %-8s T=%-6s err=%-10s tol=%-6s %7.3fs%s%s"
+            % (
+                status,
+                name,
+                build,
+                "-" if T is None else T,
+                e,
+                t,
+                secs,
+                tm,
+                ("  " + detail) if detail else "",
+            ),
+            flush=True,
+        )
         self.flush()
         return row
 
@@ -116,8 +147,13 @@ class Results:
 
     def flush(self):
         os.makedirs(self.out_dir, exist_ok=True)
-        data = dict(meta=self.meta, counts=self.counts(), elapsed_s=round(self.elapsed(), 1),
-                    aborted=self.aborted, checks=self.rows)
+        data = dict(
+            meta=self.meta,
+            counts=self.counts(),
+            elapsed_s=round(self.elapsed(), 1),
+            aborted=self.aborted,
+            checks=self.rows,
+        )
         tmp = os.path.join(self.out_dir, "results.json.tmp")
         with open(tmp, "w") as f:
             json.dump(data, f, indent=1, default=str)
@@ -155,22 +191,34 @@ class Results:
             L.append("| group | build | pass | fail | skip | worst err/tol |")
             L.append("|---|---|---:|---:|---:|---:|")
         else:
-            L.append("%-10s %-8s %6s %6s %6s %14s" % ("group", "build", "pass", "fail", "skip",
-                                                    "worst err/tol"))
-        for (g, b) in sorted(groups):
+            L.append(
+                "%-10s %-8s %6s %6s %6s %14s"
+                % ("group", "build", "pass", "fail", "skip", "worst err/tol")
+            )
+        for g, b in sorted(groups):
             d = groups[(g, b)]
             me = "%.3g" % d["max_err"] if np.isfinite(d["max_err"]) else "inf"
             if markdown:
-                L.append("| %s | %s | %d | %d | %d | %s |" % (g, b, d["PASS"], d["FAIL"],
-                                                             d["SKIP"], me))
+                L.append(
+                    "| %s | %s | %d | %d | %d | %s |" % (g, b, d["PASS"], d["FAIL"], d["SKIP"], me)
+                )
             else:
-                L.append("%-10s %-8s %6d %6d %6d %14s" % (g, b, d["PASS"], d["FAIL"], d["SKIP"], me))
+                L.append(
+                    "%-10s %-8s %6d %6d %6d %14s" % (g, b, d["PASS"], d["FAIL"], d["SKIP"], me)
+                )
         L.append("")
         nbud = sum(1 for r in self.rows if r["status"] == "SKIP" and r["detail"] == "time budget")
-        L.append("total: %d passed, %d failed, %d skipped%s in %.0f s%s" % (
-            c["PASS"], c["FAIL"], c["SKIP"],
-            " (%d for the time budget: INCOMPLETE)" % nbud if nbud else "", self.elapsed(),
-            ("  (ABORTED: %s)" % self.aborted) if self.aborted else ""))
+        L.append(
+            "total: %d passed, %d failed, %d skipped%s in %.0f s%s"
+            % (
+                c["PASS"],
+                c["FAIL"],
+                c["SKIP"],
+                " (%d for the time budget: INCOMPLETE)" % nbud if nbud else "",
+                self.elapsed(),
+                ("  (ABORTED: %s)" % self.aborted) if self.aborted else "",
+            )
+        )
         fails = [r for r in self.rows if r["status"] == "FAIL"]
         if fails:
             L.append("")
@@ -182,12 +230,21 @@ class Results:
             for r in fails[:200]:
                 e = "-" if r["err"] is None else "%.3g" % r["err"]
                 if markdown:
-                    L.append("| %s | %s | %s | %s | %s |" % (
-                        r["name"], r["build"], r["T"], e,
-                        str(r["detail"]).replace("|", "\\|")[:300]))
+                    L.append(
+                        "| %s | %s | %s | %s | %s |"
+                        % (
+                            r["name"],
+                            r["build"],
+                            r["T"],
+                            e,
+                            str(r["detail"]).replace("|", "\\|")[:300],
+                        )
+                    )
                 else:
-                    L.append("  %s [%s] T=%s err=%s: %s" % (r["name"], r["build"], r["T"], e,
-                                                            str(r["detail"])[:300]))
+                    L.append(
+                        "  %s [%s] T=%s err=%s: %s"
+                        % (r["name"], r["build"], r["T"], e, str(r["detail"])[:300])
+                    )
             if len(fails) > 200:
                 L.append("  ... %d more" % (len(fails) - 200))
         tt = self.timing_table()
@@ -207,8 +264,10 @@ class Results:
                 for T in Ts:
                     u = tt[m].get((T, "unfused"))
                     f = tt[m].get((T, "fused"))
-                    cells.append("%s / %s" % ("-" if u is None else "%.3f" % u,
-                                              "-" if f is None else "%.3f" % f))
+                    cells.append(
+                        "%s / %s"
+                        % ("-" if u is None else "%.3f" % u, "-" if f is None else "%.3f" % f)
+                    )
                 if markdown:
                     L.append("| %s | %s |" % (m, " | ".join(cells)))
                 else:
@@ -231,10 +290,20 @@ class Results:
             e = "-" if r["err"] is None else "%.3g" % r["err"]
             tol = "-" if r["tol"] is None else "%.0e" % r["tol"]
             ms = r.get("median_ms")
-            L.append("| %s | %s | %s | %s | %s | %s | %.3f | %s | %s |" % (
-                r["status"], r["name"], r["build"], "-" if r["T"] is None else r["T"], e, tol,
-                r["secs"], "-" if ms is None else "%.3f" % ms,
-                str(r["detail"]).replace("|", "\\|")[:300]))
+            L.append(
+                "| %s | %s | %s | %s | %s | %s | %.3f | %s | %s |"
+                % (
+                    r["status"],
+                    r["name"],
+                    r["build"],
+                    "-" if r["T"] is None else r["T"],
+                    e,
+                    tol,
+                    r["secs"],
+                    "-" if ms is None else "%.3f" % ms,
+                    str(r["detail"]).replace("|", "\\|")[:300],
+                )
+            )
         L.append("")
         L.append("</details>")
         with open(os.path.join(self.out_dir, "results.md"), "w") as f:
@@ -248,6 +317,7 @@ class ContextLost(Exception):
 # ----------------------------------------------------------------------------
 # Artifacts and signatures
 # ----------------------------------------------------------------------------
+
 
 def so_path(art, stem, build):
     return os.path.join(art, "%s.%s.so" % (stem, build))
@@ -284,8 +354,11 @@ def check_signatures(art, res):
                 bad.append("@%s missing" % fn)
             elif got[fn] != want:
                 bad.append("@%s is %s, table says %s" % (fn, got[fn], want))
-        res.add("sig/" + stem, status="FAIL" if bad else "PASS",
-                detail="; ".join(bad[:5]) + (" (stale artifacts? rebuild)" if bad else ""))
+        res.add(
+            "sig/" + stem,
+            status="FAIL" if bad else "PASS",
+            detail="; ".join(bad[:5]) + (" (stale artifacts? rebuild)" if bad else ""),
+        )
 
 
 # ----------------------------------------------------------------------------
@@ -308,17 +381,25 @@ class TorchBackend:
 
     def __init__(self):
         import torch
+
         self.torch = torch
         if not torch.cuda.is_available():
             raise SystemExit("run_gpu_checks: torch sees no CUDA device")
         self.dev = torch.device("cuda")
         self.stream = torch.cuda.Stream()
         torch.cuda.set_stream(self.stream)
-        self.dt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-                   "i32": torch.int32, "i64": torch.int64, "i1": torch.bool}
+        self.dt = {
+            "f32": torch.float32,
+            "bf16": torch.bfloat16,
+            "f16": torch.float16,
+            "i32": torch.int32,
+            "i64": torch.int64,
+            "i1": torch.bool,
+        }
 
     def load(self, path):
         import memref_abi
+
         mod = memref_abi.CompiledModule(path)
         if hasattr(mod, "set_stream"):
             s = self.torch.cuda.current_stream()
@@ -330,6 +411,7 @@ class TorchBackend:
 
     def to_device(self, arr, dtype):
         import torch_reference as TR
+
         return TR.to_torch(arr, dtype, self.dev)
 
     def _poison(self, buf, dtype):
@@ -349,7 +431,7 @@ class TorchBackend:
 
     def guard_ok(self, o):
         t = self.torch
-        g = o.buf[o.numel:]
+        g = o.buf[o.numel :]
         if o.dtype in ("f32", "bf16", "f16"):
             return bool(t.isnan(g).all())
         if o.dtype == "i1":
@@ -358,6 +440,7 @@ class TorchBackend:
 
     def to_numpy(self, t, dtype):
         import torch_reference as TR
+
         return TR.to_numpy(t, dtype)
 
     def clone(self, t):
@@ -402,7 +485,7 @@ class FakeModule:
                 v = G.R.round_to(v, r.dtype)
             if self.bug == "skip-last" and v.shape[0] > 0:
                 v = v[:-1]
-                out.reshape(-1)[:v.size] = v.reshape(-1)
+                out.reshape(-1)[: v.size] = v.reshape(-1)
                 continue
             out[...] = v.reshape(out.shape)
 
@@ -432,7 +515,7 @@ class NumpyBackend:
         return OutBuf(buf, buf[:numel].reshape(shape), numel, dtype)
 
     def guard_ok(self, o):
-        g = o.buf[o.numel:]
+        g = o.buf[o.numel :]
         if o.dtype in G.FLOAT_TYPES:
             return bool(np.isnan(g).all())
         if o.dtype == "i1":
@@ -446,8 +529,11 @@ class NumpyBackend:
         return t.copy()
 
     def same(self, a, b):
-        return bool(np.array_equal(a, b, equal_nan=True)) if a.dtype.kind == "f" else \
-            bool(np.array_equal(a, b))
+        return (
+            bool(np.array_equal(a, b, equal_nan=True))
+            if a.dtype.kind == "f"
+            else bool(np.array_equal(a, b))
+        )
 
     def sync(self):
         pass
@@ -483,16 +569,20 @@ def validate_args(args_spec, tensors, T, backend):
     for a, t in zip(args_spec, tensors):
         shape = tuple(t.shape)
         if shape != a.shape_at(T):
-            raise AssertionError("harness bug: %s has shape %s, signature wants %s at T=%d" % (
-                a.name, shape, a.shape_at(T), T))
+            raise AssertionError(
+                "harness bug: %s has shape %s, signature wants %s at T=%d"
+                % (a.name, shape, a.shape_at(T), T)
+            )
         if backend.name == "torch" and t.dtype != backend.dt[a.dtype]:
-            raise AssertionError("harness bug: %s is %s, signature wants %s" % (
-                a.name, t.dtype, a.dtype))
+            raise AssertionError(
+                "harness bug: %s is %s, signature wants %s" % (a.name, t.dtype, a.dtype)
+            )
         if backend.name == "torch" and not t.is_contiguous():
             raise AssertionError("harness bug: %s is not contiguous" % a.name)
     if len(tensors) != len(args_spec):
-        raise AssertionError("harness bug: %d tensors for %d arguments" % (
-            len(tensors), len(args_spec)))
+        raise AssertionError(
+            "harness bug: %d tensors for %d arguments" % (len(tensors), len(args_spec))
+        )
 
 
 def call_checked(backend, mod, fn, ins_spec, ins, outs_spec, outs, T):
@@ -515,6 +605,7 @@ def call_checked(backend, mod, fn, ins_spec, ins, outs_spec, outs, T):
 # (a) + (c) op checks
 # ----------------------------------------------------------------------------
 
+
 def run_op(res, mods, backend, case, build, T, mode):
     name = ("edge/" if mode == "edge" else "op/") + case.name
     mod = mods.get("ops", build)
@@ -536,25 +627,42 @@ def run_op(res, mods, backend, case, build, T, mode):
         for a, x, s in zip(case.inputs, ins, saved):
             if not backend.same(x, s):
                 oc.fail("input %s was modified" % a.name)
-        tol = max([G.REL_TOL[r.dtype] for r in case.outputs if r.dtype in G.REL_TOL] or [0.0]) \
-            or None
-        return res.add(name, build, T, "PASS" if oc.ok else "FAIL", err=oc.err, tol=tol,
-                       secs=secs, detail=oc.detail)
+        tol = (
+            max([G.REL_TOL[r.dtype] for r in case.outputs if r.dtype in G.REL_TOL] or [0.0]) or None
+        )
+        return res.add(
+            name,
+            build,
+            T,
+            "PASS" if oc.ok else "FAIL",
+            err=oc.err,
+            tol=tol,
+            secs=secs,
+            detail=oc.detail,
+        )
     except ContextLost:
         raise
     except Exception as ex:  # noqa: BLE001 - one broken check must not stop the rest
-        return res.add(name, build, T, "FAIL", secs=time.time() - t0,
-                       detail="%s: %s" % (type(ex).__name__, str(ex)[:500]))
+        return res.add(
+            name,
+            build,
+            T,
+            "FAIL",
+            secs=time.time() - t0,
+            detail="%s: %s" % (type(ex).__name__, str(ex)[:500]),
+        )
 
 
 # ----------------------------------------------------------------------------
 # (b) + (c) model layers
 # ----------------------------------------------------------------------------
 
+
 class ModelRunner:
     def __init__(self, res, mods, backend, model, builds, args):
         import torch
         import torch_reference as TR
+
         self.torch = torch
         self.TR = TR
         self.res = res
@@ -581,13 +689,15 @@ class ModelRunner:
     def make_weights(self):
         torch, m = self.torch, self.m
         t0 = time.time()
-        self.w_up = self.gen("w_up", m.w_up_shape, torch.bfloat16, 1.0 / m.H ** 0.5)
-        self.w_down = self.gen("w_down", m.w_down_shape, torch.bfloat16, 1.0 / m.I ** 0.5)
+        self.w_up = self.gen("w_up", m.w_up_shape, torch.bfloat16, 1.0 / m.H**0.5)
+        self.w_down = self.gen("w_down", m.w_down_shape, torch.bfloat16, 1.0 / m.I**0.5)
         self.bias = self.gen("bias", (m.E,), torch.float32, 0.1) if m.bias else None
         torch.cuda.synchronize()
-        gib = (self.w_up.numel() + self.w_down.numel()) * 2 / 2 ** 30
-        print("      %s: weights %.1f GiB generated in %.1fs" % (m.name, gib, time.time() - t0),
-              flush=True)
+        gib = (self.w_up.numel() + self.w_down.numel()) * 2 / 2**30
+        print(
+            "      %s: weights %.1f GiB generated in %.1fs" % (m.name, gib, time.time() - t0),
+            flush=True,
+        )
 
     def free(self):
         self.w_up = self.w_down = self.bias = None
@@ -610,15 +720,16 @@ class ModelRunner:
 
             def rows(i):
                 return torch.nonzero(r % 8 == i).flatten()
-            lg[rows(1)] = nan                          # whole row NaN
-            lg[rows(2)] = -inf                         # whole row -inf
-            lg[rows(3), 5 % m.E] = inf                 # one +inf
-            mixed = rows(4)                            # NaN / -inf / finite
+
+            lg[rows(1)] = nan  # whole row NaN
+            lg[rows(2)] = -inf  # whole row -inf
+            lg[rows(3), 5 % m.E] = inf  # one +inf
+            mixed = rows(4)  # NaN / -inf / finite
             for c0, v in ((0, nan), (1, -inf)):
                 cols = torch.arange(c0, m.E, 3, device=self.dev)
                 lg[mixed[:, None], cols[None, :]] = v
-            lg[rows(5), 2 % m.E] = nan                 # one NaN
-            lg[rows(6), 7 % m.E] = inf                 # two +inf
+            lg[rows(5), 2 % m.E] = nan  # one NaN
+            lg[rows(6), 7 % m.E] = inf  # two +inf
             lg[rows(6), 3 % m.E] = inf
         return x, lg.to(torch.bfloat16)
 
@@ -628,7 +739,7 @@ class ModelRunner:
             g = m.E // m.route["n_group"]
             groups = list(range(m.route["topk_group"]))
             per = -(-m.k // len(groups))
-            fav = [gi * g + (3 * j + 1) % g for gi in groups for j in range(per)][:m.k]
+            fav = [gi * g + (3 * j + 1) % g for gi in groups for j in range(per)][: m.k]
         else:
             fav = [(j * 37 + 3) % m.E for j in range(m.k)]
         assert len(set(fav)) == m.k
@@ -639,18 +750,27 @@ class ModelRunner:
 
     def route_kw(self):
         r = self.m.route
-        return dict(scoring=r["scoring"], normalize=r.get("normalize", False),
-                    n_group=r.get("n_group", 1), topk_group=r.get("topk_group", 1),
-                    group_score=r.get("group_score", "max"),
-                    scaling=G.f32(r.get("scaling", 1.0)))
+        return dict(
+            scoring=r["scoring"],
+            normalize=r.get("normalize", False),
+            n_group=r.get("n_group", 1),
+            topk_group=r.get("topk_group", 1),
+            group_score=r.get("group_score", "max"),
+            scaling=G.f32(r.get("scaling", 1.0)),
+        )
 
     def ffn_kw(self):
         g = self.m.glu
         lim = g.get("limit")
-        kw = dict(k=self.m.k, activation=g["activation"], layout=g["layout"],
-                  alpha=G.f32(g.get("alpha", 1.0)), limit=None if lim is None else G.f32(lim),
-                  up_bias=G.f32(g.get("up_bias", 0.0)),
-                  transpose_weights=self.m.transpose_weights)
+        kw = dict(
+            k=self.m.k,
+            activation=g["activation"],
+            layout=g["layout"],
+            alpha=G.f32(g.get("alpha", 1.0)),
+            limit=None if lim is None else G.f32(lim),
+            up_bias=G.f32(g.get("up_bias", 0.0)),
+            transpose_weights=self.m.transpose_weights,
+        )
         kw.update(self.route_kw())
         return kw
 
@@ -718,8 +838,10 @@ class ModelRunner:
         if n_bad:
             ok = False
             r = int(torch.nonzero(bad_set | bad_ord)[0, 0])
-            detail.append("%d rows with wrong ids (row %d: got %s, want %s, gap %.3g)" % (
-                n_bad, r, ids_g[r].tolist(), ids_ref[r].tolist(), float(rr.boundary_gap[r])))
+            detail.append(
+                "%d rows with wrong ids (row %d: got %s, want %s, gap %.3g)"
+                % (n_bad, r, ids_g[r].tolist(), ids_ref[r].tolist(), float(rr.boundary_gap[r]))
+            )
         n_ties = int(ties.sum())
         if n_ties:
             detail.append("%d near-tie rows" % n_ties)
@@ -786,14 +908,28 @@ class ModelRunner:
                 (w_got, ids_got), secs = self.call(mod, "route", self.route_args(lg), T)
                 ok, err, det, use_ids, ties = self.compare_routing(rr, w_got, ids_got)
                 if self.args.selected(rname):
-                    self.res.add(rname, build, T, "PASS" if ok else "FAIL", err=err,
-                                 tol=ROUTE_W_TOL, secs=secs, detail=det)
+                    self.res.add(
+                        rname,
+                        build,
+                        T,
+                        "PASS" if ok else "FAIL",
+                        err=err,
+                        tol=ROUTE_W_TOL,
+                        secs=secs,
+                        detail=det,
+                    )
             except ContextLost:
                 raise
             except Exception as ex:  # noqa: BLE001
                 if self.args.selected(rname):
-                    self.res.add(rname, build, T, "FAIL", secs=time.time() - t0,
-                                 detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+                    self.res.add(
+                        rname,
+                        build,
+                        T,
+                        "FAIL",
+                        secs=time.time() - t0,
+                        detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+                    )
             if not self.args.selected(fname):
                 continue
             # the layer
@@ -803,12 +939,20 @@ class ModelRunner:
                 key = use_ids.cpu().numpy().tobytes()
                 if key not in ref_cache:
                     if rows is None:
-                        ref_cache[key] = self.TR.ffn(x, lg, self.w_up, self.w_down, self.bias,
-                                                     ids=use_ids, **self.ffn_kw())[0]
+                        ref_cache[key] = self.TR.ffn(
+                            x, lg, self.w_up, self.w_down, self.bias, ids=use_ids, **self.ffn_kw()
+                        )[0]
                     else:
-                        ref_cache[key] = self.TR.ffn(x, lg, self.w_up, self.w_down, self.bias,
-                                                     rows=rows, ids=use_ids[rows],
-                                                     **self.ffn_kw())[0]
+                        ref_cache[key] = self.TR.ffn(
+                            x,
+                            lg,
+                            self.w_up,
+                            self.w_down,
+                            self.bias,
+                            rows=rows,
+                            ids=use_ids[rows],
+                            **self.ffn_kw(),
+                        )[0]
                 yref = ref_cache[key]
                 ysel = y if rows is None else y[rows]
                 tsel = ties if rows is None else ties[rows]
@@ -818,26 +962,32 @@ class ModelRunner:
                 nonfin = ~torch.isfinite(yf).all(dim=1)
                 if nonfin.any():
                     ok = False
-                    detail.append("%d rows non-finite (first %d; unwritten?)" % (
-                        int(nonfin.sum()), int(torch.nonzero(nonfin)[0, 0])))
+                    detail.append(
+                        "%d rows non-finite (first %d; unwritten?)"
+                        % (int(nonfin.sum()), int(torch.nonzero(nonfin)[0, 0]))
+                    )
                 err = self.rel(yf, yref)
                 if ok and not err < FFN_TOL:
                     # a near tie the layer broke differently from @route
-                    near = ((rr.boundary_gap < self.TR.NEAR_TIE) & ~rr.dead)
+                    near = (rr.boundary_gap < self.TR.NEAR_TIE) & ~rr.dead
                     near = near if rows is None else near[rows]
                     keep = ~(near | tsel)
                     if int((~keep).sum()) and keep.any():
                         err2 = self.rel(yf[keep], yref[keep])
                         if err2 < FFN_TOL:
-                            detail.append("excluded %d near-tie rows (err with them %.3g)" % (
-                                int((~keep).sum()), err))
+                            detail.append(
+                                "excluded %d near-tie rows (err with them %.3g)"
+                                % (int((~keep).sum()), err)
+                            )
                             err = err2
                     if not err < FFN_TOL:
                         ok = False
                         rowerr = (yf - yref).norm(dim=1) / (yref.norm(dim=1) + 1e-30)
                         r = int(torch.argmax(rowerr))
-                        detail.append("worst row %d (rel %.3g)" % (
-                            r if rows is None else int(rows[r]), float(rowerr[r])))
+                        detail.append(
+                            "worst row %d (rel %.3g)"
+                            % (r if rows is None else int(rows[r]), float(rowerr[r]))
+                        )
                 if kind == "nonfinite":
                     dead = rr.dead if rows is None else rr.dead[rows]
                     nz = (yf[dead] != 0).any(dim=1)
@@ -849,13 +999,28 @@ class ModelRunner:
                 ms = None
                 if kind == "random" and T:
                     ms = self.time_ffn(mod, self.ffn_args(x, lg), T, secs)
-                self.res.add(fname, build, T, "PASS" if ok else "FAIL", err=err, tol=FFN_TOL,
-                             secs=secs, detail="; ".join(detail), median_ms=ms)
+                self.res.add(
+                    fname,
+                    build,
+                    T,
+                    "PASS" if ok else "FAIL",
+                    err=err,
+                    tol=FFN_TOL,
+                    secs=secs,
+                    detail="; ".join(detail),
+                    median_ms=ms,
+                )
             except ContextLost:
                 raise
             except Exception as ex:  # noqa: BLE001
-                self.res.add(fname, build, T, "FAIL", secs=time.time() - t0,
-                             detail="%s: %s" % (type(ex).__name__, str(ex)[:400]))
+                self.res.add(
+                    fname,
+                    build,
+                    T,
+                    "FAIL",
+                    secs=time.time() - t0,
+                    detail="%s: %s" % (type(ex).__name__, str(ex)[:400]),
+                )
         del x, lg, rr, ref_cache
 
     def big_rows(self, rr):
@@ -867,8 +1032,14 @@ class ModelRunner:
         hi = torch.nonzero((rr.ids >= self.m.E - 4).any(dim=1)).flatten()
         g = torch.Generator(device="cpu").manual_seed(5)
         rand = torch.randint(0, T, (64,), generator=g).to(self.dev)
-        rows = torch.cat([torch.arange(T - 64, T, device=self.dev),
-                          torch.arange(0, 8, device=self.dev), hi[-64:], rand])
+        rows = torch.cat(
+            [
+                torch.arange(T - 64, T, device=self.dev),
+                torch.arange(0, 8, device=self.dev),
+                hi[-64:],
+                rand,
+            ]
+        )
         return torch.unique(rows)
 
     def run(self, Ts, edge, big):
@@ -890,27 +1061,36 @@ class ModelRunner:
 # main
 # ----------------------------------------------------------------------------
 
+
 def read_commit(art):
     p = os.path.join(art, "COMMIT")
     return open(p).read().strip() if os.path.exists(p) else "unknown (no COMMIT file)"
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--small", action="store_true", help="fast subset for compute-sanitizer")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.getcwd())
     ap.add_argument("--only", default=None, help="regex over check names (re.search)")
     ap.add_argument("--builds", default=",".join(BUILDS))
     ap.add_argument("--artifacts", default=HERE, help="folder of the .so's (default: here)")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="seconds; checks after that are SKIPped (results stay consistent)")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds; checks after that are SKIPped (results stay consistent)",
+    )
     ap.add_argument("--no-selfcheck", action="store_true")
     ap.add_argument("--no-ffn", action="store_true")
     ap.add_argument("--no-big", action="store_true", help="skip the T=38000 DeepSeek check")
     ap.add_argument("--list", action="store_true", help="list the check names and exit")
-    ap.add_argument("--dry-run", action="store_true",
-                    help="numpy stand-in for the compiled ops (no GPU, no torch)")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="numpy stand-in for the compiled ops (no GPU, no torch)",
+    )
     ap.add_argument("--dry-run-bug", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
@@ -945,27 +1125,46 @@ def main(argv=None):
         backend = TorchBackend()
         import torch
         import torch_reference as TR
+
         TR.configure_precision()
-        meta_dev = dict(gpu=torch.cuda.get_device_name(0), torch=torch.__version__,
-                        cuda=torch.version.cuda)
-    meta = dict(commit=read_commit(args.artifacts),
-                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-                host=platform.node(), python=platform.python_version(),
-                mode="small" if args.small else "full", args=" ".join(sys.argv[1:]),
-                builds=builds, **meta_dev)
+        meta_dev = dict(
+            gpu=torch.cuda.get_device_name(0), torch=torch.__version__, cuda=torch.version.cuda
+        )
+    meta = dict(
+        commit=read_commit(args.artifacts),
+        date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        host=platform.node(),
+        python=platform.python_version(),
+        mode="small" if args.small else "full",
+        args=" ".join(sys.argv[1:]),
+        builds=builds,
+        **meta_dev,
+    )
     res = Results(args.out, meta, args.budget)
-    print("moe-mlir GPU checks: commit %s, %s, torch %s, %s mode, builds %s" % (
-        meta["commit"], meta["gpu"], meta["torch"], meta["mode"], ",".join(builds)), flush=True)
+    print(
+        "moe-mlir GPU checks: commit %s, %s, torch %s, %s mode, builds %s"
+        % (meta["commit"], meta["gpu"], meta["torch"], meta["mode"], ",".join(builds)),
+        flush=True,
+    )
     mods = Modules(backend, args.artifacts)
 
     try:
-        if not args.dry_run and not args.small and not args.no_selfcheck \
-                and args.selected("selfcheck/torch_reference"):
+        if (
+            not args.dry_run
+            and not args.small
+            and not args.no_selfcheck
+            and args.selected("selfcheck/torch_reference")
+        ):
             import torch_reference as TR
+
             t0 = time.time()
             fails = TR.self_check()
-            res.add("selfcheck/torch_reference", status="FAIL" if fails else "PASS",
-                    secs=time.time() - t0, detail="; ".join(fails[:5]))
+            res.add(
+                "selfcheck/torch_reference",
+                status="FAIL" if fails else "PASS",
+                secs=time.time() - t0,
+                detail="; ".join(fails[:5]),
+            )
         if args.selected("sig/"):
             check_signatures(args.artifacts, res)
 
@@ -1005,8 +1204,10 @@ def main(argv=None):
     res.write_markdown()
     summary = "\n".join(res.summary_lines())
     with open(os.path.join(res.out_dir, "summary.txt"), "w") as f:
-        f.write("commit %s, %s, torch %s, %s mode\n\n%s\n" % (
-            meta["commit"], meta["gpu"], meta["torch"], meta["mode"], summary))
+        f.write(
+            "commit %s, %s, torch %s, %s mode\n\n%s\n"
+            % (meta["commit"], meta["gpu"], meta["torch"], meta["mode"], summary)
+        )
     print()
     print(summary)
     print("\nwrote %s/results.json and results.md" % res.out_dir)

@@ -60,21 +60,25 @@ def test_gen_mlir():
 def test_cases_roundtrip():
     n = 0
     for case in G.OP_CASES:
-        for T in ([0, 7] if QUICK else sorted(set(RC.T_OPS + RC.T_EDGE))):
+        for T in [0, 7] if QUICK else sorted(set(RC.T_OPS + RC.T_EDGE)):
             for mode in ("random", "edge"):
                 inp = G.gen_inputs(case, T, mode)
                 oc = G.Outcome()
                 exp = G.expected(case, inp, {}, oc)
                 for r in case.outputs:
                     if exp[r.name].value.shape != r.shape_at(T):
-                        fail("%s T=%d: reference %s has shape %s, signature %s" % (
-                            case.name, T, r.name, exp[r.name].value.shape, r.shape_at(T)))
+                        fail(
+                            "%s T=%d: reference %s has shape %s, signature %s"
+                            % (case.name, T, r.name, exp[r.name].value.shape, r.shape_at(T))
+                        )
                 got = as_result(case, exp)
                 oc = G.check_op(case, inp, got)
                 n += 1
                 if not oc.ok:
-                    fail("%s T=%d %s: reference does not pass its own check: %s" % (
-                        case.name, T, mode, oc.detail))
+                    fail(
+                        "%s T=%d %s: reference does not pass its own check: %s"
+                        % (case.name, T, mode, oc.detail)
+                    )
     print("cases round trip: %d case/T/mode combinations" % n)
 
 
@@ -115,7 +119,7 @@ def test_route_near_tie():
     if G.check_op(case, inp, bad).ok:
         fail("exact tie broken the wrong way not detected")
     # a near tie (1e-7 apart in f32 scores) may go either way
-    x = np.array([[1.0, 1.0 + 2 ** -22, 0.0, -1.0] + [-5.0] * 28])
+    x = np.array([[1.0, 1.0 + 2**-22, 0.0, -1.0] + [-5.0] * 28])
     inp = {"logits": x}
     got = as_result(case, G.expected(case, inp, {}, G.Outcome()))
     alt = {k: v.copy() for k, v in got.items()}
@@ -143,15 +147,25 @@ def test_dry_run():
         art = os.path.join(d, "art")
         os.makedirs(os.path.join(art, "cases"))
         for f in os.listdir(os.path.join(HERE, "cases")):
-            with open(os.path.join(HERE, "cases", f)) as src, \
-                    open(os.path.join(art, "cases", f), "w") as dst:
+            with (
+                open(os.path.join(HERE, "cases", f)) as src,
+                open(os.path.join(art, "cases", f), "w") as dst,
+            ):
                 dst.write(src.read())
         with open(os.path.join(art, "COMMIT"), "w") as f:
             f.write("0123abc-test\n")
         out = os.path.join(d, "out")
-        cmd = [sys.executable, os.path.join(HERE, "run_gpu_checks.py"), "--dry-run",
-               "--artifacts", art] + (["--small", "--builds", "fused", "--only", "sig/|op/"] if QUICK else []) + \
-              ["--out", out]
+        cmd = (
+            [
+                sys.executable,
+                os.path.join(HERE, "run_gpu_checks.py"),
+                "--dry-run",
+                "--artifacts",
+                art,
+            ]
+            + (["--small", "--builds", "fused", "--only", "sig/|op/"] if QUICK else [])
+            + ["--out", out]
+        )
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             fail("dry run exit %d:\n%s" % (p.returncode, p.stdout[-3000:]))
@@ -165,9 +179,25 @@ def test_dry_run():
             if "0123abc-test" not in md:
                 fail("results.md lacks the commit")
         out2 = os.path.join(d, "out2")
-        p = subprocess.run(cmd[:3] + ["--artifacts", art, "--out", out2, "--dry-run-bug",
-                                      "skip-last", "--only", "op/", "--small", "--builds", "unfused"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.run(
+            cmd[:3]
+            + [
+                "--artifacts",
+                art,
+                "--out",
+                out2,
+                "--dry-run-bug",
+                "skip-last",
+                "--only",
+                "op/",
+                "--small",
+                "--builds",
+                "unfused",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         data = json.load(open(os.path.join(out2, "results.json")))
         # every op case with a non-empty result at T > 0 must fail
         if p.returncode != 1 or data["counts"]["FAIL"] < 3 * len(G.OP_CASES):
@@ -180,15 +210,25 @@ def test_compile():
     for f in sorted(os.listdir(HERE)):
         if f.endswith(".py"):
             try:
-                py_compile.compile(os.path.join(HERE, f), doraise=True,
-                                   cfile=os.path.join(tempfile.gettempdir(), f + "c"))
+                py_compile.compile(
+                    os.path.join(HERE, f),
+                    doraise=True,
+                    cfile=os.path.join(tempfile.gettempdir(), f + "c"),
+                )
             except py_compile.PyCompileError as ex:
                 fail("py_compile %s: %s" % (f, ex))
 
 
 def main():
-    for t in (test_compile, test_gen_mlir, test_signatures, test_route_near_tie,
-              test_cases_roundtrip, test_detection, test_dry_run):
+    for t in (
+        test_compile,
+        test_gen_mlir,
+        test_signatures,
+        test_route_near_tie,
+        test_cases_roundtrip,
+        test_detection,
+        test_dry_run,
+    ):
         print("--- %s" % t.__name__, flush=True)
         t()
     print("selftest_local: %s" % ("%d FAILURES" % len(FAILS) if FAILS else "all passed"))

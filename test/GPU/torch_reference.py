@@ -36,8 +36,14 @@ FLT_MAX = float(torch.finfo(torch.float32).max)
 INF = float("inf")
 NEAR_TIE = 1e-5  # score gap below which f32 may order two experts either way
 
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16,
-          "i32": torch.int32, "i64": torch.int64, "i1": torch.bool}
+DTYPES = {
+    "f32": torch.float32,
+    "bf16": torch.bfloat16,
+    "f16": torch.float16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "i1": torch.bool,
+}
 
 
 def configure_precision():
@@ -53,8 +59,10 @@ def configure_precision():
         except Exception:  # noqa: BLE001
             done = False
     if not done:
-        for fn in (lambda: setattr(m, "allow_tf32", False),
-                   lambda: torch.set_float32_matmul_precision("highest")):
+        for fn in (
+            lambda: setattr(m, "allow_tf32", False),
+            lambda: torch.set_float32_matmul_precision("highest"),
+        ):
             try:
                 fn()
             except Exception:  # noqa: BLE001
@@ -74,6 +82,7 @@ def f32_gemm_error(device="cuda"):
 # Ordering helpers
 # ----------------------------------------------------------------------------
 
+
 def desc_order(keys, valid=None):
     """Per row: the column order by (valid first, key descending, lower
     index first). `keys` is f32 without NaN."""
@@ -81,14 +90,16 @@ def desc_order(keys, valid=None):
     order = torch.sort(k, dim=-1, descending=True, stable=True).indices
     if valid is not None:
         v = torch.gather(valid, -1, order)
-        order = torch.gather(order, -1,
-                             torch.sort((~v).to(torch.int32), dim=-1, stable=True).indices)
+        order = torch.gather(
+            order, -1, torch.sort((~v).to(torch.int32), dim=-1, stable=True).indices
+        )
     return order
 
 
 # ----------------------------------------------------------------------------
 # Routing
 # ----------------------------------------------------------------------------
+
 
 def topk(x, k):
     """moe.topk: (values in x's dtype, ids i32); NaN below -inf, ties lower index."""
@@ -144,8 +155,17 @@ def weights_at(s, ids, normalize, scaling):
     return w * float(scaling)
 
 
-def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
-          group_score="max", scaling=1.0, bias=None):
+def route(
+    logits,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    bias=None,
+):
     """moe.route (its description, steps 1-6) in f32."""
     s = scores(logits, scoring)
     c = s + bias.float()[None, :] if bias is not None else s
@@ -172,7 +192,7 @@ def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
     csorted = torch.gather(c, 1, order)
     width = min(k + 1, n_allowed)
     if T and width > 1:
-        gaps = csorted[:, :width - 1] - csorted[:, 1:width]
+        gaps = csorted[:, : width - 1] - csorted[:, 1:width]
     else:
         gaps = torch.full((T, 1), INF, device=dev)
     if k < n_allowed and T:
@@ -180,8 +200,9 @@ def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
     else:
         bgap = torch.full((T,), INF, device=dev)
     boundary_gap = torch.minimum(bgap, group_gap)
-    min_gap = torch.minimum(gaps.min(dim=1).values if gaps.numel() else
-                            torch.full((T,), INF, device=dev), group_gap)
+    min_gap = torch.minimum(
+        gaps.min(dim=1).values if gaps.numel() else torch.full((T,), INF, device=dev), group_gap
+    )
     dead = (s == 0).all(dim=1) if E else torch.ones(T, dtype=torch.bool, device=dev)
     w = weights_at(s, ids, normalize, scaling)
     return RouteResult(w, ids.to(torch.int32), s, c, boundary_gap, min_gap, dead)
@@ -190,6 +211,7 @@ def route(logits, k, scoring, normalize=False, n_group=1, topk_group=1,
 # ----------------------------------------------------------------------------
 # Dispatch metadata
 # ----------------------------------------------------------------------------
+
 
 def _valid_ids(ids, E):
     e = ids.long()
@@ -258,6 +280,7 @@ def dispatch(ids, E):
 # Data movement
 # ----------------------------------------------------------------------------
 
+
 def gather(x, idx):
     T = x.shape[0]
     i = idx.long()
@@ -324,6 +347,7 @@ def multihot_to_indices(pm, pos, k):
 # Expert compute
 # ----------------------------------------------------------------------------
 
+
 def _weight(rhs, e, transpose):
     w = rhs[e].float()
     return w.t() if transpose else w
@@ -376,9 +400,21 @@ def glu(x, activation_="silu", layout="concat", alpha=1.0, limit=None, up_bias=0
     return activation(g, activation_, alpha) * (u + float(up_bias))
 
 
-def expert_gemm(lhs, rhs, offsets, gather_idx=None, bias=None, scatter_idx=None, scale=None,
-                transpose_rhs=False, activation_=None, layout=None, alpha=1.0, limit=None,
-                up_bias=0.0):
+def expert_gemm(
+    lhs,
+    rhs,
+    offsets,
+    gather_idx=None,
+    bias=None,
+    scatter_idx=None,
+    scale=None,
+    transpose_rhs=False,
+    activation_=None,
+    layout=None,
+    alpha=1.0,
+    limit=None,
+    up_bias=0.0,
+):
     """moe.expert_gemm (MoeOps.td stages 1-5), f32 result [M, N']."""
     M = gather_idx.shape[0] if gather_idx is not None else lhs.shape[0]
     rows = gather(lhs, gather_idx) if gather_idx is not None else lhs
@@ -423,10 +459,30 @@ def split_attrs(attrs):
     return ra, ga
 
 
-def ffn(x, logits, w_up, w_down, bias=None, *, k, scoring, normalize=False, n_group=1,
-        topk_group=1, group_score="max", scaling=1.0, activation="silu", layout="concat",
-        alpha=1.0, limit=None, up_bias=0.0, transpose_weights=False, rows=None, ids=None,
-        round_intermediates=True):
+def ffn(
+    x,
+    logits,
+    w_up,
+    w_down,
+    bias=None,
+    *,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    activation="silu",
+    layout="concat",
+    alpha=1.0,
+    limit=None,
+    up_bias=0.0,
+    transpose_weights=False,
+    rows=None,
+    ids=None,
+    round_intermediates=True,
+):
     """moe.ffn as the chain of docs/Contract.md section 3. Returns (y f32 [R, H], RouteResult)
     for the R = len(rows) rows selected (all rows by default). `ids` (i32
     [R, k]) overrides the routing's selection (weights are recomputed from
@@ -456,7 +512,7 @@ def ffn(x, logits, w_up, w_down, bias=None, *, k, scoring, normalize=False, n_gr
         n = counts[e]
         if n == 0:
             continue
-        slots = order[start:start + n]
+        slots = order[start : start + n]
         start += n
         xe = x[slots // k].float()
         up = rnd(xe @ _weight(w_up, e, transpose_weights))
@@ -470,6 +526,7 @@ def ffn(x, logits, w_up, w_down, bias=None, *, k, scoring, normalize=False, n_gr
 # Running one gpu_cases.OpCase (as the compiled function would)
 # ----------------------------------------------------------------------------
 
+
 def _f(a, key, default):
     v = a.get(key, default)
     return default if v is None else v
@@ -479,9 +536,15 @@ def run_case(case, t):
     """Outputs {name: tensor in its declared dtype} of gpu_cases.OpCase
     `case` on input tensors `t` ({name: tensor})."""
     op, a = case.op, case.attrs
-    ra = dict(k=a.get("k"), scoring=a.get("scoring"), normalize=a.get("normalize", False),
-              n_group=a.get("n_group", 1), topk_group=a.get("topk_group", 1),
-              group_score=a.get("group_score", "max"), scaling=a.get("scaling", 1.0))
+    ra = dict(
+        k=a.get("k"),
+        scoring=a.get("scoring"),
+        normalize=a.get("normalize", False),
+        n_group=a.get("n_group", 1),
+        topk_group=a.get("topk_group", 1),
+        group_score=a.get("group_score", "max"),
+        scaling=a.get("scaling", 1.0),
+    )
     gk = dict(alpha=_f(a, "alpha", 1.0), limit=a.get("limit"), up_bias=_f(a, "up_bias", 0.0))
     if op == "topk":
         v, i = topk(t["input"], a["k"])
@@ -492,23 +555,37 @@ def run_case(case, t):
     elif op == "route_dispatch":
         rr = route(t["logits"], bias=t.get("bias"), **ra)
         off, rev, tok = dispatch(rr.ids, t["logits"].shape[1])
-        res = {"weights": rr.weights, "indices": rr.ids, "offsets": off,
-               "reverse_indices": rev, "token_indices": tok}
+        res = {
+            "weights": rr.weights,
+            "indices": rr.ids,
+            "offsets": off,
+            "reverse_indices": rev,
+            "token_indices": tok,
+        }
     elif op == "cumsum":
         res = {"cumsum": cumsum(t["indices"], a["num_experts"])}
     elif op == "get_indices":
         rev, tok = get_indices(t["cumsum"], t["indices"])
         res = {"reverse_indices": rev, "token_indices": tok}
     elif op == "get_indptr":
-        res = {"result": get_indptr(t["cumsum"], a["num_experts"], a.get("inclusive", False),
-                                    DTYPES[case.outputs[0].dtype])}
+        res = {
+            "result": get_indptr(
+                t["cumsum"],
+                a["num_experts"],
+                a.get("inclusive", False),
+                DTYPES[case.outputs[0].dtype],
+            )
+        }
     elif op == "gather":
         res = {"result": gather(t["input"], t["indices"])}
     elif op == "scatter":
         res = {"result": scatter(t["input"], t["indices"])}
     elif op == "grouped_matmul":
-        res = {"result": grouped_matmul(t["lhs"], t["rhs"], t["offsets"], t.get("bias"),
-                                        a.get("transpose_rhs", False))}
+        res = {
+            "result": grouped_matmul(
+                t["lhs"], t["rhs"], t["offsets"], t.get("bias"), a.get("transpose_rhs", False)
+            )
+        }
     elif op == "glu":
         res = {"result": glu(t["input"], a["activation"], a["layout"], **gk)}
     elif op == "combine":
@@ -522,14 +599,34 @@ def run_case(case, t):
         off, rev, tok = dispatch(t["indices"], a["num_experts"])
         res = {"offsets": off, "reverse_indices": rev, "token_indices": tok}
     elif op == "expert_gemm":
-        res = {"result": expert_gemm(t["lhs"], t["rhs"], t["offsets"], t.get("gather"),
-                                     t.get("bias"), t.get("scatter"), t.get("scale"),
-                                     a.get("transpose_rhs", False), a.get("activation"),
-                                     a.get("layout"), **gk)}
+        res = {
+            "result": expert_gemm(
+                t["lhs"],
+                t["rhs"],
+                t["offsets"],
+                t.get("gather"),
+                t.get("bias"),
+                t.get("scatter"),
+                t.get("scale"),
+                a.get("transpose_rhs", False),
+                a.get("activation"),
+                a.get("layout"),
+                **gk,
+            )
+        }
     elif op == "ffn":
-        y, _ = ffn(t["x"], t["logits"], t["w_up"], t["w_down"], t.get("bias"),
-                   activation=a["activation"], layout=a["layout"],
-                   transpose_weights=a.get("transpose_weights", False), **ra, **gk)
+        y, _ = ffn(
+            t["x"],
+            t["logits"],
+            t["w_up"],
+            t["w_down"],
+            t.get("bias"),
+            activation=a["activation"],
+            layout=a["layout"],
+            transpose_weights=a.get("transpose_weights", False),
+            **ra,
+            **gk,
+        )
         res = {"result": y}
     else:
         raise KeyError(op)
@@ -540,10 +637,16 @@ def run_case(case, t):
 # Self-check against reference.py (float64 numpy)
 # ----------------------------------------------------------------------------
 
+
 def to_torch(arr, dtype, device):
     import numpy as np
+
     if dtype in ("f32", "bf16", "f16"):
-        return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32)).to(device).to(DTYPES[dtype])
+        return (
+            torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+            .to(device)
+            .to(DTYPES[dtype])
+        )
     if dtype == "i1":
         return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.bool_)).to(device)
     return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64)).to(device).to(DTYPES[dtype])
@@ -551,6 +654,7 @@ def to_torch(arr, dtype, device):
 
 def to_numpy(t, dtype):
     import numpy as np
+
     if dtype in ("f32", "bf16", "f16"):
         return t.detach().float().cpu().numpy().astype(np.float64)
     if dtype == "i1":
@@ -594,15 +698,23 @@ def self_check(device="cuda", Ts=(0, 1, 7, 33), verbose=False):
     T, H, I, E, k = 37, 32, 16, 16, 4
     x = torch.randn(T, H, generator=g, device=device).to(torch.bfloat16)
     lg = (2 * torch.randn(T, E, generator=g, device=device)).to(torch.bfloat16)
-    wu = (torch.randn(E, H, 2 * I, generator=g, device=device) / H ** 0.5).to(torch.bfloat16)
-    wd = (torch.randn(E, I, H, generator=g, device=device) / I ** 0.5).to(torch.bfloat16)
+    wu = (torch.randn(E, H, 2 * I, generator=g, device=device) / H**0.5).to(torch.bfloat16)
+    wd = (torch.randn(E, I, H, generator=g, device=device) / I**0.5).to(torch.bfloat16)
     bias = 0.3 * torch.randn(E, generator=g, device=device)
-    attrs = dict(k=k, scoring="sigmoid", normalize=True, n_group=4, topk_group=2,
-                 group_score="top2_sum", scaling=2.5)
+    attrs = dict(
+        k=k,
+        scoring="sigmoid",
+        normalize=True,
+        n_group=4,
+        topk_group=2,
+        group_score="top2_sum",
+        scaling=2.5,
+    )
     y, rr = ffn(x, lg, wu, wd, bias, **attrs)
 
     def close(a, b):  # GEMMs on a row subset may pick other kernels
         return float((a - b).norm()) <= 1e-3 * float(b.norm()) + 1e-6
+
     rows = torch.tensor([36, 0, 5, 17], device=device)
     ys, _ = ffn(x, lg, wu, wd, bias, rows=rows, **attrs)
     n += 1
@@ -634,5 +746,6 @@ def self_check(device="cuda", Ts=(0, 1, 7, 33), verbose=False):
 
 if __name__ == "__main__":
     import os
+
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     sys.exit(1 if self_check(verbose="-v" in sys.argv) else 0)

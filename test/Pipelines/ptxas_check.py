@@ -22,8 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-OBJECT = re.compile(r'gpu\.binary @(\w+)\s*\[#gpu\.object<.*?assembly = "((?:[^"\\]|\\.)*)"',
-                    re.S)
+OBJECT = re.compile(r'gpu\.binary @(\w+)\s*\[#gpu\.object<.*?assembly = "((?:[^"\\]|\\.)*)"', re.S)
 
 
 def unescape(text):
@@ -42,7 +41,7 @@ def unescape(text):
                 out += b"\n"
                 i += 2
                 continue
-            out += bytes([int(text[i + 1:i + 3], 16)])
+            out += bytes([int(text[i + 1 : i + 3], 16)])
             i += 3
             continue
         out += c.encode()
@@ -74,15 +73,23 @@ def main():
     ap.add_argument("--moe-opt", default="moe-opt")
     ap.add_argument("--ptxas", default="/usr/local/cuda/bin/ptxas")
     ap.add_argument("--arch", default="sm_90a")
-    ap.add_argument("--pipeline", action="append", required=True,
-                    help="moe-opt flags (format=ptx); may repeat")
+    ap.add_argument(
+        "--pipeline", action="append", required=True, help="moe-opt flags (format=ptx); may repeat"
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
-    ap.add_argument("--ptx-insn", action="append", default=[],
-                    help="list the kernels' PTX instructions starting with "
-                         "this prefix (with -v); may repeat")
-    ap.add_argument("-j", "--jobs", type=int,
-                    default=min(8, os.cpu_count() or 1),
-                    help="ptxas processes at a time")
+    ap.add_argument(
+        "--ptx-insn",
+        action="append",
+        default=[],
+        help="list the kernels' PTX instructions starting with this prefix (with -v); may repeat",
+    )
+    ap.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=min(8, os.cpu_count() or 1),
+        help="ptxas processes at a time",
+    )
     args = ap.parse_args()
 
     total = failed = 0
@@ -106,9 +113,17 @@ def main():
                 with open(path, "w") as f:
                     f.write(ptx)
                 return subprocess.run(
-                    [args.ptxas, f"-arch={args.arch}", "-v", path, "-o",
-                     path[:-len(".ptx")] + ".cubin"],
-                    capture_output=True, text=True)
+                    [
+                        args.ptxas,
+                        f"-arch={args.arch}",
+                        "-v",
+                        path,
+                        "-o",
+                        path[: -len(".ptx")] + ".cubin",
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
 
             kernels = [(name, unescape(ptx)) for name, ptx in kernels]
             jobs = [pool.submit(assemble, name, ptx) for name, ptx in kernels]
@@ -119,17 +134,18 @@ def main():
                     failed += 1
                     print(f"FAILED: {name} ({pipeline}): {asm.stderr.strip()}")
                 elif args.verbose:
-                    info = " ".join(l.split("info    :")[-1].strip()
-                                    for l in asm.stderr.splitlines()
-                                    if "Used" in l or "spill" in l)
+                    info = " ".join(
+                        l.split("info    :")[-1].strip()
+                        for l in asm.stderr.splitlines()
+                        if "Used" in l or "spill" in l
+                    )
                     insns = ptx_insns(ptx, args.ptx_insn)
                     print(f"{name}: {info}" + (f" | ptx: {insns}" if insns else ""))
                     # ptxas's performance warnings (e.g. C7520: wgmma
                     # serialized), one line each.
                     for l in asm.stderr.splitlines():
                         if "Performance Loss" in l:
-                            print(f"{name}: ptxas warning: "
-                                  + l.split("info    :")[-1].strip())
+                            print(f"{name}: ptxas warning: " + l.split("info    :")[-1].strip())
     print(f"ptxas accepted {total - failed} of {total} kernels for {args.arch}")
     if failed:
         return 1

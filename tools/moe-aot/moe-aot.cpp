@@ -190,8 +190,8 @@ LogicalResult compile(MLIRContext &context, const char *argv0,
   std::string parseErrors;
   llvm::raw_string_ostream parseErrorStream(parseErrors);
   if (failed(parsePassPipeline(*pipeline, pm, parseErrorStream)))
-    return fail(error, "invalid pipeline '" + *pipeline + "': " +
-                    StringRef(parseErrors).trim().str());
+    return fail(error, "invalid pipeline '" + *pipeline +
+                           "': " + StringRef(parseErrors).trim().str());
 
   if (inputFilename != "-" && !isFile(inputFilename))
     return fail(error, "no such input file: " + inputFilename);
@@ -283,8 +283,8 @@ int main(int argc, char **argv) {
     SmallString<128> tempDir;
     if (std::error_code ec =
             llvm::sys::fs::createUniqueDirectory("moe-aot", tempDir)) {
-      result = fail(error,
-                    "cannot create a temporary directory: " + ec.message());
+      result =
+          fail(error, "cannot create a temporary directory: " + ec.message());
     } else {
       result = compile(context, argv[0], tempDir, error);
       llvm::sys::fs::remove_directories(tempDir);

@@ -69,8 +69,7 @@ std::vector<std::string> linkCommand(StringRef object, StringRef output,
 /// Runs linkCommand. On failure `error` holds the command and the linker's
 /// output.
 LogicalResult linkSharedLibrary(StringRef object, StringRef output,
-                                const LinkOptions &options,
-                                std::string &error);
+                                const LinkOptions &options, std::string &error);
 
 /// Turns moe-opt style pass flags (`--moe-decompose
 /// "--moe-lower-to-nvvm=chip=sm_90a tile-m=64"`, shell-quoted) into a

@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The pipelines of docs/Contract.md section 4 as options struct + build function +
-// registration, so moe-opt, the C API and Python all run the same pipeline.
+// The pipelines of docs/Contract.md section 4 as options struct + build
+// function + registration, so moe-opt, the C API and Python all run the same
+// pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +23,7 @@ namespace mlir {
 namespace moe {
 
 /// Options of `--moe-lower-to-cpu`.
-struct MoeLowerToCpuOptions
-    : public PassPipelineOptions<MoeLowerToCpuOptions> {
+struct MoeLowerToCpuOptions : public PassPipelineOptions<MoeLowerToCpuOptions> {
   PassOptions::Option<bool> deallocate{
       *this, "deallocate",
       llvm::cl::desc("Insert ownership-based buffer deallocation after "
@@ -61,9 +61,9 @@ struct MoeLowerToNvvmOptions
   PassOptions::Option<int64_t> tileN{
       *this, "tile-n", llvm::cl::desc("Expert GEMM block tile columns"),
       llvm::cl::init(64)};
-  PassOptions::Option<int64_t> tileK{
-      *this, "tile-k", llvm::cl::desc("Expert GEMM K step"),
-      llvm::cl::init(16)};
+  PassOptions::Option<int64_t> tileK{*this, "tile-k",
+                                     llvm::cl::desc("Expert GEMM K step"),
+                                     llvm::cl::init(16)};
   PassOptions::Option<std::string> gemm{
       *this, "gemm",
       llvm::cl::desc("Expert GEMM engine: auto (wgmma on sm_90a where the "

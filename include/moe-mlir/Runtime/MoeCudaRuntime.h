@@ -42,18 +42,18 @@ extern "C" {
 |* Embedder API                                                               *|
 \*===----------------------------------------------------------------------===*/
 
-/// Makes `cuStream` (a CUstream, e.g. `torch.cuda.current_stream().cuda_stream`;
-/// pass CU_STREAM_LEGACY, i.e. (void *)1, for the legacy default stream) the
-/// stream of all work issued by compiled code on the calling thread:
-/// `mgpuStreamCreate` returns it, `mgpuStreamDestroy` leaves it alone,
-/// `mgpuStreamSynchronize` on it does nothing (a compiled call is then
-/// asynchronous on the embedder's stream, like the embedder's own ops: it
-/// never blocks the host and can be captured into a CUDA graph; synchronise
-/// the stream, or call moeRuntimeSynchronize, before reading results on the
-/// host) and `mgpuEventSynchronize` does nothing while it is being captured.
-/// Work issued with a null stream also goes to it. NULL restores the
-/// default: one new stream per `mgpuStreamCreate`, synchronised at the end
-/// of each call.
+/// Makes `cuStream` (a CUstream, e.g.
+/// `torch.cuda.current_stream().cuda_stream`; pass CU_STREAM_LEGACY, i.e. (void
+/// *)1, for the legacy default stream) the stream of all work issued by
+/// compiled code on the calling thread: `mgpuStreamCreate` returns it,
+/// `mgpuStreamDestroy` leaves it alone, `mgpuStreamSynchronize` on it does
+/// nothing (a compiled call is then asynchronous on the embedder's stream, like
+/// the embedder's own ops: it never blocks the host and can be captured into a
+/// CUDA graph; synchronise the stream, or call moeRuntimeSynchronize, before
+/// reading results on the host) and `mgpuEventSynchronize` does nothing while
+/// it is being captured. Work issued with a null stream also goes to it. NULL
+/// restores the default: one new stream per `mgpuStreamCreate`, synchronised at
+/// the end of each call.
 MOE_CUDA_RUNTIME_EXPORT void moeRuntimeSetStream(void *cuStream);
 
 /// The stream set by `moeRuntimeSetStream` on this thread, or NULL.
@@ -83,8 +83,8 @@ MOE_CUDA_RUNTIME_EXPORT int moeRuntimeSynchronize(void);
 MOE_CUDA_RUNTIME_EXPORT void *
 moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
                       int64_t dim1, int64_t dim2, int64_t stride1,
-                      int64_t stride2, int64_t box0, int64_t box1,
-                      int64_t box2, int64_t swizzle, int64_t l2Promotion);
+                      int64_t stride2, int64_t box0, int64_t box1, int64_t box2,
+                      int64_t swizzle, int64_t l2Promotion);
 
 /*===----------------------------------------------------------------------===*\
 |* Modules and kernels                                                        *|
@@ -111,10 +111,10 @@ MOE_CUDA_RUNTIME_EXPORT void *mgpuModuleGetFunction(void *module,
 /// of entries in `params` (informational).
 ///   (ptr, i64 x 6, i32, ptr, ptr, ptr, i64) -> ()
 MOE_CUDA_RUNTIME_EXPORT void
-mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
-                 intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-                 intptr_t blockZ, int32_t sharedMemBytes, void *stream,
-                 void **params, void **extra, int64_t paramsCount);
+mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                 intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                 int32_t sharedMemBytes, void *stream, void **params,
+                 void **extra, int64_t paramsCount);
 
 /// As `mgpuLaunchKernel`, with a thread-block cluster of
 /// clusterX x clusterY x clusterZ blocks (sm_90+).
@@ -174,9 +174,9 @@ MOE_CUDA_RUNTIME_EXPORT void mgpuMemset16(void *dst, uint16_t value,
 /// of rank `rank` spans. `descriptor` points to
 /// `{T *allocated; T *aligned; int64_t offset; int64_t sizes[rank];
 ///   int64_t strides[rank];}`.                          (i64, ptr, i64) -> ()
-MOE_CUDA_RUNTIME_EXPORT void mgpuMemHostRegisterMemRef(int64_t rank,
-                                                       void *descriptor,
-                                                       int64_t elementSizeBytes);
+MOE_CUDA_RUNTIME_EXPORT void
+mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
+                          int64_t elementSizeBytes);
 ///                                                      (i64, ptr, i64) -> ()
 MOE_CUDA_RUNTIME_EXPORT void
 mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
@@ -196,11 +196,9 @@ MOE_CUDA_RUNTIME_EXPORT void mgpuSetDefaultDevice(int32_t device);
 /// the 128-byte map. Maps are cached by content, so a map built once before
 /// a CUDA graph capture is reused inside it without allocating.
 ///                             (i64, ptr, i64, i64, i64, i64, i64, ptr) -> ptr
-MOE_CUDA_RUNTIME_EXPORT void *
-mgpuTensorMapEncodeTiledMemref(int64_t rank, void *descriptor,
-                               int64_t dataType, int64_t interleave,
-                               int64_t swizzle, int64_t l2Promotion,
-                               int64_t oobFill, int64_t *boxDims);
+MOE_CUDA_RUNTIME_EXPORT void *mgpuTensorMapEncodeTiledMemref(
+    int64_t rank, void *descriptor, int64_t dataType, int64_t interleave,
+    int64_t swizzle, int64_t l2Promotion, int64_t oobFill, int64_t *boxDims);
 
 #ifdef __cplusplus
 } // extern "C"

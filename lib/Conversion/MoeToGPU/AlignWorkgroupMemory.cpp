@@ -40,8 +40,7 @@ struct MoeGpuAlignWorkgroupMemoryPass
     Builder b(&getContext());
     StringRef name = LLVM::LLVMDialect::getAlignAttrName();
     getOperation().walk([&](gpu::GPUFuncOp func) {
-      for (unsigned i = 0, e = func.getNumWorkgroupAttributions(); i < e;
-           ++i) {
+      for (unsigned i = 0, e = func.getNumWorkgroupAttributions(); i < e; ++i) {
         auto have = dyn_cast_or_null<IntegerAttr>(
             func.getWorkgroupAttributionAttr(i, name));
         if (have && have.getInt() >= alignment)

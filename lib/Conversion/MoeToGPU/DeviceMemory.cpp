@@ -55,8 +55,9 @@ struct MoeGpuDeviceMemoryPass
             alloc.getSymbolOperands(), /*hostShared=*/false);
         rewriter.replaceOp(alloc, gpuAlloc.getMemref());
       } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-        gpu::DeallocOp::create(rewriter, dealloc.getLoc(), /*asyncToken=*/Type(),
-                               ValueRange{}, dealloc.getMemref());
+        gpu::DeallocOp::create(rewriter, dealloc.getLoc(),
+                               /*asyncToken=*/Type(), ValueRange{},
+                               dealloc.getMemref());
         rewriter.eraseOp(dealloc);
       } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         auto srcType = cast<MemRefType>(copy.getSource().getType());
@@ -69,8 +70,7 @@ struct MoeGpuDeviceMemoryPass
           continue;
         }
         gpu::MemcpyOp::create(rewriter, copy.getLoc(), /*asyncToken=*/Type(),
-                              ValueRange{}, copy.getTarget(),
-                              copy.getSource());
+                              ValueRange{}, copy.getTarget(), copy.getSource());
         rewriter.eraseOp(copy);
       } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
         global.emitError("moe-gpu-device-memory: host constant '")

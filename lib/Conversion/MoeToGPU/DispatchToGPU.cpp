@@ -101,14 +101,18 @@ struct CumsumToGPU : OpRewritePattern<CumsumOp> {
     fillBuffer(b, counts, b.i32(0));
     Value tI32 = b.toI32(t);
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
-        when(b, b.inRange(expert, b.i32(0), b.i32(e)), [&](LoweringBuilder &b) {
-          // e * T + row in index arithmetic (E*T < 2^31 is verified for
-          // static T only).
-          Value pos = b.add(b.mul(b.toIndex(expert), b.toIndex(tI32)), row);
-          b.store(b.add(b.load(counts, {pos}), b.i32(1)), counts, {pos});
-        });
-      });
+      forEachSlotOfRow(
+          b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
+            when(b, b.inRange(expert, b.i32(0), b.i32(e)),
+                 [&](LoweringBuilder &b) {
+                   // e * T + row in index arithmetic (E*T < 2^31 is verified
+                   // for static T only).
+                   Value pos =
+                       b.add(b.mul(b.toIndex(expert), b.toIndex(tI32)), row);
+                   b.store(b.add(b.load(counts, {pos}), b.i32(1)), counts,
+                           {pos});
+                 });
+          });
     });
     inclusiveScan(b, counts, len);
     rewriter.replaceOp(op, toTensor(b, counts));
@@ -135,10 +139,11 @@ struct GetIndicesToGPU : OpRewritePattern<GetIndicesOp> {
     Value tI32 = b.toI32(t), lenI32 = b.toI32(len), mI32 = b.toI32(m);
     Value kI32 = b.i32(k);
     // E = len / T (0 when T = 0).
-    Value numExperts = b.select(
-        b.cmpi(CmpI::sgt, tI32, b.i32(0)),
-        arith::DivSIOp::create(b, lenI32, arith::MaxSIOp::create(b, tI32, b.i32(1))),
-        b.i32(0));
+    Value numExperts =
+        b.select(b.cmpi(CmpI::sgt, tI32, b.i32(0)),
+                 arith::DivSIOp::create(
+                     b, lenI32, arith::MaxSIOp::create(b, tI32, b.i32(1))),
+                 b.i32(0));
     auto write = [&](LoweringBuilder &b, Value pos, Value row, Value j) {
       when(b, b.inRange(pos, b.i32(0), mI32), [&](LoweringBuilder &b) {
         Value p = b.toIndex(pos);
@@ -151,30 +156,31 @@ struct GetIndicesToGPU : OpRewritePattern<GetIndicesOp> {
     // Dispatched slots: position cumsum[e*T + b] - 1 minus the later
     // duplicates of e in the row.
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
-        when(b, b.inRange(expert, b.i32(0), numExperts),
-             [&](LoweringBuilder &b) {
-               Value later = b.forLoop(
-                   b.add(j, b.idx(1)), b.idx(k), {b.i32(0)},
-                   [&](LoweringBuilder &b, Value jj,
-                       ValueRange c) -> SmallVector<Value> {
-                     Value same =
-                         b.cmpi(CmpI::eq, b.load(ids, {row, jj}), expert);
-                     return {b.add(c[0], arith::ExtUIOp::create(
-                                             b, b.getI32Type(), same))};
-                   })[0];
-               Value at = b.add(b.mul(expert, tI32), b.toI32(row));
-               Value end = b.ifElse(
-                   b.inRange(at, b.i32(0), lenI32), {b.getI32Type()},
-                   [&](LoweringBuilder &b) -> SmallVector<Value> {
-                     return {b.load(cumsum, {b.toIndex(at)})};
-                   },
-                   [&](LoweringBuilder &b) -> SmallVector<Value> {
-                     return {b.i32(0)};
-                   })[0];
-               write(b, b.sub(b.sub(end, b.i32(1)), later), row, j);
-             });
-      });
+      forEachSlotOfRow(
+          b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
+            when(b, b.inRange(expert, b.i32(0), numExperts),
+                 [&](LoweringBuilder &b) {
+                   Value later = b.forLoop(
+                       b.add(j, b.idx(1)), b.idx(k), {b.i32(0)},
+                       [&](LoweringBuilder &b, Value jj,
+                           ValueRange c) -> SmallVector<Value> {
+                         Value same =
+                             b.cmpi(CmpI::eq, b.load(ids, {row, jj}), expert);
+                         return {b.add(c[0], arith::ExtUIOp::create(
+                                                 b, b.getI32Type(), same))};
+                       })[0];
+                   Value at = b.add(b.mul(expert, tI32), b.toI32(row));
+                   Value end = b.ifElse(
+                       b.inRange(at, b.i32(0), lenI32), {b.getI32Type()},
+                       [&](LoweringBuilder &b) -> SmallVector<Value> {
+                         return {b.load(cumsum, {b.toIndex(at)})};
+                       },
+                       [&](LoweringBuilder &b) -> SmallVector<Value> {
+                         return {b.i32(0)};
+                       })[0];
+                   write(b, b.sub(b.sub(end, b.i32(1)), later), row, j);
+                 });
+          });
     });
 
     // Undispatched slots, in (b, j) order after all dispatched rows.
@@ -259,8 +265,8 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
     emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok);
-    rewriter.replaceOp(op, {toTensor(b, offsets), toTensor(b, rev),
-                            toTensor(b, tok)});
+    rewriter.replaceOp(
+        op, {toTensor(b, offsets), toTensor(b, rev), toTensor(b, tok)});
     return success();
   }
 };

@@ -77,13 +77,13 @@ UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
     return isDispatchPermutation(op.getScatter()) ? UncoveredFill::PermutedRows
                                                   : UncoveredFill::Flags;
   Value result = op.getResult();
-  bool unread =
-      !result.use_empty() &&
-      llvm::all_of(result.getUses(), [&](OpOperand &use) {
-        auto user = dyn_cast<ExpertGemmOp>(use.getOwner());
-        return user && &use == &user.getLhsMutable() && !user.getGather() &&
-               user.getOffsets() == op.getOffsets();
-      });
+  bool unread = !result.use_empty() &&
+                llvm::all_of(result.getUses(), [&](OpOperand &use) {
+                  auto user = dyn_cast<ExpertGemmOp>(use.getOwner());
+                  return user && &use == &user.getLhsMutable() &&
+                         !user.getGather() &&
+                         user.getOffsets() == op.getOffsets();
+                });
   return unread ? UncoveredFill::Unread : UncoveredFill::Rows;
 }
 
@@ -91,9 +91,8 @@ UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
 
 /// Zeroes output row `row`, threads `thread` (of `threads`) over its
 /// columns.
-static void zeroOutputRow(LoweringBuilder &b, const GemmOperands &g,
-                          Value zero, Value row, Value thread,
-                          int64_t threads) {
+static void zeroOutputRow(LoweringBuilder &b, const GemmOperands &g, Value zero,
+                          Value row, Value thread, int64_t threads) {
   forEach(b, thread, b.idx(g.outN), b.idx(threads),
           [&](LoweringBuilder &b, Value c) { b.store(zero, g.out, {row, c}); });
 }
@@ -114,8 +113,7 @@ void gpu_lowering::zeroUncoveredStrided(LoweringBuilder &b,
   Value hi = b.maxIdx(ragged.offsetAt(b, b.idx(g.numExperts)), lo);
   Value count = b.add(lo, b.sub(g.m, hi));
   forEach(b, block, count, grid, [&](LoweringBuilder &b, Value i) {
-    Value row =
-        b.select(b.cmpi(CmpI::ult, i, lo), i, b.add(hi, b.sub(i, lo)));
+    Value row = b.select(b.cmpi(CmpI::ult, i, lo), i, b.add(hi, b.sub(i, lo)));
     if (fill == UncoveredFill::Rows)
       return zeroRow(b, row);
     Value dest = b.load(g.scatter, {row});
@@ -145,7 +143,8 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
   }
   Value zero = b.scalar(g.outElem);
   RaggedTiles ragged{g.offsets, g.m, g.numExperts, 1};
-  Value written = allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {g.m});
+  Value written =
+      allocScratch(b, {ShapedType::kDynamic}, b.getI32Type(), {g.m});
   fillBuffer(b, written, b.i32(0));
   launchForEach(b, g.m, [&](LoweringBuilder &b, Value row) {
     Value dest = b.load(g.scatter, {row});
@@ -165,34 +164,31 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
   Value blocks = b.ceilDiv(g.m, kBlockThreads);
   MemRefType listType = workgroupType({kBlockThreads}, b.getI32Type());
   MemRefType countType = workgroupType({1}, b.getI32Type());
-  launch(b, blocks, b.idx(1), kBlockThreads, {listType, countType},
-         [&](LoweringBuilder &b, const KernelIds &ids,
-             ArrayRef<Value> shared) {
-           Value list = shared[0], count = shared[1];
-           Value zeroIdx = b.idx(0);
-           when(b, b.cmpi(CmpI::eq, ids.threadX, zeroIdx),
-                [&](LoweringBuilder &b) {
-                  b.store(b.i32(0), count, {zeroIdx});
-                });
-           gpu::BarrierOp::create(b);
-           Value row = b.add(b.mul(ids.blockX, b.idx(kBlockThreads)),
-                             ids.threadX);
-           when(b, b.cmpi(CmpI::ult, row, g.m), [&](LoweringBuilder &b) {
-             when(b, b.cmpi(CmpI::eq, b.load(written, {row}), b.i32(0)),
-                  [&](LoweringBuilder &b) {
-                    Value at = memref::AtomicRMWOp::create(
-                        b, arith::AtomicRMWKind::addi, b.i32(1), count,
-                        ValueRange{zeroIdx});
-                    b.store(b.toI32(row), list, {b.toIndex(at)});
-                  });
-           });
-           gpu::BarrierOp::create(b);
-           Value n = b.toIndex(b.load(count, {zeroIdx}));
-           forEach(b, zeroIdx, n, b.idx(1), [&](LoweringBuilder &b, Value j) {
-             zeroOutputRow(b, g, zero, b.toIndex(b.load(list, {j})),
-                           ids.threadX, kBlockThreads);
-           });
-         });
+  launch(
+      b, blocks, b.idx(1), kBlockThreads, {listType, countType},
+      [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value list = shared[0], count = shared[1];
+        Value zeroIdx = b.idx(0);
+        when(b, b.cmpi(CmpI::eq, ids.threadX, zeroIdx),
+             [&](LoweringBuilder &b) { b.store(b.i32(0), count, {zeroIdx}); });
+        gpu::BarrierOp::create(b);
+        Value row = b.add(b.mul(ids.blockX, b.idx(kBlockThreads)), ids.threadX);
+        when(b, b.cmpi(CmpI::ult, row, g.m), [&](LoweringBuilder &b) {
+          when(b, b.cmpi(CmpI::eq, b.load(written, {row}), b.i32(0)),
+               [&](LoweringBuilder &b) {
+                 Value at = memref::AtomicRMWOp::create(
+                     b, arith::AtomicRMWKind::addi, b.i32(1), count,
+                     ValueRange{zeroIdx});
+                 b.store(b.toI32(row), list, {b.toIndex(at)});
+               });
+        });
+        gpu::BarrierOp::create(b);
+        Value n = b.toIndex(b.load(count, {zeroIdx}));
+        forEach(b, zeroIdx, n, b.idx(1), [&](LoweringBuilder &b, Value j) {
+          zeroOutputRow(b, g, zero, b.toIndex(b.load(list, {j})), ids.threadX,
+                        kBlockThreads);
+        });
+      });
 }
 
 struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {

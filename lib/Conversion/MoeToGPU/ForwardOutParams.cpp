@@ -27,8 +27,7 @@ struct MoeForwardOutParamsPass
     func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
     for (memref::CopyOp copy : copies) {
       auto out = dyn_cast<BlockArgument>(copy.getTarget());
-      if (!out || out.getOwner() != &func.getBody().front() ||
-          !out.hasOneUse())
+      if (!out || out.getOwner() != &func.getBody().front() || !out.hasOneUse())
         continue;
       auto alloc = copy.getSource().getDefiningOp<memref::AllocOp>();
       if (!alloc || alloc->getBlock() != copy->getBlock() ||

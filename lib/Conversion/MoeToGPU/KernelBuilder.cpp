@@ -18,8 +18,8 @@ using CmpI = arith::CmpIPredicate;
 
 MemRefType gpu_lowering::anyLayoutType(RankedTensorType type) {
   SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic,
-                                       strides);
+  auto layout =
+      StridedLayoutAttr::get(type.getContext(), ShapedType::kDynamic, strides);
   return MemRefType::get(type.getShape(), type.getElementType(), layout);
 }
 
@@ -42,8 +42,8 @@ Value gpu_lowering::allocScratch(LoweringBuilder &b, ArrayRef<int64_t> shape,
 
 Value gpu_lowering::toTensor(LoweringBuilder &b, Value buffer) {
   auto memrefType = cast<MemRefType>(buffer.getType());
-  auto tensorType = RankedTensorType::get(memrefType.getShape(),
-                                          memrefType.getElementType());
+  auto tensorType =
+      RankedTensorType::get(memrefType.getShape(), memrefType.getElementType());
   return bufferization::ToTensorOp::create(b, tensorType, buffer,
                                            /*restrict=*/true,
                                            /*writable=*/true);
@@ -69,8 +69,9 @@ static void buildLaunchBody(LoweringBuilder &b, gpu::LaunchOp launchOp,
   Block &block = launchOp.getBody().front();
   OpBuilder nested = OpBuilder::atBlockEnd(&block);
   LoweringBuilder kb(b.getLoc(), nested);
-  gpu_lowering::KernelIds ids{launchOp.getBlockIds().x, launchOp.getBlockIds().y,
-                              launchOp.getThreadIds().x, launchOp.getGridSize().x};
+  gpu_lowering::KernelIds ids{
+      launchOp.getBlockIds().x, launchOp.getBlockIds().y,
+      launchOp.getThreadIds().x, launchOp.getGridSize().x};
   SmallVector<Value> wgValues(launchOp.getWorkgroupAttributions());
   body(kb, ids, wgValues);
   gpu::TerminatorOp::create(kb);
@@ -116,13 +117,13 @@ void gpu_lowering::launchInClusters(LoweringBuilder &b, Value gridX,
 
 void gpu_lowering::forEach(LoweringBuilder &b, Value lb, Value ub, Value step,
                            function_ref<void(LoweringBuilder &, Value)> body) {
-  scf::ForOp::create(b, lb, ub, step, ValueRange{},
-                     [&](OpBuilder &nested, Location loc, Value iv,
-                         ValueRange) {
-                       LoweringBuilder nb(loc, nested);
-                       body(nb, iv);
-                       scf::YieldOp::create(nb);
-                     });
+  scf::ForOp::create(
+      b, lb, ub, step, ValueRange{},
+      [&](OpBuilder &nested, Location loc, Value iv, ValueRange) {
+        LoweringBuilder nb(loc, nested);
+        body(nb, iv);
+        scf::YieldOp::create(nb);
+      });
 }
 
 void gpu_lowering::when(LoweringBuilder &b, Value cond,
@@ -143,8 +144,8 @@ void gpu_lowering::forEachSlotOfRow(
   });
 }
 
-std::pair<Value, Value> gpu_lowering::rowAndSlot(LoweringBuilder &b,
-                                                 Value slot, int64_t k) {
+std::pair<Value, Value> gpu_lowering::rowAndSlot(LoweringBuilder &b, Value slot,
+                                                 int64_t k) {
   return {arith::DivUIOp::create(b, slot, b.idx(k)),
           arith::RemUIOp::create(b, slot, b.idx(k))};
 }
@@ -155,8 +156,8 @@ void gpu_lowering::launchForEach(
   Value grid = b.ceilDiv(n, kBlockThreads);
   launch(b, grid, b.idx(1), kBlockThreads, {},
          [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-           Value i = kb.add(kb.mul(ids.blockX, kb.idx(kBlockThreads)),
-                            ids.threadX);
+           Value i =
+               kb.add(kb.mul(ids.blockX, kb.idx(kBlockThreads)), ids.threadX);
            when(kb, kb.cmpi(CmpI::ult, i, n),
                 [&](LoweringBuilder &kb) { body(kb, i); });
          });
@@ -168,8 +169,8 @@ void gpu_lowering::launchRowsCols(
   Value colBlocks = b.maxIdx(b.ceilDiv(cols, kBlockThreads), b.idx(1));
   launch(b, rows, colBlocks, kBlockThreads, {},
          [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-           Value col = kb.add(kb.mul(ids.blockY, kb.idx(kBlockThreads)),
-                              ids.threadX);
+           Value col =
+               kb.add(kb.mul(ids.blockY, kb.idx(kBlockThreads)), ids.threadX);
            Value inside = kb.andi(kb.cmpi(CmpI::ult, ids.blockX, rows),
                                   kb.cmpi(CmpI::ult, col, cols));
            when(kb, inside,
@@ -201,107 +202,105 @@ void gpu_lowering::orderedBuckets(
   Value counts = allocScratch(b, {kScanThreads, numBuckets}, i32, {});
   Value totals = allocScratch(b, {numBuckets}, i32, {});
   Value chunk = b.ceilDiv(n, kScanThreads);
-  launch(
-      b, b.idx(1), b.idx(1), kScanThreads, {},
-      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-        Value t = ids.threadX;
-        Value zero = kb.idx(0), one = kb.idx(1);
-        Value nb = kb.idx(numBuckets);
-        Value first = kb.minIdx(kb.mul(t, chunk), n);
-        Value last = kb.minIdx(kb.add(first, chunk), n);
-        // 1. Per-thread histogram of its chunk.
-        forEach(kb, zero, nb, one, [&](LoweringBuilder &kb, Value bk) {
-          kb.store(kb.i32(0), counts, {t, bk});
-        });
-        forEach(kb, first, last, one, [&](LoweringBuilder &kb, Value item) {
-          Value bucket = bucketOf(kb, item);
-          when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
-               [&](LoweringBuilder &kb) {
-                 Value bk = kb.toIndex(bucket);
-                 Value c = kb.load(counts, {t, bk});
-                 kb.store(kb.add(c, kb.i32(1)), counts, {t, bk});
-               });
-        });
-        gpu::BarrierOp::create(kb);
-        // 2. Exclusive scan over threads, one bucket per thread (strided).
-        forEach(kb, t, nb, kb.idx(kScanThreads),
-                [&](LoweringBuilder &kb, Value bk) {
-                  Value total =
-                      exclusiveColumnScan(kb, counts, kScanThreads, bk);
-                  kb.store(total, totals, {bk});
-                });
-        gpu::BarrierOp::create(kb);
-        when(kb, kb.cmpi(CmpI::eq, t, zero),
-             [&](LoweringBuilder &kb) { onTotals(kb, totals); });
-        gpu::BarrierOp::create(kb);
-        // 3. Ordered placement.
-        forEach(kb, first, last, one, [&](LoweringBuilder &kb, Value item) {
-          Value bucket = bucketOf(kb, item);
-          when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
-               [&](LoweringBuilder &kb) {
-                 Value bk = kb.toIndex(bucket);
-                 Value rank = kb.load(counts, {t, bk});
-                 kb.store(kb.add(rank, kb.i32(1)), counts, {t, bk});
-                 place(kb, item, bucket, rank);
-               });
-        });
-      });
+  launch(b, b.idx(1), b.idx(1), kScanThreads, {},
+         [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+           Value t = ids.threadX;
+           Value zero = kb.idx(0), one = kb.idx(1);
+           Value nb = kb.idx(numBuckets);
+           Value first = kb.minIdx(kb.mul(t, chunk), n);
+           Value last = kb.minIdx(kb.add(first, chunk), n);
+           // 1. Per-thread histogram of its chunk.
+           forEach(kb, zero, nb, one, [&](LoweringBuilder &kb, Value bk) {
+             kb.store(kb.i32(0), counts, {t, bk});
+           });
+           forEach(kb, first, last, one, [&](LoweringBuilder &kb, Value item) {
+             Value bucket = bucketOf(kb, item);
+             when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
+                  [&](LoweringBuilder &kb) {
+                    Value bk = kb.toIndex(bucket);
+                    Value c = kb.load(counts, {t, bk});
+                    kb.store(kb.add(c, kb.i32(1)), counts, {t, bk});
+                  });
+           });
+           gpu::BarrierOp::create(kb);
+           // 2. Exclusive scan over threads, one bucket per thread (strided).
+           forEach(kb, t, nb, kb.idx(kScanThreads),
+                   [&](LoweringBuilder &kb, Value bk) {
+                     Value total =
+                         exclusiveColumnScan(kb, counts, kScanThreads, bk);
+                     kb.store(total, totals, {bk});
+                   });
+           gpu::BarrierOp::create(kb);
+           when(kb, kb.cmpi(CmpI::eq, t, zero),
+                [&](LoweringBuilder &kb) { onTotals(kb, totals); });
+           gpu::BarrierOp::create(kb);
+           // 3. Ordered placement.
+           forEach(kb, first, last, one, [&](LoweringBuilder &kb, Value item) {
+             Value bucket = bucketOf(kb, item);
+             when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
+                  [&](LoweringBuilder &kb) {
+                    Value bk = kb.toIndex(bucket);
+                    Value rank = kb.load(counts, {t, bk});
+                    kb.store(kb.add(rank, kb.i32(1)), counts, {t, bk});
+                    place(kb, item, bucket, rank);
+                  });
+           });
+         });
 }
 
 /// Sum (i32) of buffer[first, last), one thread's serial run.
 static Value sumRange(LoweringBuilder &b, Value buffer, Value first,
                       Value last) {
-  return b.forLoop(first, last, {b.i32(0)},
-                   [&](LoweringBuilder &b, Value i,
-                       ValueRange acc) -> SmallVector<Value> {
-                     return {b.add(acc[0], b.load(buffer, {i}))};
-                   })[0];
+  return b.forLoop(
+      first, last, {b.i32(0)},
+      [&](LoweringBuilder &b, Value i, ValueRange acc) -> SmallVector<Value> {
+        return {b.add(acc[0], b.load(buffer, {i}))};
+      })[0];
 }
 
 Value gpu_lowering::exclusiveColumnScan(LoweringBuilder &b, Value counts,
-                                       int64_t rows, Value col) {
-  return b.forLoop(b.idx(0), b.idx(rows), {b.i32(0)},
-                   [&](LoweringBuilder &b, Value row,
-                       ValueRange acc) -> SmallVector<Value> {
-                     Value c = b.load(counts, {row, col});
-                     b.store(acc[0], counts, {row, col});
-                     return {b.add(acc[0], c)};
-                   })[0];
+                                        int64_t rows, Value col) {
+  return b.forLoop(
+      b.idx(0), b.idx(rows), {b.i32(0)},
+      [&](LoweringBuilder &b, Value row, ValueRange acc) -> SmallVector<Value> {
+        Value c = b.load(counts, {row, col});
+        b.store(acc[0], counts, {row, col});
+        return {b.add(acc[0], c)};
+      })[0];
 }
 
 void gpu_lowering::inclusiveScan(LoweringBuilder &b, Value buffer, Value n) {
   Type i32 = b.getI32Type();
   Value chunk = b.ceilDiv(n, kScanThreads);
-  launch(b, b.idx(1), b.idx(1), kScanThreads,
-         {workgroupType({kScanThreads}, i32)},
-         [&](LoweringBuilder &kb, const KernelIds &ids,
-             ArrayRef<Value> shared) {
-           Value partial = shared[0];
-           Value t = ids.threadX;
-           Value zero = kb.idx(0);
-           Value first = kb.minIdx(kb.mul(t, chunk), n);
-           Value last = kb.minIdx(kb.add(first, chunk), n);
-           Value sum = sumRange(kb, buffer, first, last);
-           kb.store(sum, partial, {t});
-           gpu::BarrierOp::create(kb);
-           when(kb, kb.cmpi(CmpI::eq, t, zero), [&](LoweringBuilder &kb) {
-             kb.forLoop(zero, kb.idx(kScanThreads), {kb.i32(0)},
-                        [&](LoweringBuilder &kb, Value u,
-                            ValueRange acc) -> SmallVector<Value> {
-                          Value c = kb.load(partial, {u});
-                          kb.store(acc[0], partial, {u});
-                          return {kb.add(acc[0], c)};
-                        });
-           });
-           gpu::BarrierOp::create(kb);
-           kb.forLoop(first, last, {kb.load(partial, {t})},
-                      [&](LoweringBuilder &kb, Value i,
-                          ValueRange acc) -> SmallVector<Value> {
-                        Value running = kb.add(acc[0], kb.load(buffer, {i}));
-                        kb.store(running, buffer, {i});
-                        return {running};
-                      });
-         });
+  launch(
+      b, b.idx(1), b.idx(1), kScanThreads, {workgroupType({kScanThreads}, i32)},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value partial = shared[0];
+        Value t = ids.threadX;
+        Value zero = kb.idx(0);
+        Value first = kb.minIdx(kb.mul(t, chunk), n);
+        Value last = kb.minIdx(kb.add(first, chunk), n);
+        Value sum = sumRange(kb, buffer, first, last);
+        kb.store(sum, partial, {t});
+        gpu::BarrierOp::create(kb);
+        when(kb, kb.cmpi(CmpI::eq, t, zero), [&](LoweringBuilder &kb) {
+          kb.forLoop(zero, kb.idx(kScanThreads), {kb.i32(0)},
+                     [&](LoweringBuilder &kb, Value u,
+                         ValueRange acc) -> SmallVector<Value> {
+                       Value c = kb.load(partial, {u});
+                       kb.store(acc[0], partial, {u});
+                       return {kb.add(acc[0], c)};
+                     });
+        });
+        gpu::BarrierOp::create(kb);
+        kb.forLoop(first, last, {kb.load(partial, {t})},
+                   [&](LoweringBuilder &kb, Value i,
+                       ValueRange acc) -> SmallVector<Value> {
+                     Value running = kb.add(acc[0], kb.load(buffer, {i}));
+                     kb.store(running, buffer, {i});
+                     return {running};
+                   });
+      });
 }
 
 //===----------------------------------------------------------------------===//
@@ -315,13 +314,13 @@ Value gpu_lowering::warpShuffle(LoweringBuilder &b, Value v, Value offset,
     // Two 32-bit shuffles of the halves.
     Value lo = arith::TruncIOp::create(b, i32, v);
     Value hi = arith::TruncIOp::create(
-        b, i32, arith::ShRUIOp::create(b, v, arith::ConstantIntOp::create(
-                                                 b, i64, 32)));
+        b, i32,
+        arith::ShRUIOp::create(b, v, arith::ConstantIntOp::create(b, i64, 32)));
     lo = warpShuffle(b, lo, offset, mode);
     hi = warpShuffle(b, hi, offset, mode);
-    Value hi64 = arith::ShLIOp::create(
-        b, arith::ExtUIOp::create(b, i64, hi),
-        arith::ConstantIntOp::create(b, i64, 32));
+    Value hi64 =
+        arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, hi),
+                              arith::ConstantIntOp::create(b, i64, 32));
     return arith::OrIOp::create(b, hi64, arith::ExtUIOp::create(b, i64, lo));
   }
   return gpu::ShuffleOp::create(b, v, offset, b.i32(kWarpSize), mode)
@@ -352,11 +351,10 @@ std::pair<Value, Value> gpu_lowering::warpRankOf(LoweringBuilder &b, Value key,
   Value before = b.i32(0), total = b.i32(0);
   for (int64_t l = 0; l < kWarpSize; ++l) {
     Value other = warpShuffle(b, key, l, gpu::ShuffleMode::IDX);
-    Value same =
-        arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::eq, other, key));
+    Value same = arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::eq, other, key));
     total = b.add(total, same);
-    Value below = arith::ExtUIOp::create(
-        b, i32, b.cmpi(CmpI::sgt, laneI32, b.i32(l)));
+    Value below =
+        arith::ExtUIOp::create(b, i32, b.cmpi(CmpI::sgt, laneI32, b.i32(l)));
     before = b.add(before, arith::AndIOp::create(b, same, below));
   }
   return {before, total};
@@ -378,12 +376,11 @@ void gpu_lowering::launchWarpPerRow(
   Value grid = b.ceilDiv(rows, kRowsPerBlock);
   launch(b, grid, b.idx(1), kRowsPerBlock * kWarpSize, {},
          [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-           Value warp = arith::DivUIOp::create(kb, ids.threadX,
-                                               kb.idx(kWarpSize));
-           Value lane = arith::RemUIOp::create(kb, ids.threadX,
-                                               kb.idx(kWarpSize));
-           Value row =
-               kb.add(kb.mul(ids.blockX, kb.idx(kRowsPerBlock)), warp);
+           Value warp =
+               arith::DivUIOp::create(kb, ids.threadX, kb.idx(kWarpSize));
+           Value lane =
+               arith::RemUIOp::create(kb, ids.threadX, kb.idx(kWarpSize));
+           Value row = kb.add(kb.mul(ids.blockX, kb.idx(kRowsPerBlock)), warp);
            when(kb, kb.cmpi(CmpI::ult, row, rows),
                 [&](LoweringBuilder &kb) { body(kb, row, lane); });
          });
@@ -401,8 +398,7 @@ static int64_t sortWarpsPerBlock(int64_t numBuckets) {
 
 void gpu_lowering::stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
-    function_ref<Value(LoweringBuilder &, Value)> bucketOf,
-    Value bucketOffsets,
+    function_ref<Value(LoweringBuilder &, Value)> bucketOf, Value bucketOffsets,
     function_ref<void(LoweringBuilder &, Value, Value, Value)> place) {
   assert(numBuckets >= 1 && numBuckets <= kMaxSortBuckets &&
          "stableBuckets: bucket count out of range");
@@ -412,14 +408,12 @@ void gpu_lowering::stableBuckets(
   Value warpSize = b.idx(kWarpSize);
   // A chunk is `steps` x 32 consecutive items, one warp's; at least one
   // chunk, so that the offsets are written even when n = 0.
-  Value steps =
-      b.maxIdx(b.ceilDiv(n, kWarpSize * kMaxSortChunks), oneIdx);
+  Value steps = b.maxIdx(b.ceilDiv(n, kWarpSize * kMaxSortChunks), oneIdx);
   Value chunk = b.mul(steps, warpSize);
-  Value numChunks =
-      b.maxIdx(arith::CeilDivUIOp::create(b, n, chunk), oneIdx);
+  Value numChunks = b.maxIdx(arith::CeilDivUIOp::create(b, n, chunk), oneIdx);
   // counts[bucket * numChunks + chunk]; totals[bucket]; ranks[item].
-  Value counts = allocScratch(b, {ShapedType::kDynamic}, i32,
-                              {b.mul(nb, numChunks)});
+  Value counts =
+      allocScratch(b, {ShapedType::kDynamic}, i32, {b.mul(nb, numChunks)});
   Value totals = allocScratch(b, {numBuckets}, i32, {});
   Value ranks = allocScratch(b, {ShapedType::kDynamic}, i32, {n});
   auto countAt = [&](LoweringBuilder &b, Value bucket, Value c) {
@@ -494,36 +488,35 @@ void gpu_lowering::stableBuckets(
   // 2. One warp per bucket: the exclusive prefix of its chunk counts (in
   //    place, 32 chunks per step) and its total.
   constexpr int64_t scanWarps = kBlockThreads / kWarpSize;
-  launch(
-      b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
-      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-        auto [w, lane] = warpAndLane(kb, ids.threadX);
-        Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
-        Value zero = kb.idx(0);
-        when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
-          Value total = kb.forLoop(
-              zero, numChunks, warpSize, {kb.i32(0)},
-              [&](LoweringBuilder &kb, Value first,
-                  ValueRange acc) -> SmallVector<Value> {
-                Value c = kb.add(first, lane);
-                Value inside = kb.cmpi(CmpI::ult, c, numChunks);
-                // Clamped read, so that no lane branches before the
-                // shuffles.
-                Value at = countAt(kb, bk, kb.select(inside, c, zero));
-                Value v = kb.select(inside, kb.load(counts, {at}), kb.i32(0));
-                Value incl = warpInclusiveSum(kb, v, lane);
-                when(kb, inside, [&](LoweringBuilder &kb) {
-                  kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
-                });
-                Value sum = warpShuffle(kb, incl, kWarpSize - 1,
-                                        gpu::ShuffleMode::IDX);
-                return {kb.add(acc[0], sum)};
-              })[0];
-          when(kb, kb.cmpi(CmpI::eq, lane, zero), [&](LoweringBuilder &kb) {
-            kb.store(total, totals, {bk});
-          });
-        });
-      });
+  launch(b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
+         [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+           auto [w, lane] = warpAndLane(kb, ids.threadX);
+           Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
+           Value zero = kb.idx(0);
+           when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
+             Value total = kb.forLoop(
+                 zero, numChunks, warpSize, {kb.i32(0)},
+                 [&](LoweringBuilder &kb, Value first,
+                     ValueRange acc) -> SmallVector<Value> {
+                   Value c = kb.add(first, lane);
+                   Value inside = kb.cmpi(CmpI::ult, c, numChunks);
+                   // Clamped read, so that no lane branches before the
+                   // shuffles.
+                   Value at = countAt(kb, bk, kb.select(inside, c, zero));
+                   Value v =
+                       kb.select(inside, kb.load(counts, {at}), kb.i32(0));
+                   Value incl = warpInclusiveSum(kb, v, lane);
+                   when(kb, inside, [&](LoweringBuilder &kb) {
+                     kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
+                   });
+                   Value sum = warpShuffle(kb, incl, kWarpSize - 1,
+                                           gpu::ShuffleMode::IDX);
+                   return {kb.add(acc[0], sum)};
+                 })[0];
+             when(kb, kb.cmpi(CmpI::eq, lane, zero),
+                  [&](LoweringBuilder &kb) { kb.store(total, totals, {bk}); });
+           });
+         });
 
   // 3. One thread per item. Each block first scans the bucket totals into
   //    the exclusive bucket offsets (shared memory; block 0 also writes
@@ -547,12 +540,12 @@ void gpu_lowering::stableBuckets(
         when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(kWarpSize - 1)),
              [&](LoweringBuilder &kb) { kb.store(incl, warpSums, {w}); });
         gpu::BarrierOp::create(kb);
-        Value base = kb.forLoop(zero, w, {kb.sub(incl, runSum)},
-                                [&](LoweringBuilder &kb, Value u,
-                                    ValueRange acc) -> SmallVector<Value> {
-                                  return {kb.add(acc[0],
-                                                 kb.load(warpSums, {u}))};
-                                })[0];
+        Value base =
+            kb.forLoop(zero, w, {kb.sub(incl, runSum)},
+                       [&](LoweringBuilder &kb, Value u,
+                           ValueRange acc) -> SmallVector<Value> {
+                         return {kb.add(acc[0], kb.load(warpSums, {u}))};
+                       })[0];
         kb.forLoop(first, last, {base},
                    [&](LoweringBuilder &kb, Value i,
                        ValueRange acc) -> SmallVector<Value> {

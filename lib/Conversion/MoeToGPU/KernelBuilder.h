@@ -1,4 +1,5 @@
-//===- KernelBuilder.h - gpu.launch helpers for the moe GPU lowering -*- C++ -*-===//
+//===- KernelBuilder.h - gpu.launch helpers for the moe GPU lowering -*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -82,9 +83,9 @@ void launchForEach(LoweringBuilder &b, Value n,
 
 /// One thread per (row, col) of rows x cols: rows on grid.x, column blocks
 /// of kBlockThreads on grid.y (coalesced along a row).
-void launchRowsCols(LoweringBuilder &b, Value rows, Value cols,
-                    function_ref<void(LoweringBuilder &, Value row, Value col)>
-                        body);
+void launchRowsCols(
+    LoweringBuilder &b, Value rows, Value cols,
+    function_ref<void(LoweringBuilder &, Value row, Value col)> body);
 
 /// Fills a buffer of rank 1 or 2 with `value` (one kernel).
 void fillBuffer(LoweringBuilder &b, Value buffer, Value value);
@@ -97,10 +98,9 @@ void when(LoweringBuilder &b, Value cond,
 
 /// Visits the k slots of row `row` of a T x k i32 id buffer in order:
 /// body(j, ids[row][j]).
-void forEachSlotOfRow(LoweringBuilder &b, Value ids, Value row,
-                      function_ref<void(LoweringBuilder &, Value j,
-                                        Value expert)>
-                          body);
+void forEachSlotOfRow(
+    LoweringBuilder &b, Value ids, Value row,
+    function_ref<void(LoweringBuilder &, Value j, Value expert)> body);
 /// (row, j) of the flat slot index `slot` = row * k + j.
 std::pair<Value, Value> rowAndSlot(LoweringBuilder &b, Value slot, int64_t k);
 
@@ -118,8 +118,7 @@ void orderedBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
     function_ref<void(LoweringBuilder &, Value totals)> onTotals,
-    function_ref<void(LoweringBuilder &, Value item, Value bucket,
-                      Value rank)>
+    function_ref<void(LoweringBuilder &, Value item, Value bucket, Value rank)>
         place);
 
 /// Column `col` of the i32 buffer `counts` ([rows][buckets], shared or
@@ -150,8 +149,8 @@ Value warpShuffle(LoweringBuilder &b, Value v, Value offset,
 Value warpShuffle(LoweringBuilder &b, Value v, int64_t offset,
                   gpu::ShuffleMode mode);
 
-using CombineFn = function_ref<SmallVector<Value>(LoweringBuilder &,
-                                                  ValueRange, ValueRange)>;
+using CombineFn =
+    function_ref<SmallVector<Value>(LoweringBuilder &, ValueRange, ValueRange)>;
 /// Butterfly all-reduce over the warp of a tuple of values: after 5 xor
 /// steps every lane holds combine over all 32 lanes' tuples. `combine`
 /// must be associative and commutative (bit for bit, or lanes may end up
@@ -172,10 +171,9 @@ std::pair<Value, Value> warpRankOf(LoweringBuilder &b, Value key,
 /// One warp per row of `rows`: kRowsPerBlock rows per block, blocks over
 /// grid.x. body(row, lane) runs on all 32 lanes of the row's warp (the
 /// `row < rows` guard is warp-uniform, so the body may shuffle).
-void launchWarpPerRow(LoweringBuilder &b, Value rows,
-                      function_ref<void(LoweringBuilder &, Value row,
-                                        Value lane)>
-                          body);
+void launchWarpPerRow(
+    LoweringBuilder &b, Value rows,
+    function_ref<void(LoweringBuilder &, Value row, Value lane)> body);
 
 //===----------------------------------------------------------------------===//
 // Stable bucketing over many blocks.

@@ -42,7 +42,9 @@ struct Launches {
   }
 };
 
-bool isLaunch(Operation *op) { return isa<gpu::LaunchOp, gpu::LaunchFuncOp>(op); }
+bool isLaunch(Operation *op) {
+  return isa<gpu::LaunchOp, gpu::LaunchFuncOp>(op);
+}
 
 Launches countRegion(Region &region);
 
@@ -89,7 +91,8 @@ struct MoeGpuLaunchReportPass
         os << " [" << label << "]";
       os << " @" << func.getName() << ": " << sites << " launch sites, ";
       if (call.unbounded)
-        os << "at least " << call.fewest << " launches per call (a launch in a loop)";
+        os << "at least " << call.fewest
+           << " launches per call (a launch in a loop)";
       else if (call.fewest == call.most)
         os << call.most << " launches per call";
       else

@@ -21,8 +21,7 @@ using namespace mlir;
 
 namespace {
 struct MoeGpuModuleToBinaryPass
-    : mlir::moe::impl::MoeGpuModuleToBinaryPassBase<
-          MoeGpuModuleToBinaryPass> {
+    : mlir::moe::impl::MoeGpuModuleToBinaryPassBase<MoeGpuModuleToBinaryPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -66,7 +65,8 @@ struct MoeGpuModuleToBinaryPass
     SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
     for (gpu::GPUModuleOp m : gpuModules)
       bySize.push_back({sizeOf(m), m});
-    llvm::stable_sort(bySize, [](auto &a, auto &b) { return a.first > b.first; });
+    llvm::stable_sort(bySize,
+                      [](auto &a, auto &b) { return a.first > b.first; });
     unsigned parts = std::min<unsigned>(threads, gpuModules.size());
     OpBuilder builder(ctx);
     SmallVector<ModuleOp> containers;
@@ -83,13 +83,14 @@ struct MoeGpuModuleToBinaryPass
       ++next;
     OpBuilder::InsertPoint anchor(module.getBody(), next);
     for (auto &[size, m] : bySize) {
-      unsigned least = std::min_element(load.begin(), load.end()) - load.begin();
+      unsigned least =
+          std::min_element(load.begin(), load.end()) - load.begin();
       load[least] += size;
       m->moveBefore(containers[least].getBody(),
                     containers[least].getBody()->end());
     }
-    LogicalResult result = failableParallelForEach(
-        ctx, containers, [&](ModuleOp container) {
+    LogicalResult result =
+        failableParallelForEach(ctx, containers, [&](ModuleOp container) {
           return gpu::transformGpuModulesToBinaries(container, nullptr,
                                                     options);
         });
@@ -98,8 +99,8 @@ struct MoeGpuModuleToBinaryPass
     llvm::StringMap<Operation *> byName;
     for (ModuleOp container : containers)
       for (Operation &op : *container.getBody())
-        if (auto name = op.getAttrOfType<StringAttr>(
-                SymbolTable::getSymbolAttrName()))
+        if (auto name =
+                op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
           byName[name.getValue()] = &op;
     for (StringRef name : order)
       if (Operation *op = byName.lookup(name))

@@ -16,8 +16,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir {
@@ -46,10 +46,10 @@ namespace {
 struct LaunchFuncMemoryEffects
     : MemoryEffectOpInterface::ExternalModel<LaunchFuncMemoryEffects,
                                              gpu::LaunchFuncOp> {
-  void getEffects(
-      Operation *op,
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-          &effects) const {
+  void
+  getEffects(Operation *op,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                 &effects) const {
     bool anyBuffer = false;
     for (OpOperand &operand : op->getOpOperands()) {
       if (!isa<BaseMemRefType>(operand.get().getType()))

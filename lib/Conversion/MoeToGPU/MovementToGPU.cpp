@@ -95,8 +95,8 @@ struct ScatterToGPU : OpRewritePattern<ScatterOp> {
     launchRowsCols(b, m, b.idx(resultType.getDimSize(1)),
                    [&](LoweringBuilder &b, Value row, Value col) {
                      Value src = b.load(owner, {row});
-                     copyOrZero(b, b.cmpi(CmpI::sge, src, b.i32(0)), input,
-                                src, out, row, col);
+                     copyOrZero(b, b.cmpi(CmpI::sge, src, b.i32(0)), input, src,
+                                out, row, col);
                    });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
@@ -145,9 +145,8 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
                 LoweringBuilder b(loc, nested);
                 SmallVector<Value> sum(vec, b.f32(0.0));
                 for (int64_t j = 0; j < k; ++j) {
-                  Value offset = b.add(b.add(b.mul(row, inS0),
-                                             b.mul(b.idx(j), inS1)),
-                                       c0);
+                  Value offset =
+                      b.add(b.add(b.mul(row, inS0), b.mul(b.idx(j), inS1)), c0);
                   Value ptr = nvvm::globalPtr(
                       b, arith::AddIOp::create(
                              b, inAddr,
@@ -155,8 +154,8 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
                   Value v = LLVM::LoadOp::create(b, vecType, ptr, 16);
                   Value w = weightOf(b, b.idx(j));
                   for (int64_t e = 0; e < vec; ++e) {
-                    Value x = b.toF32(LLVM::ExtractElementOp::create(
-                        b, v, nvvm::i64(b, e)));
+                    Value x = b.toF32(
+                        LLVM::ExtractElementOp::create(b, v, nvvm::i64(b, e)));
                     if (w)
                       x = b.mul(w, x);
                     sum[e] = b.add(sum[e], x);
@@ -184,8 +183,7 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
                              b.idx(0), b.idx(k), {b.f32(0.0)},
                              [&](LoweringBuilder &b, Value j,
                                  ValueRange acc) -> SmallVector<Value> {
-                               Value x =
-                                   b.toF32(b.load(input, {row, j, col}));
+                               Value x = b.toF32(b.load(input, {row, j, col}));
                                if (Value w = weightOf(b, j))
                                  x = b.mul(w, x);
                                return {b.add(acc[0], x)};
@@ -199,7 +197,6 @@ struct CombineToGPU : OpRewritePattern<CombineOp> {
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
   }
-
 };
 
 struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
@@ -220,22 +217,25 @@ struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
     Value dense = allocBuffer(b, denseType, dynRows(denseType, t));
     Value pos = allocBuffer(b, posType, dynRows(posType, t));
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEach(b, b.idx(0), b.idx(e), b.idx(1), [&](LoweringBuilder &b, Value c) {
-        b.store(b.i1(false), hot, {row, c});
-        b.store(b.scalar(f, 0.0), dense, {row, c});
-        b.store(b.i32(-1), pos, {row, c});
-      });
-      forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
-        when(b, b.inRange(expert, b.i32(0), b.i32(e)), [&](LoweringBuilder &b) {
-          Value c = b.toIndex(expert);
-          b.store(b.i1(true), hot, {row, c});
-          b.store(b.load(probs, {row, j}), dense, {row, c});
-          b.store(b.toI32(j), pos, {row, c});
-        });
-      });
+      forEach(b, b.idx(0), b.idx(e), b.idx(1),
+              [&](LoweringBuilder &b, Value c) {
+                b.store(b.i1(false), hot, {row, c});
+                b.store(b.scalar(f, 0.0), dense, {row, c});
+                b.store(b.i32(-1), pos, {row, c});
+              });
+      forEachSlotOfRow(
+          b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
+            when(b, b.inRange(expert, b.i32(0), b.i32(e)),
+                 [&](LoweringBuilder &b) {
+                   Value c = b.toIndex(expert);
+                   b.store(b.i1(true), hot, {row, c});
+                   b.store(b.load(probs, {row, j}), dense, {row, c});
+                   b.store(b.toI32(j), pos, {row, c});
+                 });
+          });
     });
-    rewriter.replaceOp(op,
-                       {toTensor(b, hot), toTensor(b, dense), toTensor(b, pos)});
+    rewriter.replaceOp(
+        op, {toTensor(b, hot), toTensor(b, dense), toTensor(b, pos)});
     return success();
   }
 };
@@ -255,15 +255,19 @@ struct MultihotToIndicesToGPU : OpRewritePattern<MultihotToIndicesOp> {
     Value t = b.memDim(dense, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, t));
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
-        b.store(b.scalar(f, 0.0), out, {row, j});
-      });
-      forEach(b, b.idx(0), b.idx(e), b.idx(1), [&](LoweringBuilder &b, Value c) {
-        Value slot = b.load(pos, {row, c});
-        when(b, b.inRange(slot, b.i32(0), b.i32(k)), [&](LoweringBuilder &b) {
-          b.store(b.load(dense, {row, c}), out, {row, b.toIndex(slot)});
-        });
-      });
+      forEach(b, b.idx(0), b.idx(k), b.idx(1),
+              [&](LoweringBuilder &b, Value j) {
+                b.store(b.scalar(f, 0.0), out, {row, j});
+              });
+      forEach(b, b.idx(0), b.idx(e), b.idx(1),
+              [&](LoweringBuilder &b, Value c) {
+                Value slot = b.load(pos, {row, c});
+                when(b, b.inRange(slot, b.i32(0), b.i32(k)),
+                     [&](LoweringBuilder &b) {
+                       b.store(b.load(dense, {row, c}), out,
+                               {row, b.toIndex(slot)});
+                     });
+              });
     });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();

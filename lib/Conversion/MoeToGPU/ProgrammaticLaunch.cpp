@@ -59,9 +59,9 @@ struct MoeGpuProgrammaticLaunchPass
       }
       // The launches refer to @gpu_module::@kernel from outside the
       // gpu.module: update those nested references too.
-      auto newRef = SymbolRefAttr::get(
-          gpuModule.getNameAttr(),
-          {FlatSymbolRefAttr::get(&getContext(), name)});
+      auto newRef =
+          SymbolRefAttr::get(gpuModule.getNameAttr(),
+                             {FlatSymbolRefAttr::get(&getContext(), name)});
       module.walk([&](gpu::LaunchFuncOp launch) {
         if (launch.getKernelModuleName() == gpuModule.getNameAttr() &&
             launch.getKernelName().getValue() ==

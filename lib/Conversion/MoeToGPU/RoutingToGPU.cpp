@@ -36,8 +36,8 @@
 // the host.
 //
 //===----------------------------------------------------------------------===//
-#include "KernelBuilder.h"
 #include "Gemm/NVVMBuilder.h"
+#include "KernelBuilder.h"
 #include "Patterns.h"
 
 #include "Utils/Selection.h"
@@ -46,7 +46,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <limits>
-
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -80,9 +79,8 @@ Value orderKey(LoweringBuilder &b, Value v) {
   Value canonical = b.select(b.cmpf(CmpF::OEQ, v, zero), zero, v);
   Value bits = arith::BitcastOp::create(b, i32, canonical);
   Value negative = b.cmpi(CmpI::slt, bits, b.i32(0));
-  Value key =
-      b.select(negative, arith::XOrIOp::create(b, bits, b.i32(-1)),
-               arith::OrIOp::create(b, bits, b.i32(INT32_MIN)));
+  Value key = b.select(negative, arith::XOrIOp::create(b, bits, b.i32(-1)),
+                       arith::OrIOp::create(b, bits, b.i32(INT32_MIN)));
   return b.select(b.cmpf(CmpF::UNO, v, v), b.i32(0), key);
 }
 
@@ -115,9 +113,9 @@ Value selectionKey(LoweringBuilder &b, Value v) {
 /// key is > 0 (its low half is >= 2^31), so 0 can mean "not selectable".
 Value selectionKey64(LoweringBuilder &b, Value v, Value entryI32) {
   Type i64 = b.getI64Type();
-  Value hi = arith::ShLIOp::create(
-      b, arith::ExtUIOp::create(b, i64, orderKey(b, v)),
-      arith::ConstantIntOp::create(b, i64, 32));
+  Value hi =
+      arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, orderKey(b, v)),
+                            arith::ConstantIntOp::create(b, i64, 32));
   Value lo = arith::ExtUIOp::create(
       b, i64, arith::XOrIOp::create(b, entryI32, b.i32(-1)));
   return arith::OrIOp::create(b, hi, lo);
@@ -193,8 +191,7 @@ struct WarpPick {
   Value pick, score;
   SmallVector<Value> state;
 };
-using WarpPickFn =
-    function_ref<WarpPick(LoweringBuilder &, ValueRange state)>;
+using WarpPickFn = function_ref<WarpPick(LoweringBuilder &, ValueRange state)>;
 
 /// The k selection passes of `selectTopK` over a row spread across the
 /// warp: `state` is the key state each pass (`pass`) consumes and renews,
@@ -216,8 +213,7 @@ WarpPicks warpSelectLoop(LoweringBuilder &b, const WarpRow &row, int64_t k,
     if (withScores)
       init.push_back(b.f32(0.0));
   }
-  size_t slotsAt = keyState + (sumScores ? 1 : 0),
-         perSlot = withScores ? 2 : 1;
+  size_t slotsAt = keyState + (sumScores ? 1 : 0), perSlot = withScores ? 2 : 1;
   SmallVector<Value> final = b.forLoop(
       b.idx(0), b.idx(k), init,
       [&](LoweringBuilder &b, Value j, ValueRange args) -> SmallVector<Value> {
@@ -275,8 +271,8 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
         Value best = warpReduceU32(b, laneKey, /*max=*/true, redux);
         // No key left (not reachable: the verifier keeps >= k selectable
         // entries): every lane offers entry 0, as selectTopK's clamp.
-        Value offer = b.select(b.cmpi(CmpI::eq, laneKey, best), laneEntry,
-                               b.i32(-1));
+        Value offer =
+            b.select(b.cmpi(CmpI::eq, laneKey, best), laneEntry, b.i32(-1));
         WarpPick p;
         p.pick = b.clamp(warpReduceU32(b, offer, /*max=*/false, redux),
                          b.i32(0), b.i32(row.numEntries - 1));
@@ -351,9 +347,9 @@ WarpPicks warpSelectWith(LoweringBuilder &b, const WarpSelectMode &mode,
 
 /// Visits the slots a lane holds after warpSelect: body(j, q) for
 /// j = q * 32 + lane < k.
-void forEachLaneSlot(LoweringBuilder &b, const WarpRow &row, int64_t k,
-                     function_ref<void(LoweringBuilder &, Value, int64_t)>
-                         body) {
+void forEachLaneSlot(
+    LoweringBuilder &b, const WarpRow &row, int64_t k,
+    function_ref<void(LoweringBuilder &, Value, int64_t)> body) {
   for (int64_t q = 0; q * kWarpSize < k; ++q) {
     Value j = b.add(b.idx(q * kWarpSize), row.lane);
     if ((q + 1) * kWarpSize <= k) {
@@ -411,9 +407,8 @@ void topkPerThread(LoweringBuilder &b, int64_t k, int64_t e, Value input,
   });
 }
 
-void topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input,
-                 Value t, Value values, Value indices,
-                 const WarpSelectMode &mode) {
+void topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input, Value t,
+                 Value values, Value indices, const WarpSelectMode &mode) {
   launchWarpPerRow(b, t, [&](LoweringBuilder &b, Value rowIdx, Value lane) {
     WarpRow row{e, lane};
     SmallVector<Value> keys;
@@ -479,10 +474,10 @@ void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
   Value indices = cfg.indices, weights = cfg.weights;
   Value groupScores, groupMask;
   if (nGroup > 1) {
-    groupScores = allocScratch(b, {ShapedType::kDynamic, nGroup},
-                               b.getF32Type(), {t});
-    groupMask = allocScratch(b, {ShapedType::kDynamic, nGroup},
-                             b.getI32Type(), {t});
+    groupScores =
+        allocScratch(b, {ShapedType::kDynamic, nGroup}, b.getF32Type(), {t});
+    groupMask =
+        allocScratch(b, {ShapedType::kDynamic, nGroup}, b.getI32Type(), {t});
   }
 
   launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
@@ -503,9 +498,9 @@ void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
     if (nGroup > 1) {
       // Group scores, then the kept-group mask (scratch buffers).
       forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
-        b.store(groupScore(b, b.mul(g, b.idx(perGroup)), perGroup, cfg.top2,
-                           keyAt),
-                groupScores, {row, g});
+        b.store(
+            groupScore(b, b.mul(g, b.idx(perGroup)), perGroup, cfg.top2, keyAt),
+            groupScores, {row, g});
       });
       forEach(b, zero, b.idx(nGroup), one, [&](LoweringBuilder &b, Value g) {
         Value kept = groupKept(b, nGroup, cfg.topkGroup, g,
@@ -517,29 +512,28 @@ void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
       });
     }
 
-    selectTopK(
-        b, k, e, {}, keyAt,
-        nGroup > 1 ? AllowedFn([&](LoweringBuilder &b, Value col) {
-          Value g = arith::DivUIOp::create(b, col, b.idx(perGroup));
-          return b.cmpi(CmpI::ne, b.load(groupMask, {row, g}), b.i32(0));
-        })
-                   : AllowedFn(nullptr),
-        [&](LoweringBuilder &b, Value j, Value pick,
-            ValueRange) -> SmallVector<Value> {
-          b.store(pick, indices, {row, j});
-          return {};
-        });
+    selectTopK(b, k, e, {}, keyAt,
+               nGroup > 1 ? AllowedFn([&](LoweringBuilder &b, Value col) {
+                 Value g = arith::DivUIOp::create(b, col, b.idx(perGroup));
+                 return b.cmpi(CmpI::ne, b.load(groupMask, {row, g}), b.i32(0));
+               })
+                          : AllowedFn(nullptr),
+               [&](LoweringBuilder &b, Value j, Value pick,
+                   ValueRange) -> SmallVector<Value> {
+                 b.store(pick, indices, {row, j});
+                 return {};
+               });
 
     // Normalise and scale the unbiased scores of the k picks.
     Value kIdx = b.idx(k);
     auto pickedScore = [&](LoweringBuilder &b, Value j) {
       return scoreAt(b, b.toIndex(b.load(indices, {row, j})));
     };
-    Value sum = b.forLoop(zero, kIdx, {b.f32(0.0)},
-                          [&](LoweringBuilder &b, Value j,
-                              ValueRange acc) -> SmallVector<Value> {
-                            return {b.add(acc[0], pickedScore(b, j))};
-                          })[0];
+    Value sum = b.forLoop(
+        zero, kIdx, {b.f32(0.0)},
+        [&](LoweringBuilder &b, Value j, ValueRange acc) -> SmallVector<Value> {
+          return {b.add(acc[0], pickedScore(b, j))};
+        })[0];
     Value denom = b.f32(1.0);
     if (cfg.normalize)
       denom = b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum, b.f32(1.0));
@@ -553,9 +547,8 @@ void routePerThread(LoweringBuilder &b, const RouteConfig &cfg) {
 /// Keys of the experts of dropped groups set to 0 (group-limited routing,
 /// topk_group < n_group): group scores as `groupScore` computes them, kept
 /// groups as `groupKept` ranks them.
-void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
-                const WarpRow &row, ArrayRef<Value> keys,
-                MutableArrayRef<Value> selection,
+void dropGroups(LoweringBuilder &b, const RouteConfig &cfg, const WarpRow &row,
+                ArrayRef<Value> keys, MutableArrayRef<Value> selection,
                 const WarpSelectMode &mode) {
   int64_t nGroup = cfg.nGroup, perGroup = cfg.perGroup;
   int64_t regs = row.regs();
@@ -617,29 +610,29 @@ void dropGroups(LoweringBuilder &b, const RouteConfig &cfg,
     for (int64_t h = 0; h < nGroup; ++h) {
       if (h == g)
         continue;
-      Value ahead = b.cmpi(h < g ? CmpI::uge : CmpI::ugt, groupOrder[h],
-                           groupOrder[g]);
+      Value ahead =
+          b.cmpi(h < g ? CmpI::uge : CmpI::ugt, groupOrder[h], groupOrder[g]);
       before = b.add(before, arith::ExtUIOp::create(b, i32, ahead));
     }
     Value isKept = arith::ExtUIOp::create(
         b, i32, b.cmpi(CmpI::slt, before, b.i32(cfg.topkGroup)));
-    kept = arith::OrIOp::create(
-        b, kept, arith::ShLIOp::create(b, isKept, b.i32(g)));
+    kept = arith::OrIOp::create(b, kept,
+                                arith::ShLIOp::create(b, isKept, b.i32(g)));
   }
   // An entry's group is < n_group <= 32 when valid; clamped to 31 so that
   // the shift is always defined (invalid entries have key 0 anyway).
   auto keptBit = [&](LoweringBuilder &b, Value group) -> Value {
     Value g = b.toI32(b.minIdx(group, b.idx(kWarpSize - 1)));
-    Value bit = arith::AndIOp::create(
-        b, arith::ShRUIOp::create(b, kept, g), b.i32(1));
+    Value bit =
+        arith::AndIOp::create(b, arith::ShRUIOp::create(b, kept, g), b.i32(1));
     return b.cmpi(CmpI::ne, bit, b.i32(0));
   };
   Value laneKept = laneGroup ? keptBit(b, laneGroup) : Value();
   for (int64_t r = 0; r < regs; ++r) {
-    Value allowed =
-        laneKept ? laneKept
-                 : keptBit(b, arith::DivUIOp::create(b, row.entry(b, r),
-                                                     b.idx(perGroup)));
+    Value allowed = laneKept
+                        ? laneKept
+                        : keptBit(b, arith::DivUIOp::create(b, row.entry(b, r),
+                                                            b.idx(perGroup)));
     selection[r] = b.select(allowed, selection[r], mode.none(b));
   }
 }
@@ -720,13 +713,13 @@ void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
   if (cfg.nGroup > 1 && cfg.topkGroup < cfg.nGroup)
     dropGroups(b, cfg, row, keys, selection, mode);
 
-  WarpPicks picks = warpSelectWith(b, mode, row, k, selection, scores,
-                                   cfg.normalize);
+  WarpPicks picks =
+      warpSelectWith(b, mode, row, k, selection, scores, cfg.normalize);
   // Normalise by the sum of the picks' unbiased scores and scale.
   Value denom = b.f32(1.0);
   if (cfg.normalize)
-    denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero),
-                     picks.scoreSum, b.f32(1.0));
+    denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero), picks.scoreSum,
+                     b.f32(1.0));
   forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
     b.store(picks.picks[q], cfg.indices, {rowIdx, j});
     Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
@@ -736,8 +729,7 @@ void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
 
 void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
                   const WarpSelectMode &mode) {
-  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx,
-                                 Value lane) {
+  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx, Value lane) {
     routeRowOnWarp(b, cfg, mode, rowIdx, lane);
   });
 }
@@ -781,151 +773,150 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
   // One block per 8 rows, all of them one cluster (at T <= 8 a plain
   // one-block launch: the runtime launches a 1-CTA cluster so).
   Value blocks = b.maxIdx(b.ceilDiv(cfg.t, warps), one);
-  SmallVector<MemRefType> wg = {workgroupType({warps, nb}, i32),
-                          workgroupType({nb}, i32), workgroupType({nb}, i32),
-                          workgroupType({nb}, i32),
-                          workgroupType({warps}, i32)};
+  SmallVector<MemRefType> wg = {
+      workgroupType({warps, nb}, i32), workgroupType({nb}, i32),
+      workgroupType({nb}, i32), workgroupType({nb}, i32),
+      workgroupType({warps}, i32)};
   launchInClusters(
       b, blocks, /*clusterX=*/blocks, kClusterThreads,
       /*dynamicSharedBytes=*/Value(), wg,
       [&](LoweringBuilder &b, const KernelIds &ids, ArrayRef<Value> shared) {
-    Value counts = shared[0], blockTotals = shared[1],
-          earlierBlocks = shared[2], offs = shared[3], warpSums = shared[4];
-    Value tid = ids.threadX;
-    Value rank = ids.blockX;
-    Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
-    Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
-    Value zero = b.idx(0);
-    // The first GEMM may be launched now (it waits for this kernel on the
-    // device before it reads anything).
-    if (allowDependents)
-      nvvm::allowDependents(b);
-    // Phase 1: warp w routes row R b + w (a warp-uniform guard).
-    Value row = b.add(b.mul(rank, b.idx(warps)), w);
-    when(b, b.cmpi(CmpI::ult, row, cfg.t), [&](LoweringBuilder &b) {
-      routeRowOnWarp(b, cfg, mode, row, lane);
-    });
-    forEach(b, lane, b.idx(nb), b.idx(kWarpSize),
-            [&](LoweringBuilder &b, Value bk) {
-              b.store(b.i32(0), counts, {w, bk});
-            });
-    // The block's routed indices are visible to it, its counters zero.
-    gpu::BarrierOp::create(b);
-    // Phase 2: the block's slots, ranked within their warps.
-    Value slot = b.add(b.mul(rank, b.idx(warps * k)), tid);
-    Value valid = b.andi(b.cmpi(CmpI::ult, tid, b.idx(warps * k)),
-                         b.cmpi(CmpI::ult, slot, m));
-    Value bucket = b.ifElse(
-        valid, {i32},
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {dispatchBucket(b, cfg.indices, slot, k, e)};
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {b.i32(-1)};
-        })[0];
-    Value before, total;
-    std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
-    Value placed = b.cmpi(CmpI::sge, bucket, b.i32(0));
-    Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
-    when(b, b.andi(placed, last), [&](LoweringBuilder &b) {
-      b.store(total, counts, {w, b.toIndex(bucket)});
-    });
-    gpu::BarrierOp::create(b);
-    // Thread t's buckets q t .. q t + q - 1: the earlier warps' counts in
-    // place, the block's total published.
-    auto forMyBuckets = [&](LoweringBuilder &b,
-                            function_ref<void(LoweringBuilder &, int64_t,
-                                              Value)>
-                                body) {
-      for (int64_t j = 0; j < perThread; ++j) {
-        Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
-        when(b, b.cmpi(CmpI::ult, bk, b.idx(nb)),
-             [&](LoweringBuilder &b) { body(b, j, bk); });
-      }
-    };
-    forMyBuckets(b, [&](LoweringBuilder &b, int64_t, Value bk) {
-      b.store(exclusiveColumnScan(b, counts, warps, bk), blockTotals, {bk});
-    });
-    // Every block's totals are published (release / acquire at cluster
-    // scope).
-    nvvm::clusterSync(b);
-    // Phase 3: per bucket, the earlier blocks' count and the total.
-    Value rankI32 = b.toI32(rank);
-    Value totalsBase = nvvm::bufferAddress(b, blockTotals);
-    SmallVector<Value> bucketTotals;
-    Value mySum = b.i32(0);
-    for (int64_t j = 0; j < perThread; ++j) {
-      Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
-      Value in = b.cmpi(CmpI::ult, bk, b.idx(nb));
-      Value address = arith::AddIOp::create(
-          b, totalsBase,
-          nvvm::toI64(b, b.mul(b.minIdx(bk, b.idx(nb - 1)), b.idx(4))));
-      Value earlier = b.i32(0), sum = b.i32(0);
-      for (int64_t r = 0; r < kClusterBlocks; ++r) {
-        // Ranks past the cluster read the last one's and count nothing.
-        Value inCluster = b.cmpi(CmpI::ult, b.idx(r), blocks);
-        Value peer = b.toI32(b.minIdx(b.idx(r), b.sub(blocks, one)));
-        Value v = b.select(inCluster,
-                           nvvm::loadSharedClusterI32(b, address, peer),
-                           b.i32(0));
-        sum = b.add(sum, v);
-        earlier = b.add(earlier,
-                        b.select(b.cmpi(CmpI::slt, b.i32(r), rankI32), v,
-                                 b.i32(0)));
-      }
-      sum = b.select(in, sum, b.i32(0));
-      when(b, in, [&](LoweringBuilder &b) {
-        b.store(earlier, earlierBlocks, {bk});
+        Value counts = shared[0], blockTotals = shared[1],
+              earlierBlocks = shared[2], offs = shared[3], warpSums = shared[4];
+        Value tid = ids.threadX;
+        Value rank = ids.blockX;
+        Value w = arith::DivUIOp::create(b, tid, b.idx(kWarpSize));
+        Value lane = arith::RemUIOp::create(b, tid, b.idx(kWarpSize));
+        Value zero = b.idx(0);
+        // The first GEMM may be launched now (it waits for this kernel on the
+        // device before it reads anything).
+        if (allowDependents)
+          nvvm::allowDependents(b);
+        // Phase 1: warp w routes row R b + w (a warp-uniform guard).
+        Value row = b.add(b.mul(rank, b.idx(warps)), w);
+        when(b, b.cmpi(CmpI::ult, row, cfg.t), [&](LoweringBuilder &b) {
+          routeRowOnWarp(b, cfg, mode, row, lane);
+        });
+        forEach(b, lane, b.idx(nb), b.idx(kWarpSize),
+                [&](LoweringBuilder &b, Value bk) {
+                  b.store(b.i32(0), counts, {w, bk});
+                });
+        // The block's routed indices are visible to it, its counters zero.
+        gpu::BarrierOp::create(b);
+        // Phase 2: the block's slots, ranked within their warps.
+        Value slot = b.add(b.mul(rank, b.idx(warps * k)), tid);
+        Value valid = b.andi(b.cmpi(CmpI::ult, tid, b.idx(warps * k)),
+                             b.cmpi(CmpI::ult, slot, m));
+        Value bucket = b.ifElse(
+            valid, {i32},
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {dispatchBucket(b, cfg.indices, slot, k, e)};
+            },
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {b.i32(-1)};
+            })[0];
+        Value before, total;
+        std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
+        Value placed = b.cmpi(CmpI::sge, bucket, b.i32(0));
+        Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
+        when(b, b.andi(placed, last), [&](LoweringBuilder &b) {
+          b.store(total, counts, {w, b.toIndex(bucket)});
+        });
+        gpu::BarrierOp::create(b);
+        // Thread t's buckets q t .. q t + q - 1: the earlier warps' counts in
+        // place, the block's total published.
+        auto forMyBuckets =
+            [&](LoweringBuilder &b,
+                function_ref<void(LoweringBuilder &, int64_t, Value)> body) {
+              for (int64_t j = 0; j < perThread; ++j) {
+                Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
+                when(b, b.cmpi(CmpI::ult, bk, b.idx(nb)),
+                     [&](LoweringBuilder &b) { body(b, j, bk); });
+              }
+            };
+        forMyBuckets(b, [&](LoweringBuilder &b, int64_t, Value bk) {
+          b.store(exclusiveColumnScan(b, counts, warps, bk), blockTotals, {bk});
+        });
+        // Every block's totals are published (release / acquire at cluster
+        // scope).
+        nvvm::clusterSync(b);
+        // Phase 3: per bucket, the earlier blocks' count and the total.
+        Value rankI32 = b.toI32(rank);
+        Value totalsBase = nvvm::bufferAddress(b, blockTotals);
+        SmallVector<Value> bucketTotals;
+        Value mySum = b.i32(0);
+        for (int64_t j = 0; j < perThread; ++j) {
+          Value bk = b.add(b.mul(tid, b.idx(perThread)), b.idx(j));
+          Value in = b.cmpi(CmpI::ult, bk, b.idx(nb));
+          Value address = arith::AddIOp::create(
+              b, totalsBase,
+              nvvm::toI64(b, b.mul(b.minIdx(bk, b.idx(nb - 1)), b.idx(4))));
+          Value earlier = b.i32(0), sum = b.i32(0);
+          for (int64_t r = 0; r < kClusterBlocks; ++r) {
+            // Ranks past the cluster read the last one's and count nothing.
+            Value inCluster = b.cmpi(CmpI::ult, b.idx(r), blocks);
+            Value peer = b.toI32(b.minIdx(b.idx(r), b.sub(blocks, one)));
+            Value v = b.select(inCluster,
+                               nvvm::loadSharedClusterI32(b, address, peer),
+                               b.i32(0));
+            sum = b.add(sum, v);
+            earlier =
+                b.add(earlier, b.select(b.cmpi(CmpI::slt, b.i32(r), rankI32), v,
+                                        b.i32(0)));
+          }
+          sum = b.select(in, sum, b.i32(0));
+          when(b, in, [&](LoweringBuilder &b) {
+            b.store(earlier, earlierBlocks, {bk});
+          });
+          bucketTotals.push_back(sum);
+          mySum = b.add(mySum, sum);
+        }
+        // The exclusive scan of the totals over the buckets: the threads'
+        // sums by warp scans, then the earlier warps' sums (lane l < 8 holds
+        // warp l's; a butterfly adds those below w).
+        Value incl = warpInclusiveSum(b, mySum, lane);
+        when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
+             [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
+        gpu::BarrierOp::create(b);
+        Value laneWarp = b.minIdx(lane, b.idx(warps - 1));
+        Value earlierWarps = b.select(b.cmpi(CmpI::ult, lane, w),
+                                      b.load(warpSums, {laneWarp}), b.i32(0));
+        Value base = warpAllReduce(b, {earlierWarps},
+                                   [](LoweringBuilder &b, ValueRange x,
+                                      ValueRange y) -> SmallVector<Value> {
+                                     return {b.add(x[0], y[0])};
+                                   })[0];
+        Value running = b.add(base, b.sub(incl, mySum));
+        Value isFirst = b.cmpi(CmpI::eq, rank, zero);
+        forMyBuckets(b, [&](LoweringBuilder &b, int64_t j, Value bk) {
+          Value start = running;
+          for (int64_t i = 0; i < j; ++i)
+            start = b.add(start, bucketTotals[i]);
+          b.store(start, offs, {bk});
+          when(b, isFirst,
+               [&](LoweringBuilder &b) { b.store(start, offsets, {bk}); });
+        });
+        gpu::BarrierOp::create(b);
+        // Phase 4: placement.
+        when(b, placed, [&](LoweringBuilder &b) {
+          Value bk = b.toIndex(bucket);
+          Value pos =
+              b.add(b.add(b.load(offs, {bk}), b.load(earlierBlocks, {bk})),
+                    b.add(b.load(counts, {w, bk}), before));
+          Value p = b.toIndex(pos);
+          auto [slotRow, j] = rowAndSlot(b, slot, k);
+          (void)j;
+          b.store(b.toI32(slot), rev, {p});
+          b.store(b.toI32(slotRow), tok, {p});
+        });
+        // No block leaves while a peer may still read its totals.
+        nvvm::clusterSync(b);
       });
-      bucketTotals.push_back(sum);
-      mySum = b.add(mySum, sum);
-    }
-    // The exclusive scan of the totals over the buckets: the threads'
-    // sums by warp scans, then the earlier warps' sums (lane l < 8 holds
-    // warp l's; a butterfly adds those below w).
-    Value incl = warpInclusiveSum(b, mySum, lane);
-    when(b, b.cmpi(CmpI::eq, lane, b.idx(kWarpSize - 1)),
-         [&](LoweringBuilder &b) { b.store(incl, warpSums, {w}); });
-    gpu::BarrierOp::create(b);
-    Value laneWarp = b.minIdx(lane, b.idx(warps - 1));
-    Value earlierWarps = b.select(b.cmpi(CmpI::ult, lane, w),
-                                  b.load(warpSums, {laneWarp}), b.i32(0));
-    Value base = warpAllReduce(b, {earlierWarps},
-                               [](LoweringBuilder &b, ValueRange x,
-                                  ValueRange y) -> SmallVector<Value> {
-                                 return {b.add(x[0], y[0])};
-                               })[0];
-    Value running = b.add(base, b.sub(incl, mySum));
-    Value isFirst = b.cmpi(CmpI::eq, rank, zero);
-    forMyBuckets(b, [&](LoweringBuilder &b, int64_t j, Value bk) {
-      Value start = running;
-      for (int64_t i = 0; i < j; ++i)
-        start = b.add(start, bucketTotals[i]);
-      b.store(start, offs, {bk});
-      when(b, isFirst,
-           [&](LoweringBuilder &b) { b.store(start, offsets, {bk}); });
-    });
-    gpu::BarrierOp::create(b);
-    // Phase 4: placement.
-    when(b, placed, [&](LoweringBuilder &b) {
-      Value bk = b.toIndex(bucket);
-      Value pos = b.add(b.add(b.load(offs, {bk}), b.load(earlierBlocks, {bk})),
-                        b.add(b.load(counts, {w, bk}), before));
-      Value p = b.toIndex(pos);
-      auto [slotRow, j] = rowAndSlot(b, slot, k);
-      (void)j;
-      b.store(b.toI32(slot), rev, {p});
-      b.store(b.toI32(slotRow), tok, {p});
-    });
-    // No block leaves while a peer may still read its totals.
-    nvvm::clusterSync(b);
-  });
 }
 
 /// The route kernels' view of a moe.route or moe.route_dispatch (weights
 /// and indices allocated for T rows).
-template <typename OpT>
-RouteConfig routeConfigOf(LoweringBuilder &b, OpT op) {
+template <typename OpT> RouteConfig routeConfigOf(LoweringBuilder &b, OpT op) {
   auto weightsType = op.getWeights().getType();
   auto indicesType = op.getIndices().getType();
   RouteConfig cfg;
@@ -959,7 +950,8 @@ struct RouteToGPU : OpRewritePattern<RouteOp> {
       routePerWarp(b, cfg, mode);
     else
       routePerThread(b, cfg);
-    rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices)});
+    rewriter.replaceOp(op,
+                       {toTensor(b, cfg.weights), toTensor(b, cfg.indices)});
     return success();
   }
 
@@ -1028,8 +1020,7 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
   WarpSelectMode mode;
   mode.i32Keys = i32Keys;
   mode.redux = chip.consume_front("sm_") &&
-               !chip.take_while(llvm::isDigit).getAsInteger(10, sm) &&
-               sm >= 80;
+               !chip.take_while(llvm::isDigit).getAsInteger(10, sm) && sm >= 80;
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
   if (smallRouteDispatch)
     patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode,

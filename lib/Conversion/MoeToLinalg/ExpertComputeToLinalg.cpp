@@ -18,10 +18,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Patterns.h"
 #include "Utils/FusedForms.h"
 #include "Utils/Glu.h"
 #include "Utils/LoweringBuilder.h"
-#include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
@@ -58,8 +58,8 @@ static Value buildGlu(LoweringBuilder &b, Value input,
     dyn.push_back(b.dim(input, 0));
   Value init = b.empty(resultType, dyn);
   auto generic = linalg::GenericOp::create(
-      b, TypeRange{resultType}, ValueRange{gateView, upView},
-      ValueRange{init}, ArrayRef<AffineMap>{id, id, id}, b.parallel(2),
+      b, TypeRange{resultType}, ValueRange{gateView, upView}, ValueRange{init},
+      ArrayRef<AffineMap>{id, id, id}, b.parallel(2),
       [&](OpBuilder &nested, Location loc, ValueRange args) {
         LoweringBuilder b(loc, nested);
         Value out = gluValue(b, p, b.toF32(args[0]), b.toF32(args[1]));
@@ -70,8 +70,8 @@ static Value buildGlu(LoweringBuilder &b, Value input,
 
 /// Reads rows [lo, lo + rows) of `lhs`, through `gather` when given (rows
 /// whose gather index is outside [0, rows(lhs)) read as zero).
-static Value buildLhsRows(LoweringBuilder &b, Value lhs, Value gather,
-                          Value lo, Value rows) {
+static Value buildLhsRows(LoweringBuilder &b, Value lhs, Value gather, Value lo,
+                          Value rows) {
   auto lhsType = cast<RankedTensorType>(lhs.getType());
   int64_t k = lhsType.getDimSize(1);
   SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
@@ -145,9 +145,9 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
                                   : ArrayRef<AffineExpr>{dk, dn},
                        ctx),
         AffineMap::get(3, 0, {dm, dn}, ctx)};
-    SmallVector<utils::IteratorType> mmIters = {
-        utils::IteratorType::parallel, utils::IteratorType::parallel,
-        utils::IteratorType::reduction};
+    SmallVector<utils::IteratorType> mmIters = {utils::IteratorType::parallel,
+                                                utils::IteratorType::parallel,
+                                                utils::IteratorType::reduction};
     auto weightType = RankedTensorType::get(
         transposed ? ArrayRef<int64_t>{n, k} : ArrayRef<int64_t>{k, n},
         rhsType.getElementType());
@@ -199,22 +199,21 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
                 ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0)},
                 ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(n)},
                 one2);
-            block = linalg::GenericOp::create(
-                        b, TypeRange{accType}, ValueRange{block, biasRow},
-                        ValueRange{b.empty(accType, {rows})},
-                        ArrayRef<AffineMap>{
-                            id2,
-                            AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)},
-                                           ctx),
-                            id2},
-                        b.parallel(2),
-                        [&](OpBuilder &nested, Location loc,
-                            ValueRange args) {
-                          LoweringBuilder b(loc, nested);
-                          linalg::YieldOp::create(
-                              b, b.add(args[0], b.toF32(args[1])));
-                        })
-                        .getResult(0);
+            block =
+                linalg::GenericOp::create(
+                    b, TypeRange{accType}, ValueRange{block, biasRow},
+                    ValueRange{b.empty(accType, {rows})},
+                    ArrayRef<AffineMap>{
+                        id2,
+                        AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx),
+                        id2},
+                    b.parallel(2),
+                    [&](OpBuilder &nested, Location loc, ValueRange args) {
+                      LoweringBuilder b(loc, nested);
+                      linalg::YieldOp::create(b,
+                                              b.add(args[0], b.toF32(args[1])));
+                    })
+                    .getResult(0);
           }
           if (glu)
             block = buildGlu(b, block, outAccType, *glu);
@@ -224,27 +223,25 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
             return scatter ? b.extract(scatter, {row}) : b.toI32(row);
           };
           if (scale) {
-            block = linalg::GenericOp::create(
-                        b, TypeRange{outAccType}, ValueRange{block},
-                        ValueRange{b.empty(outAccType, {rows})},
-                        ArrayRef<AffineMap>{id2, id2}, b.parallel(2),
-                        [&](OpBuilder &nested, Location loc,
-                            ValueRange args) {
-                          LoweringBuilder b(loc, nested);
-                          Value d = destinationOf(
-                              b, linalg::IndexOp::create(b, 0));
-                          Value factor = b.ifElse(
-                              b.inRange(d, b.i32(0), mI32), {f32},
-                              [&](LoweringBuilder &b) -> SmallVector<Value> {
-                                return {b.toF32(
-                                    b.extract(scale, {b.toIndex(d)}))};
-                              },
-                              [&](LoweringBuilder &b) -> SmallVector<Value> {
-                                return {b.f32(0.0)};
-                              })[0];
-                          linalg::YieldOp::create(b, b.mul(args[0], factor));
-                        })
-                        .getResult(0);
+            block =
+                linalg::GenericOp::create(
+                    b, TypeRange{outAccType}, ValueRange{block},
+                    ValueRange{b.empty(outAccType, {rows})},
+                    ArrayRef<AffineMap>{id2, id2}, b.parallel(2),
+                    [&](OpBuilder &nested, Location loc, ValueRange args) {
+                      LoweringBuilder b(loc, nested);
+                      Value d = destinationOf(b, linalg::IndexOp::create(b, 0));
+                      Value factor = b.ifElse(
+                          b.inRange(d, b.i32(0), mI32), {f32},
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            return {b.toF32(b.extract(scale, {b.toIndex(d)}))};
+                          },
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            return {b.f32(0.0)};
+                          })[0];
+                      linalg::YieldOp::create(b, b.mul(args[0], factor));
+                    })
+                    .getResult(0);
           }
           block = b.convertElements(block, o);
           if (!scatter)
@@ -288,8 +285,7 @@ struct LowerGlu : OpRewritePattern<GluOp> {
   LogicalResult matchAndRewrite(GluOp op,
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
-    rewriter.replaceOp(op, buildGlu(b, op.getInput(),
-                                    op.getResult().getType(),
+    rewriter.replaceOp(op, buildGlu(b, op.getInput(), op.getResult().getType(),
                                     gluParamsOf(op)));
     return success();
   }
@@ -300,6 +296,5 @@ struct LowerGlu : OpRewritePattern<GluOp> {
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
   populateFusedFormPatterns(patterns);
-  patterns.add<LowerExpertGemm, LowerGlu>(
-      patterns.getContext());
+  patterns.add<LowerExpertGemm, LowerGlu>(patterns.getContext());
 }

@@ -32,11 +32,11 @@ using namespace mlir::moe;
 
 void mlir::moe::populateMoeToLinalgConversionPatterns(
     RewritePatternSet &patterns) {
-  populateMoeDecomposePatterns(patterns);         // moe.ffn
-  populateRoutingLoweringPatterns(patterns);      // topk, route
-  populateDispatchLoweringPatterns(patterns);     // cumsum, get_indices/indptr
-  populateMovementLoweringPatterns(patterns);     // gather, scatter, combine,
-                                                  // multihot converters
+  populateMoeDecomposePatterns(patterns);          // moe.ffn
+  populateRoutingLoweringPatterns(patterns);       // topk, route
+  populateDispatchLoweringPatterns(patterns);      // cumsum, get_indices/indptr
+  populateMovementLoweringPatterns(patterns);      // gather, scatter, combine,
+                                                   // multihot converters
   populateExpertComputeLoweringPatterns(patterns); // grouped_matmul, glu
 }
 

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Utils/LoweringBuilder.h"
 #include "Patterns.h"
+#include "Utils/LoweringBuilder.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 

@@ -8,18 +8,17 @@
 // picks the best entry that ranks strictly after pass j-1's pick in the total
 // order "larger value first, lower index on ties, NaN last". Because the
 // order is total, no "already taken" mask is needed and ties are resolved
-// exactly as the op reference pins them. O(T * k * E) work, O(1) extra state per row
-// for topk; route adds two E-element f32 rows (scores, biased scores) and the
-// group mask.
+// exactly as the op reference pins them. O(T * k * E) work, O(1) extra state
+// per row for topk; route adds two E-element f32 rows (scores, biased scores)
+// and the group mask.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Patterns.h"
 #include "Utils/LoweringBuilder.h"
 #include "Utils/Selection.h"
-#include "Patterns.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
-
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -46,22 +45,22 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
       dyn.push_back(t);
     Value values = b.empty(valuesType, dyn);
     Value indices = b.empty(indicesType, dyn);
-    SmallVector<Value> out = b.forLoop(
-        b.idx(0), t, {values, indices},
-        [&](LoweringBuilder &b, Value row, ValueRange outs) {
-          return selectTopK(
-              b, k, e, outs,
-              [&](LoweringBuilder &b, Value col) {
-                return b.toF32(b.extract(input, {row, col}));
-              },
-              nullptr,
-              [&](LoweringBuilder &b, Value j, Value pick,
-                  ValueRange outs) -> SmallVector<Value> {
-                Value v = b.extract(input, {row, b.toIndex(pick)});
-                return {b.insert(v, outs[0], {row, j}),
-                        b.insert(pick, outs[1], {row, j})};
-              });
-        });
+    SmallVector<Value> out =
+        b.forLoop(b.idx(0), t, {values, indices},
+                  [&](LoweringBuilder &b, Value row, ValueRange outs) {
+                    return selectTopK(
+                        b, k, e, outs,
+                        [&](LoweringBuilder &b, Value col) {
+                          return b.toF32(b.extract(input, {row, col}));
+                        },
+                        nullptr,
+                        [&](LoweringBuilder &b, Value j, Value pick,
+                            ValueRange outs) -> SmallVector<Value> {
+                          Value v = b.extract(input, {row, b.toIndex(pick)});
+                          return {b.insert(v, outs[0], {row, j}),
+                                  b.insert(pick, outs[1], {row, j})};
+                        });
+                  });
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -104,15 +103,15 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
                                 });
           // s (unbiased scores) and c (selection keys) for this row.
           Value rowInit = b.empty(rowType, {});
-          SmallVector<Value> sc = b.forLoop(
-              zero, numExperts, {rowInit, rowInit},
-              [&](LoweringBuilder &b, Value col,
-                  ValueRange rows) -> SmallVector<Value> {
-                Value s = routing.score(b, col);
-                Value c = bias ? b.add(s, b.extract(bias, {col})) : s;
-                return {b.insert(s, rows[0], {col}),
-                        b.insert(c, rows[1], {col})};
-              });
+          SmallVector<Value> sc =
+              b.forLoop(zero, numExperts, {rowInit, rowInit},
+                        [&](LoweringBuilder &b, Value col,
+                            ValueRange rows) -> SmallVector<Value> {
+                          Value s = routing.score(b, col);
+                          Value c = bias ? b.add(s, b.extract(bias, {col})) : s;
+                          return {b.insert(s, rows[0], {col}),
+                                  b.insert(c, rows[1], {col})};
+                        });
           Value scores = sc[0], keys = sc[1];
           auto keyAt = [&](LoweringBuilder &b, Value col) {
             return b.extract(keys, {col});
@@ -123,36 +122,34 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
           Value groupMask;
           if (nGroup > 1) {
             auto groupType = RankedTensorType::get({nGroup}, b.getF32Type());
-            Value groupScores = b.forLoop(
-                zero, b.idx(nGroup), {b.empty(groupType, {})},
-                [&](LoweringBuilder &b, Value g,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value score = groupScore(b, b.mul(g, b.idx(perGroup)),
+            Value groupScores =
+                b.forLoop(zero, b.idx(nGroup), {b.empty(groupType, {})},
+                          [&](LoweringBuilder &b, Value g,
+                              ValueRange acc) -> SmallVector<Value> {
+                            Value score =
+                                groupScore(b, b.mul(g, b.idx(perGroup)),
                                            perGroup, top2, keyAt);
-                  return {b.insert(score, acc[0], {g})};
-                })[0];
+                            return {b.insert(score, acc[0], {g})};
+                          })[0];
             auto maskType = RankedTensorType::get({nGroup}, b.getI1Type());
-            groupMask = b.forLoop(
-                zero, b.idx(nGroup), {b.empty(maskType, {})},
-                [&](LoweringBuilder &b, Value g,
-                    ValueRange acc) -> SmallVector<Value> {
-                  Value kept = groupKept(
-                      b, nGroup, topkGroup, g,
-                      [&](LoweringBuilder &b, Value h) {
-                        return b.extract(groupScores, {h});
-                      });
-                  return {b.insert(kept, acc[0], {g})};
-                })[0];
+            groupMask = b.forLoop(zero, b.idx(nGroup), {b.empty(maskType, {})},
+                                  [&](LoweringBuilder &b, Value g,
+                                      ValueRange acc) -> SmallVector<Value> {
+                                    Value kept = groupKept(
+                                        b, nGroup, topkGroup, g,
+                                        [&](LoweringBuilder &b, Value h) {
+                                          return b.extract(groupScores, {h});
+                                        });
+                                    return {b.insert(kept, acc[0], {g})};
+                                  })[0];
           }
 
           // Select k experts, then write unbiased weights.
           auto picked = selectTopK(
-              b, k, e, outs,
-              keyAt,
+              b, k, e, outs, keyAt,
               groupMask ? AllowedFn([&](LoweringBuilder &b, Value col) {
-                return b.extract(groupMask,
-                                 {arith::DivUIOp::create(b, col,
-                                                         b.idx(perGroup))});
+                return b.extract(groupMask, {arith::DivUIOp::create(
+                                                b, col, b.idx(perGroup))});
               })
                         : AllowedFn(nullptr),
               [&](LoweringBuilder &b, Value j, Value pick,
@@ -163,27 +160,26 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
           Value rowIds = picked[1];
           // Normalise and scale: read back the k picks of this row.
           Value kIdx = b.idx(k);
-          Value sum = b.forLoop(zero, kIdx, {b.f32(0.0)},
-                                [&](LoweringBuilder &b, Value j,
-                                    ValueRange acc) -> SmallVector<Value> {
-                                  Value id = b.extract(rowIds, {row, j});
-                                  return {b.add(acc[0],
-                                                b.extract(scores,
-                                                          {b.toIndex(id)}))};
-                                })[0];
-          Value denom = b.f32(1.0);
-          if (op.getNormalize())
-            denom = b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum,
-                             b.f32(1.0));
-          Value rowWeights = b.forLoop(
-              zero, kIdx, {picked[0]},
+          Value sum = b.forLoop(
+              zero, kIdx, {b.f32(0.0)},
               [&](LoweringBuilder &b, Value j,
                   ValueRange acc) -> SmallVector<Value> {
                 Value id = b.extract(rowIds, {row, j});
-                Value s = b.extract(scores, {b.toIndex(id)});
-                Value wv = b.mul(b.div(s, denom), b.f32(scaling));
-                return {b.insert(b.fromF32(wv, w), acc[0], {row, j})};
+                return {b.add(acc[0], b.extract(scores, {b.toIndex(id)}))};
               })[0];
+          Value denom = b.f32(1.0);
+          if (op.getNormalize())
+            denom =
+                b.select(b.cmpf(CmpF::OGT, sum, b.f32(0.0)), sum, b.f32(1.0));
+          Value rowWeights =
+              b.forLoop(zero, kIdx, {picked[0]},
+                        [&](LoweringBuilder &b, Value j,
+                            ValueRange acc) -> SmallVector<Value> {
+                          Value id = b.extract(rowIds, {row, j});
+                          Value s = b.extract(scores, {b.toIndex(id)});
+                          Value wv = b.mul(b.div(s, denom), b.f32(scaling));
+                          return {b.insert(b.fromF32(wv, w), acc[0], {row, j})};
+                        })[0];
           return SmallVector<Value>{rowWeights, rowIds};
         });
     rewriter.replaceOp(op, out);
@@ -194,6 +190,5 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
 } // namespace
 
 void mlir::moe::populateRoutingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerTopK, LowerRoute>(
-      patterns.getContext());
+  patterns.add<LowerTopK, LowerRoute>(patterns.getContext());
 }

@@ -27,9 +27,8 @@ void mlir::moe::replaceWithRouteAndDispatch(RouteDispatchOp op,
       op.getIndices().getType(), op.getLogits(), op.getBias(), op.getKAttr(),
       op.getScoringAttr(), op.getNormalizeAttr(), op.getNGroupAttr(),
       op.getTopkGroupAttr(), op.getGroupScoreAttr(), op.getScalingAttr());
-  auto dispatch =
-      DispatchOp::create(rewriter, op.getLoc(), route.getIndices(),
-                         op.getLogits().getType().getDimSize(1));
+  auto dispatch = DispatchOp::create(rewriter, op.getLoc(), route.getIndices(),
+                                     op.getLogits().getType().getDimSize(1));
   rewriter.replaceOp(op, {route.getWeights(), route.getIndices(),
                           dispatch.getOffsets(), dispatch.getReverseIndices(),
                           dispatch.getTokenIndices()});

@@ -23,8 +23,7 @@ namespace moe {
 /// Replaces `op` by the equivalent moe.expert_gemm.
 void replaceWithExpertGemm(GroupedMatmulOp op, PatternRewriter &rewriter);
 /// Replaces `op` by moe.route + moe.dispatch.
-void replaceWithRouteAndDispatch(RouteDispatchOp op,
-                                 PatternRewriter &rewriter);
+void replaceWithRouteAndDispatch(RouteDispatchOp op, PatternRewriter &rewriter);
 
 /// Patterns applying the two rewrites above.
 void populateFusedFormPatterns(RewritePatternSet &patterns);

@@ -30,13 +30,13 @@ GluParams mlir::moe::gluParamsOf(ExpertGemmOp op) {
 }
 
 Value mlir::moe::applyActivation(LoweringBuilder &b, Activation activation,
-                             float alpha, Value x, bool approximate) {
+                                 float alpha, Value x, bool approximate) {
   switch (activation) {
   case Activation::silu: {
     // x / (1 + exp(-alpha x)); approximate: the hardware exp2 and divide
     // (`afn`: __nv_fast_expf, div.approx.f32 on NVPTX), ~2 ulp of f32.
-    auto fm = approximate ? arith::FastMathFlags::afn
-                          : arith::FastMathFlags::none;
+    auto fm =
+        approximate ? arith::FastMathFlags::afn : arith::FastMathFlags::none;
     Value ax = b.mul(b.f32(alpha), x);
     Value e = math::ExpOp::create(b, arith::NegFOp::create(b, ax), fm);
     return arith::DivFOp::create(b, x, b.add(b.f32(1.0), e), fm);
@@ -57,7 +57,7 @@ Value mlir::moe::applyActivation(LoweringBuilder &b, Activation activation,
 }
 
 Value mlir::moe::gluValue(LoweringBuilder &b, const GluParams &p, Value gate,
-                         Value up, bool approximate) {
+                          Value up, bool approximate) {
   if (p.limit) {
     Value lim = b.f32(*p.limit), negLim = b.f32(-*p.limit);
     gate = arith::MinimumFOp::create(b, gate, lim);

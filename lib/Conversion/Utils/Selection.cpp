@@ -18,7 +18,7 @@ using CmpI = arith::CmpIPredicate;
 /// (va, ia) ranks before (vb, ib): larger value first, lower index on equal
 /// values, NaN below every number and NaNs among themselves by index.
 Value mlir::moe::precedes(LoweringBuilder &b, Value va, Value ia, Value vb,
-                      Value ib) {
+                          Value ib) {
   Value aNan = b.cmpf(CmpF::UNO, va, va);
   Value bNan = b.cmpf(CmpF::UNO, vb, vb);
   Value lowerIndex = b.cmpi(CmpI::slt, ia, ib);
@@ -35,12 +35,12 @@ Value mlir::moe::precedes(LoweringBuilder &b, Value va, Value ia, Value vb,
 /// entries. For each slot j, `emit` receives the chosen entry and threads
 /// `state` (the output tensors). Returns the final state.
 SmallVector<Value> mlir::moe::selectTopK(LoweringBuilder &b, int64_t k,
-                                     int64_t numEntries, ValueRange state,
-                                     ValueAtFn valueAt, AllowedFn allowed,
-                                     EmitSlotFn emit) {
+                                         int64_t numEntries, ValueRange state,
+                                         ValueAtFn valueAt, AllowedFn allowed,
+                                         EmitSlotFn emit) {
   SmallVector<Value> init(state);
-  init.push_back(b.i32(-1));   // previous pick
-  init.push_back(b.f32(0.0));  // its key
+  init.push_back(b.i32(-1));  // previous pick
+  init.push_back(b.f32(0.0)); // its key
   size_t n = state.size();
   SmallVector<Value> result = b.forLoop(
       b.idx(0), b.idx(k), init,
@@ -52,11 +52,11 @@ SmallVector<Value> mlir::moe::selectTopK(LoweringBuilder &b, int64_t k,
             [&](LoweringBuilder &b, Value e, ValueRange cur) {
               Value ei = b.toI32(e);
               Value key = valueAt(b, e);
-              Value afterPrev = b.ori(b.noti(havePrev),
-                                      precedes(b, prevKey, prev, key, ei));
+              Value afterPrev =
+                  b.ori(b.noti(havePrev), precedes(b, prevKey, prev, key, ei));
               Value haveBest = b.cmpi(CmpI::sge, cur[0], b.i32(0));
-              Value beatsBest = b.ori(b.noti(haveBest),
-                                      precedes(b, key, ei, cur[1], cur[0]));
+              Value beatsBest =
+                  b.ori(b.noti(haveBest), precedes(b, key, ei, cur[1], cur[0]));
               Value take = b.andi(afterPrev, beatsBest);
               if (allowed)
                 take = b.andi(take, allowed(b, e));
@@ -75,7 +75,6 @@ SmallVector<Value> mlir::moe::selectTopK(LoweringBuilder &b, int64_t k,
   return result;
 }
 
-
 RoutingScores::RoutingScores(LoweringBuilder &b, int64_t numExperts,
                              bool softmax, RawLogitFn rawLogitAt)
     : rawLogitAt(std::move(rawLogitAt)), softmax(softmax) {
@@ -84,18 +83,17 @@ RoutingScores::RoutingScores(LoweringBuilder &b, int64_t numExperts,
   if (!softmax)
     return;
   Value zero = b.idx(0), end = b.idx(numExperts);
-  rowMax = b.forLoop(zero, end, {negInf},
-                     [&](LoweringBuilder &b, Value col,
-                         ValueRange acc) -> SmallVector<Value> {
-                       return {arith::MaximumFOp::create(b, acc[0],
-                                                         logit(b, col))};
-                     })[0];
-  rowSum = b.forLoop(zero, end, {b.f32(0.0)},
-                     [&](LoweringBuilder &b, Value col,
-                         ValueRange acc) -> SmallVector<Value> {
-                       Value x = b.sub(logit(b, col), rowMax);
-                       return {b.add(acc[0], math::ExpOp::create(b, x))};
-                     })[0];
+  rowMax = b.forLoop(
+      zero, end, {negInf},
+      [&](LoweringBuilder &b, Value col, ValueRange acc) -> SmallVector<Value> {
+        return {arith::MaximumFOp::create(b, acc[0], logit(b, col))};
+      })[0];
+  rowSum = b.forLoop(
+      zero, end, {b.f32(0.0)},
+      [&](LoweringBuilder &b, Value col, ValueRange acc) -> SmallVector<Value> {
+        Value x = b.sub(logit(b, col), rowMax);
+        return {b.add(acc[0], math::ExpOp::create(b, x))};
+      })[0];
 }
 
 Value RoutingScores::logit(LoweringBuilder &b, Value col) const {
@@ -133,13 +131,11 @@ Value mlir::moe::groupScore(LoweringBuilder &b, Value first, int64_t perGroup,
 Value mlir::moe::groupKept(LoweringBuilder &b, int64_t nGroup,
                            int64_t topkGroup, Value g, ValueAtFn scoreOf) {
   Value gi = b.toI32(g), sg = scoreOf(b, g);
-  Value before =
-      b.forLoop(b.idx(0), b.idx(nGroup), {b.i32(0)},
-                [&](LoweringBuilder &b, Value h,
-                    ValueRange n) -> SmallVector<Value> {
-                  Value ahead = precedes(b, scoreOf(b, h), b.toI32(h), sg, gi);
-                  return {b.add(n[0], arith::ExtUIOp::create(
-                                          b, b.getI32Type(), ahead))};
-                })[0];
+  Value before = b.forLoop(
+      b.idx(0), b.idx(nGroup), {b.i32(0)},
+      [&](LoweringBuilder &b, Value h, ValueRange n) -> SmallVector<Value> {
+        Value ahead = precedes(b, scoreOf(b, h), b.toI32(h), sg, gi);
+        return {b.add(n[0], arith::ExtUIOp::create(b, b.getI32Type(), ahead))};
+      })[0];
   return b.cmpi(CmpI::slt, before, b.i32(topkGroup));
 }

@@ -1,4 +1,5 @@
-//===- Selection.h - the top-k selection order shared by the lowerings -*- C++ -*-===//
+//===- Selection.h - the top-k selection order shared by the lowerings -*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -28,19 +29,18 @@ Value precedes(LoweringBuilder &b, Value va, Value ia, Value vb, Value ib);
 
 using ValueAtFn = function_ref<Value(LoweringBuilder &, Value /*e, index*/)>;
 using AllowedFn = function_ref<Value(LoweringBuilder &, Value /*e, index*/)>;
-using EmitSlotFn = function_ref<SmallVector<Value>(
-    LoweringBuilder &, Value /*j, index*/, Value /*e, i32*/,
-    ValueRange /*state*/)>;
+using EmitSlotFn =
+    function_ref<SmallVector<Value>(LoweringBuilder &, Value /*j, index*/,
+                                    Value /*e, i32*/, ValueRange /*state*/)>;
 
 /// Runs the k selection passes over entries [0, numEntries) of one row.
 /// `valueAt` gives an entry's f32 key, `allowed` (optional) excludes
 /// entries. For each slot j, `emit` receives the chosen entry and threads
 /// `state` (e.g. output tensors; empty when emit stores to buffers).
 /// Returns the final state.
-SmallVector<Value> selectTopK(LoweringBuilder &b, int64_t k,
-                              int64_t numEntries, ValueRange state,
-                              ValueAtFn valueAt, AllowedFn allowed,
-                              EmitSlotFn emit);
+SmallVector<Value> selectTopK(LoweringBuilder &b, int64_t k, int64_t numEntries,
+                              ValueRange state, ValueAtFn valueAt,
+                              AllowedFn allowed, EmitSlotFn emit);
 
 /// moe.route's routing scores of one row of `numExperts` logits. Built once
 /// per row (for softmax: the row max and the sum of exponentials, two

@@ -50,8 +50,7 @@ char errorMessage[kMessageCapacity];
 // (say, launching from a module that did not load) prints it once.
 char lastPrinted[kMessageCapacity];
 
-void recordError(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
+void recordError(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 void recordError(const char *format, ...) {
   char message[kMessageCapacity];
@@ -234,11 +233,10 @@ bool prepareSharedMemory(CUfunction function, int32_t sharedMemBytes,
   }
   if (sharedMemBytes <= kDefaultDynamicSharedLimit)
     return true;
-  return checkCu(
-      cuFuncSetAttribute(function,
-                         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                         sharedMemBytes),
-      "cuFuncSetAttribute", where);
+  return checkCu(cuFuncSetAttribute(
+                     function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                     sharedMemBytes),
+                 "cuFuncSetAttribute", where);
 }
 
 /// The bytes one element of each CUtensorMapDataType takes (the packed
@@ -395,10 +393,10 @@ bool isProgrammatic(CUfunction function) {
 /// cuLaunchKernelEx with the given attributes plus, for a programmatic
 /// kernel, programmatic stream serialization.
 bool launchEx(CUfunction function, intptr_t gridX, intptr_t gridY,
-              intptr_t gridZ, intptr_t blockX, intptr_t blockY,
-              intptr_t blockZ, int32_t sharedMemBytes, void *stream,
-              void **params, void **extra, CUlaunchAttribute *attributes,
-              unsigned numAttributes, const char *where) {
+              intptr_t gridZ, intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+              int32_t sharedMemBytes, void *stream, void **params, void **extra,
+              CUlaunchAttribute *attributes, unsigned numAttributes,
+              const char *where) {
   CUlaunchAttribute all[2];
   std::memset(all, 0, sizeof(all));
   unsigned n = 0;
@@ -445,11 +443,11 @@ extern "C" void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
-extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
-                                 intptr_t gridY, intptr_t gridZ,
-                                 intptr_t blockX, intptr_t blockY,
-                                 intptr_t blockZ, int32_t sharedMemBytes,
-                                 void *stream, void **params, void **extra,
+extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                                 intptr_t gridZ, intptr_t blockX,
+                                 intptr_t blockY, intptr_t blockZ,
+                                 int32_t sharedMemBytes, void *stream,
+                                 void **params, void **extra,
                                  int64_t /*paramsCount*/) {
   if (!function) {
     recordError("kernel function is null, launch skipped; did the module "
@@ -476,11 +474,13 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX,
            blockZ, sharedMemBytes, resolveStream(stream), params, extra);
 }
 
-extern "C" void mgpuLaunchClusterKernel(
-    void *function, intptr_t clusterX, intptr_t clusterY, intptr_t clusterZ,
-    intptr_t gridX, intptr_t gridY, intptr_t gridZ, intptr_t blockX,
-    intptr_t blockY, intptr_t blockZ, int32_t sharedMemBytes, void *stream,
-    void **params, void **extra) {
+extern "C" void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                                        intptr_t clusterY, intptr_t clusterZ,
+                                        intptr_t gridX, intptr_t gridY,
+                                        intptr_t gridZ, intptr_t blockX,
+                                        intptr_t blockY, intptr_t blockZ,
+                                        int32_t sharedMemBytes, void *stream,
+                                        void **params, void **extra) {
   if (!function) {
     recordError("kernel function is null, launch skipped; did the module "
                 "load fail? (in %s)",
@@ -711,8 +711,7 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where);
 /// Encodes a tiled tensor map (dimensions innermost first, strides of
 /// dimensions 1.. in bytes, unit element strides) and returns its cached
 /// device copy; null (error recorded) on failure.
-static void *encodeTiledTensorMap(int64_t rank, void *address,
-                                  int64_t dataType,
+static void *encodeTiledTensorMap(int64_t rank, void *address, int64_t dataType,
                                   const cuuint64_t *globalDim,
                                   const cuuint64_t *globalStrides,
                                   const cuuint32_t *boxDim, int64_t interleave,
@@ -802,10 +801,9 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where) {
 }
 
 extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
-                                       int64_t dim0, int64_t dim1,
-                                       int64_t dim2, int64_t stride1,
-                                       int64_t stride2, int64_t box0,
-                                       int64_t box1, int64_t box2,
+                                       int64_t dim0, int64_t dim1, int64_t dim2,
+                                       int64_t stride1, int64_t stride2,
+                                       int64_t box0, int64_t box1, int64_t box2,
                                        int64_t swizzle, int64_t l2Promotion) {
   // Layouts TMA cannot describe are not errors: the caller then takes its
   // non-TMA path.
@@ -839,6 +837,6 @@ extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
                           static_cast<cuuint32_t>(box2)};
   return encodeTiledTensorMap(3, address, dataType, globalDim, globalStrides,
                               boxDim, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                              l2Promotion,
-                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, __func__);
+                              l2Promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                              __func__);
 }

@@ -88,9 +88,20 @@ except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
 __all__ = [
-    "load", "Artifact", "Function", "Manifest", "FunctionSpec", "ArgSpec",
-    "Library", "ManifestError", "ArgumentError", "manifest_path",
-    "memref_descriptor", "stream_handle", "DTYPES", "MANIFEST_FORMAT",
+    "load",
+    "Artifact",
+    "Function",
+    "Manifest",
+    "FunctionSpec",
+    "ArgSpec",
+    "Library",
+    "ManifestError",
+    "ArgumentError",
+    "manifest_path",
+    "memref_descriptor",
+    "stream_handle",
+    "DTYPES",
+    "MANIFEST_FORMAT",
     "MANIFEST_VERSION",
 ]
 
@@ -160,15 +171,16 @@ _descriptor_types = {}
 def _descriptor_type(rank):
     """The ctypes struct of a ranked memref descriptor of rank `rank`."""
     if rank not in _descriptor_types:
-        fields = [("allocated", ctypes.c_void_p),
-                  ("aligned", ctypes.c_void_p),
-                  ("offset", ctypes.c_int64)]
+        fields = [
+            ("allocated", ctypes.c_void_p),
+            ("aligned", ctypes.c_void_p),
+            ("offset", ctypes.c_int64),
+        ]
         if rank > 0:
-            fields += [("sizes", ctypes.c_int64 * rank),
-                       ("strides", ctypes.c_int64 * rank)]
-        _descriptor_types[rank] = type("MemRefDescriptor%d" % rank,
-                                       (ctypes.Structure,),
-                                       {"_fields_": fields})
+            fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+        _descriptor_types[rank] = type(
+            "MemRefDescriptor%d" % rank, (ctypes.Structure,), {"_fields_": fields}
+        )
     return _descriptor_types[rank]
 
 
@@ -178,8 +190,8 @@ def memref_descriptor(tensor, contiguous=True):
         raise ValueError(
             "tensor of shape %s with strides %s is not contiguous; an "
             "identity-layout memref would ignore its strides (pass "
-            "contiguous=False for strided memrefs)"
-            % (tuple(tensor.shape), tensor.stride()))
+            "contiguous=False for strided memrefs)" % (tuple(tensor.shape), tensor.stride())
+        )
     rank = tensor.dim()
     descriptor = _descriptor_type(rank)()
     descriptor.allocated = tensor.untyped_storage().data_ptr() or None
@@ -260,7 +272,8 @@ class Library:
             except AttributeError:
                 raise AttributeError(
                     "%s has no %s (is @%s public and marked "
-                    "llvm.emit_c_interface?)" % (self.path, symbol, name)) from None
+                    "llvm.emit_c_interface?)" % (self.path, symbol, name)
+                ) from None
             function.restype = None
             self._functions[name] = function
         return self._functions[name]
@@ -280,8 +293,9 @@ class Library:
     def _convert(self, index, arg, contiguous, keep_alive):
         if torch is not None and isinstance(arg, torch.Tensor):
             if arg.is_cuda and arg.device.index not in (None, 0):
-                raise ValueError("argument %d is on %s; the runtime uses "
-                                 "device 0" % (index, arg.device))
+                raise ValueError(
+                    "argument %d is on %s; the runtime uses device 0" % (index, arg.device)
+                )
             descriptor = memref_descriptor(arg, contiguous)
             keep_alive.append(descriptor)
             return ctypes.byref(descriptor)
@@ -292,8 +306,10 @@ class Library:
             return arg
         if isinstance(arg, (bool, int)):
             return ctypes.c_int64(int(arg))
-        raise TypeError("argument %d: cannot pass %s; wrap floats in "
-                        "ctypes.c_float / ctypes.c_double" % (index, type(arg)))
+        raise TypeError(
+            "argument %d: cannot pass %s; wrap floats in "
+            "ctypes.c_float / ctypes.c_double" % (index, type(arg))
+        )
 
     def call_converted(self, name, c_args, stream=None):
         """Calls `_mlir_ciface_<name>` with ready ctypes arguments on the
@@ -309,8 +325,7 @@ class Library:
         (outputs last, preallocated), ints as int64 and ctypes scalars as
         they are. Raises RuntimeError when the runtime records an error."""
         keep_alive = []
-        c_args = [self._convert(i, arg, contiguous, keep_alive)
-                  for i, arg in enumerate(args)]
+        c_args = [self._convert(i, arg, contiguous, keep_alive) for i, arg in enumerate(args)]
         self.call_converted(name, c_args, stream)
 
     def synchronize(self):
@@ -319,13 +334,13 @@ class Library:
         status = self._lib.moeRuntimeSynchronize()
         self.check_error("synchronize")
         if status != 0:
-            raise RuntimeError("synchronize: moeRuntimeSynchronize returned %d"
-                               % status)
+            raise RuntimeError("synchronize: moeRuntimeSynchronize returned %d" % status)
 
 
 # ----------------------------------------------------------------------------
 # Manifest
 # ----------------------------------------------------------------------------
+
 
 def _dim_text(size, symbol):
     if size is not None:
@@ -338,8 +353,7 @@ class ArgSpec:
 
     __slots__ = ("name", "kind", "dtype", "shape", "symbols", "contiguous")
 
-    def __init__(self, name, kind, dtype, shape=None, symbols=None,
-                 contiguous=True):
+    def __init__(self, name, kind, dtype, shape=None, symbols=None, contiguous=True):
         self.name = name
         self.kind = kind
         self.dtype = dtype
@@ -360,12 +374,18 @@ class ArgSpec:
     def type_text(self):
         if self.is_scalar:
             return self.dtype
-        return "%s[%s]" % (self.dtype, ", ".join(
-            _dim_text(s, y) for s, y in zip(self.shape, self.symbols)))
+        return "%s[%s]" % (
+            self.dtype,
+            ", ".join(_dim_text(s, y) for s, y in zip(self.shape, self.symbols)),
+        )
 
     def to_json(self):
-        d = {"name": self.name, "kind": self.kind, "dtype": self.dtype,
-             "shape": None if self.shape is None else list(self.shape)}
+        d = {
+            "name": self.name,
+            "kind": self.kind,
+            "dtype": self.dtype,
+            "shape": None if self.shape is None else list(self.shape),
+        }
         if self.symbols is not None and any(self.symbols):
             d["symbols"] = list(self.symbols)
         if not self.contiguous:
@@ -381,39 +401,44 @@ class ArgSpec:
                 raise ManifestError("%s: missing %r" % (where, key))
         kind, dtype = d["kind"], d["dtype"]
         if kind not in _KINDS:
-            raise ManifestError("%s: kind %r is not one of %s"
-                                % (where, kind, ", ".join(_KINDS)))
+            raise ManifestError("%s: kind %r is not one of %s" % (where, kind, ", ".join(_KINDS)))
         if dtype not in DTYPES:
-            raise ManifestError("%s: unsupported dtype %r (known: %s)"
-                                % (where, dtype, ", ".join(sorted(DTYPES))))
+            raise ManifestError(
+                "%s: unsupported dtype %r (known: %s)" % (where, dtype, ", ".join(sorted(DTYPES)))
+            )
         shape = d.get("shape")
         symbols = d.get("symbols")
         if kind == "scalar":
             if shape is not None:
                 raise ManifestError("%s: a scalar has no shape" % where)
             if DTYPES[dtype][2] is None:
-                raise ManifestError("%s: scalar arguments of type %s are not "
-                                    "supported" % (where, dtype))
+                raise ManifestError(
+                    "%s: scalar arguments of type %s are not supported" % (where, dtype)
+                )
         else:
             if not isinstance(shape, list) or not all(
-                    s is None or (isinstance(s, int) and not isinstance(s, bool)
-                                  and s >= 0) for s in shape):
+                s is None or (isinstance(s, int) and not isinstance(s, bool) and s >= 0)
+                for s in shape
+            ):
                 raise ManifestError(
                     "%s: shape must be a list of non-negative ints and nulls, "
-                    "got %r" % (where, shape))
+                    "got %r" % (where, shape)
+                )
             if symbols is not None:
                 if not isinstance(symbols, list) or len(symbols) != len(shape):
-                    raise ManifestError("%s: symbols must be a list as long as "
-                                        "shape, got %r" % (where, symbols))
+                    raise ManifestError(
+                        "%s: symbols must be a list as long as shape, got %r" % (where, symbols)
+                    )
                 for s, y in zip(shape, symbols):
                     if y is not None and (not isinstance(y, str) or not y):
-                        raise ManifestError("%s: symbol %r is not a name"
-                                            % (where, y))
+                        raise ManifestError("%s: symbol %r is not a name" % (where, y))
                     if y is not None and s is not None:
-                        raise ManifestError("%s: static dimension %d has a "
-                                            "symbol %r" % (where, s, y))
-        return cls(d.get("name") or where, kind, dtype, shape, symbols,
-                   bool(d.get("contiguous", True)))
+                        raise ManifestError(
+                            "%s: static dimension %d has a symbol %r" % (where, s, y)
+                        )
+        return cls(
+            d.get("name") or where, kind, dtype, shape, symbols, bool(d.get("contiguous", True))
+        )
 
 
 class FunctionSpec:
@@ -434,20 +459,25 @@ class FunctionSpec:
         for key in ("args", "results"):
             if not isinstance(d.get(key), list):
                 raise ManifestError("%s: missing list %r" % (where, key))
-        args = [ArgSpec.from_json(a, "%s argument %d" % (where, i))
-                for i, a in enumerate(d["args"])]
-        results = [ArgSpec.from_json(r, "%s result %d" % (where, i))
-                   for i, r in enumerate(d["results"])]
+        args = [
+            ArgSpec.from_json(a, "%s argument %d" % (where, i)) for i, a in enumerate(d["args"])
+        ]
+        results = [
+            ArgSpec.from_json(r, "%s result %d" % (where, i)) for i, r in enumerate(d["results"])
+        ]
         for i, r in enumerate(results):
             if r.is_scalar:
-                raise ManifestError("%s result %d: scalar results are not "
-                                    "supported (out-params are memrefs)"
-                                    % (where, i))
+                raise ManifestError(
+                    "%s result %d: scalar results are not "
+                    "supported (out-params are memrefs)" % (where, i)
+                )
         return cls(name, args, results, d.get("unsupported"))
 
     def to_json(self):
-        d = {"args": [a.to_json() for a in self.args],
-             "results": [r.to_json() for r in self.results]}
+        d = {
+            "args": [a.to_json() for a in self.args],
+            "results": [r.to_json() for r in self.results],
+        }
         if self.unsupported:
             d["unsupported"] = self.unsupported
         return d
@@ -474,31 +504,30 @@ class FunctionSpec:
         what = self._what(index, spec)
         if spec.is_scalar:
             if shape is not None:
-                raise ArgumentError("%s: expected a scalar %s, got a tensor"
-                                    % (what, spec.dtype))
+                raise ArgumentError("%s: expected a scalar %s, got a tensor" % (what, spec.dtype))
             return
         if shape is None:
-            raise ArgumentError("%s: expected a tensor %s, got a scalar"
-                                % (what, spec.type_text()))
+            raise ArgumentError("%s: expected a tensor %s, got a scalar" % (what, spec.type_text()))
         if dtype != spec.dtype:
-            raise ArgumentError("%s: expected dtype %s, got %s"
-                                % (what, spec.dtype, dtype))
+            raise ArgumentError("%s: expected dtype %s, got %s" % (what, spec.dtype, dtype))
         shape = tuple(int(s) for s in shape)
         if len(shape) != len(spec.shape):
-            raise ArgumentError("%s: expected rank %d %s, got shape %s"
-                                % (what, len(spec.shape), spec.type_text(),
-                                   list(shape)))
-        for d, (want, sym, got) in enumerate(zip(spec.shape, spec.symbols,
-                                                 shape)):
+            raise ArgumentError(
+                "%s: expected rank %d %s, got shape %s"
+                % (what, len(spec.shape), spec.type_text(), list(shape))
+            )
+        for d, (want, sym, got) in enumerate(zip(spec.shape, spec.symbols, shape)):
             if want is not None and got != want:
-                raise ArgumentError("%s: expected shape %s, got %s "
-                                    "(dimension %d)" % (what, spec.type_text(),
-                                                        list(shape), d))
+                raise ArgumentError(
+                    "%s: expected shape %s, got %s "
+                    "(dimension %d)" % (what, spec.type_text(), list(shape), d)
+                )
             if want is None and sym and check_symbols:
                 if sym in env and env[sym][0] != got:
                     raise ArgumentError(
                         "%s: dimension %d (%s) is %d, but %s is %d in %s"
-                        % (what, d, sym, got, sym, env[sym][0], env[sym][1]))
+                        % (what, d, sym, got, sym, env[sym][0], env[sym][1])
+                    )
                 env.setdefault(sym, (got, "%s dimension %d" % (what, d)))
 
     def check(self, inputs, outputs=None):
@@ -506,8 +535,7 @@ class FunctionSpec:
         argument / result, shape None for a scalar, dtype the MLIR name.
         Returns {symbol: size}. Raises ArgumentError."""
         if self.unsupported:
-            raise ArgumentError("@%s cannot be called: %s"
-                                % (self.name, self.unsupported))
+            raise ArgumentError("@%s cannot be called: %s" % (self.name, self.unsupported))
         if len(inputs) != len(self.args):
             raise ArgumentError(self._count_message(len(inputs) + len(outputs or ())))
         if outputs is not None and len(outputs) != len(self.results):
@@ -515,18 +543,26 @@ class FunctionSpec:
         env = {}
         for i, (spec, (shape, dtype)) in enumerate(zip(self.args, inputs)):
             self._bind(i, spec, shape, dtype, env, True)
-        for j, (spec, (shape, dtype)) in enumerate(zip(self.results,
-                                                       outputs or ())):
+        for j, (spec, (shape, dtype)) in enumerate(zip(self.results, outputs or ())):
             self._bind(len(self.args) + j, spec, shape, dtype, env, True)
         return {k: v[0] for k, v in env.items()}
 
     def _count_message(self, got):
         n_in, n_out = len(self.args), len(self.results)
-        return ("@%s takes %d input%s, then optionally its %d output%s "
-                "(%d arguments in all); got %d arguments. Signature: %s"
-                % (self.name, n_in, "" if n_in == 1 else "s", n_out,
-                   "" if n_out == 1 else "s", n_in + n_out, got,
-                   self.signature()))
+        return (
+            "@%s takes %d input%s, then optionally its %d output%s "
+            "(%d arguments in all); got %d arguments. Signature: %s"
+            % (
+                self.name,
+                n_in,
+                "" if n_in == 1 else "s",
+                n_out,
+                "" if n_out == 1 else "s",
+                n_in + n_out,
+                got,
+                self.signature(),
+            )
+        )
 
     def output_shapes(self, inputs):
         """The shapes of the outputs for these inputs ((shape, dtype) per
@@ -546,8 +582,8 @@ class FunctionSpec:
                         "@%s output %d (%s): dynamic dimension %d is not "
                         "determined by the inputs (the manifest names no "
                         "input dimension it equals); allocate the outputs "
-                        "and pass them after the inputs"
-                        % (self.name, j, spec.name, d))
+                        "and pass them after the inputs" % (self.name, j, spec.name, d)
+                    )
             shapes.append(tuple(shape))
         return shapes
 
@@ -562,22 +598,27 @@ class Manifest:
         if not isinstance(data, dict):
             raise ManifestError("%s: expected a JSON object" % where)
         if data.get("format") != MANIFEST_FORMAT:
-            raise ManifestError("%s: format is %r, expected %r" % (
-                where, data.get("format"), MANIFEST_FORMAT))
+            raise ManifestError(
+                "%s: format is %r, expected %r" % (where, data.get("format"), MANIFEST_FORMAT)
+            )
         version = data.get("version")
         if version != MANIFEST_VERSION:
-            raise ManifestError("%s: version %r, this runtime reads version %d"
-                                % (where, version, MANIFEST_VERSION))
+            raise ManifestError(
+                "%s: version %r, this runtime reads version %d" % (where, version, MANIFEST_VERSION)
+            )
         convention = data.get("calling_convention", "out-params")
         if convention != "out-params":
-            raise ManifestError("%s: calling convention %r is not supported "
-                                "(compile with out-params)" % (where, convention))
+            raise ManifestError(
+                "%s: calling convention %r is not supported "
+                "(compile with out-params)" % (where, convention)
+            )
         functions = data.get("functions")
         if not isinstance(functions, dict) or not functions:
             raise ManifestError("%s: no functions" % where)
         self.data = data
-        self.functions = {name: FunctionSpec.from_json(name, f, where)
-                          for name, f in functions.items()}
+        self.functions = {
+            name: FunctionSpec.from_json(name, f, where) for name, f in functions.items()
+        }
         self.library = data.get("library")
         self.sha256 = data.get("sha256")
 
@@ -587,22 +628,24 @@ class Manifest:
             with open(path) as f:
                 data = json.load(f)
         except FileNotFoundError:
-            raise ManifestError("no manifest %s (compile with "
-                                "moe_mlir.gpu.compile_gpu, or pass "
-                                "manifest=False to load without checks)"
-                                % path) from None
+            raise ManifestError(
+                "no manifest %s (compile with "
+                "moe_mlir.gpu.compile_gpu, or pass "
+                "manifest=False to load without checks)" % path
+            ) from None
         except ValueError as exc:
-            raise ManifestError("manifest %s is not valid JSON: %s"
-                                % (path, exc)) from None
+            raise ManifestError("manifest %s is not valid JSON: %s" % (path, exc)) from None
         return cls(data, path)
 
     def write(self, path):
         tmp = path + ".tmp"
         text = json.dumps(self.data, indent=1)
         # lists of numbers / names on one line: "shape": [null, 2048]
-        text = re.sub(r"\[\s*([^\[\]{}]*?)\s*\]",
-                      lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]",
-                      text)
+        text = re.sub(
+            r"\[\s*([^\[\]{}]*?)\s*\]",
+            lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]",
+            text,
+        )
         with open(tmp, "w") as f:
             f.write(text + "\n")
         os.replace(tmp, path)
@@ -611,9 +654,13 @@ class Manifest:
     @staticmethod
     def build(functions, library=None, sha256=None, **meta):
         """A manifest from FunctionSpecs (what compile_gpu writes)."""
-        data = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION,
-                "library": library, "sha256": sha256,
-                "calling_convention": "out-params"}
+        data = {
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "library": library,
+            "sha256": sha256,
+            "calling_convention": "out-params",
+        }
         data.update(meta)
         data["functions"] = {f.name: f.to_json() for f in functions}
         return Manifest(data)
@@ -627,7 +674,8 @@ class Manifest:
                 raise ManifestError(
                     "%s is stale: it was written for a library with sha256 "
                     "%s..., %s has %s... (recompile, or pass manifest=False)"
-                    % (self.where, self.sha256[:12], library_path, actual[:12]))
+                    % (self.where, self.sha256[:12], library_path, actual[:12])
+                )
 
 
 # ----------------------------------------------------------------------------
@@ -679,7 +727,9 @@ class Function:
 
     def __repr__(self):
         return "<moe_mlir.runtime.Function %s of %s>" % (
-            self.spec.signature(), os.path.basename(self.artifact.path))
+            self.spec.signature(),
+            os.path.basename(self.artifact.path),
+        )
 
     @property
     def signature(self):
@@ -695,22 +745,25 @@ class Function:
                 if _is_tensor(v):
                     raise ArgumentError(
                         "%s: expected a Python number, got a tensor "
-                        "(pass .item() of a CPU tensor)" % what)
+                        "(pass .item() of a CPU tensor)" % what
+                    )
                 if not isinstance(v, (bool, int, float, ctypes._SimpleCData)):
-                    raise ArgumentError("%s: expected a number, got %s"
-                                        % (what, type(v).__name__))
+                    raise ArgumentError("%s: expected a number, got %s" % (what, type(v).__name__))
                 continue
             if not _is_tensor(v):
-                raise ArgumentError("%s: expected a torch tensor, got %s"
-                                    % (what, type(v).__name__))
+                raise ArgumentError(
+                    "%s: expected a torch tensor, got %s" % (what, type(v).__name__)
+                )
             if not v.is_cuda or v.device.index not in (None, 0):
-                raise ArgumentError("%s: expected a tensor on cuda:0 (the "
-                                    "runtime's device), got one on %s"
-                                    % (what, v.device))
+                raise ArgumentError(
+                    "%s: expected a tensor on cuda:0 (the "
+                    "runtime's device), got one on %s" % (what, v.device)
+                )
             if spec.contiguous and not v.is_contiguous():
                 raise ArgumentError(
                     "%s: tensor of shape %s with strides %s is not contiguous "
-                    "(call .contiguous())" % (what, list(v.shape), v.stride()))
+                    "(call .contiguous())" % (what, list(v.shape), v.stride())
+                )
 
     def _c_arg(self, spec, value, keep_alive):
         if spec.is_scalar:
@@ -733,9 +786,10 @@ class Function:
         self._arity(inputs, outputs=False)
         self._check_values(inputs)
         shapes = self.spec.output_shapes([_info(v) for v in inputs])
-        return [torch.empty(shape, dtype=torch_dtype(spec.dtype),
-                            device="cuda:0")
-                for spec, shape in zip(self.spec.results, shapes)]
+        return [
+            torch.empty(shape, dtype=torch_dtype(spec.dtype), device="cuda:0")
+            for spec, shape in zip(self.spec.results, shapes)
+        ]
 
     def _arity(self, args, outputs):
         n_in, n_out = len(self.spec.args), len(self.spec.results)
@@ -753,8 +807,7 @@ class Function:
         if outputs:
             self._check_values(inputs)
             self._check_values(outputs, n_in)
-            self.spec.check([_info(v) for v in inputs],
-                            [_info(v) for v in outputs])
+            self.spec.check([_info(v) for v in inputs], [_info(v) for v in outputs])
         else:
             outputs = self.allocate_outputs(*inputs)
         self.run_unchecked(inputs, outputs, stream)
@@ -763,9 +816,10 @@ class Function:
     def run_unchecked(self, inputs, outputs, stream=None):
         """The call without the manifest checks (inputs, outputs: lists)."""
         keep_alive = []
-        c_args = [self._c_arg(s, v, keep_alive)
-                  for s, v in zip(self.spec.args + self.spec.results,
-                                  list(inputs) + list(outputs))]
+        c_args = [
+            self._c_arg(s, v, keep_alive)
+            for s, v in zip(self.spec.args + self.spec.results, list(inputs) + list(outputs))
+        ]
         self.artifact.library.call_converted(self.name, c_args, stream)
 
 
@@ -778,13 +832,12 @@ class Artifact:
         self.library = library if library is not None else Library(self.path)
         self._fns = {}
         if manifest is not None:
-            missing = [n for n in manifest.functions
-                       if not self.library.has_function(n)]
+            missing = [n for n in manifest.functions if not self.library.has_function(n)]
             if missing:
                 raise ManifestError(
                     "%s lists %s, which %s does not export (_mlir_ciface_*)"
-                    % (manifest.where, ", ".join("@" + n for n in missing),
-                       self.path))
+                    % (manifest.where, ", ".join("@" + n for n in missing), self.path)
+                )
 
     @property
     def functions(self):
@@ -796,11 +849,13 @@ class Artifact:
             if self.manifest is None:
                 raise ManifestError(
                     "%s was loaded without a manifest: use "
-                    "artifact.library.call(%r, *inputs, *outputs)"
-                    % (self.path, name))
+                    "artifact.library.call(%r, *inputs, *outputs)" % (self.path, name)
+                )
             if name not in self.manifest.functions:
-                raise KeyError("%s has no function %r (it has: %s)" % (
-                    self.path, name, ", ".join(self.functions)))
+                raise KeyError(
+                    "%s has no function %r (it has: %s)"
+                    % (self.path, name, ", ".join(self.functions))
+                )
             self._fns[name] = Function(self, self.manifest.functions[name])
         return self._fns[name]
 
@@ -810,8 +865,7 @@ class Artifact:
         manifest = self.__dict__.get("manifest")
         if manifest is not None and name in manifest.functions:
             return self.fn(name)
-        raise AttributeError("%r object has no attribute %r"
-                             % (type(self).__name__, name))
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
 
     def set_stream(self, stream):
         """Pins the stream of later calls (None: torch's current stream)."""
@@ -824,7 +878,9 @@ class Artifact:
 
     def __repr__(self):
         return "<moe_mlir.runtime.Artifact %s: %s>" % (
-            self.path, ", ".join(self.functions) or "no manifest")
+            self.path,
+            ", ".join(self.functions) or "no manifest",
+        )
 
 
 def load_manifest(library_path, manifest=None, check_hash=True):

@@ -11,6 +11,7 @@ cluster_pipeline: 8 rounds through one buffer; each CTA releases it on its
 own and (mapa + mbarrier.arrive.shared::cluster) on the peer's empty
 barrier before either multicasts again; every round must arrive intact.
 Prints PASS / FAIL per probe; exit 1 on a failure, 3 on a hang."""
+
 import ctypes
 import os
 import sys
@@ -29,15 +30,21 @@ def ok(result):
 
 def tensor_map_2d(t, box_cols, box_rows):
     rows, cols = t.shape
-    tmap = ok(cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, t.data_ptr(),
-        [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],
-        [cu.cuuint64_t(t.stride(0) * t.element_size())],
-        [cu.cuuint32_t(box_cols), cu.cuuint32_t(box_rows)], [cu.cuuint32_t(1)] * 2,
-        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE))
+    tmap = ok(
+        cu.cuTensorMapEncodeTiled(
+            cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            2,
+            t.data_ptr(),
+            [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],
+            [cu.cuuint64_t(t.stride(0) * t.element_size())],
+            [cu.cuuint32_t(box_cols), cu.cuuint32_t(box_rows)],
+            [cu.cuuint32_t(1)] * 2,
+            cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    )
     words = [int(w) for w in tmap.opaque]
     raw = b"".join(w.to_bytes(8, "little") for w in words)
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).cuda()
@@ -49,8 +56,11 @@ def launch(cubin, name, blocks, args, timeout_s=10.0):
     ptrs = [ctypes.c_uint64(a.data_ptr()) for a in args]
     arr = (ctypes.c_void_p * len(ptrs))(*[ctypes.addressof(p) for p in ptrs])
     stream = torch.cuda.current_stream()
-    ok(cu.cuLaunchKernel(fn, blocks, 1, 1, 128, 1, 1, 0, stream.cuda_stream,
-                         ctypes.addressof(arr), 0))
+    ok(
+        cu.cuLaunchKernel(
+            fn, blocks, 1, 1, 128, 1, 1, 0, stream.cuda_stream, ctypes.addressof(arr), 0
+        )
+    )
     start = time.time()
     while not stream.query():
         if time.time() - start > timeout_s:
@@ -66,7 +76,7 @@ def swizzled(x_bytes):
     for r in range(x_bytes.shape[0]):
         for c in range(8):
             p = c ^ (r % 8)
-            out[r, 16 * p:16 * p + 16] = x_bytes[r, 16 * c:16 * c + 16]
+            out[r, 16 * p : 16 * p + 16] = x_bytes[r, 16 * c : 16 * c + 16]
     return out
 
 
@@ -89,7 +99,7 @@ def main():
     rounds = 8
     x = torch.randn(64 * rounds, 64, dtype=torch.bfloat16, device="cuda")
     xb = x.view(torch.uint8).view(64 * rounds, 128).cpu()
-    ref = torch.stack([swizzled(xb[64 * i:64 * i + 64]) for i in range(rounds)])
+    ref = torch.stack([swizzled(xb[64 * i : 64 * i + 64]) for i in range(rounds)])
     tmap = tensor_map_2d(x, 64, 32)
     for blocks in (2, 264, 1320):
         out = torch.full((blocks, rounds * 8192), 0xAB, dtype=torch.uint8, device="cuda")

@@ -1,4 +1,5 @@
-//===- MoeToGPU.h - moe to gpu.launch kernels --------------------*- C++ -*-===//
+//===- MoeToGPU.h - moe to gpu.launch kernels --------------------*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //

@@ -30,8 +30,8 @@ RowTarget gpu_lowering::rowTarget(LoweringBuilder &b, const GemmOperands &g,
 }
 
 Value gpu_lowering::outputValue(LoweringBuilder &b, const GemmOperands &g,
-                               Value factor, Value expert, Value c,
-                               ArrayRef<Value> acc) {
+                                Value factor, Value expert, Value c,
+                                ArrayRef<Value> acc) {
   SmallVector<Value> v;
   for (auto [a, accValue] : llvm::enumerate(acc)) {
     Value x = accValue;
@@ -39,8 +39,8 @@ Value gpu_lowering::outputValue(LoweringBuilder &b, const GemmOperands &g,
       x = b.add(x, b.toF32(b.load(g.bias, {expert, g.gemmColumn(b, a, c)})));
     v.push_back(x);
   }
-  Value y = g.glu ? gluValue(b, *g.glu, v[0], v[1], /*approximate=*/true)
-                  : v[0];
+  Value y =
+      g.glu ? gluValue(b, *g.glu, v[0], v[1], /*approximate=*/true) : v[0];
   if (factor)
     y = b.mul(y, factor);
   return b.fromF32(y, g.outElem);

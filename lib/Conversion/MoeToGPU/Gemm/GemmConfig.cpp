@@ -75,7 +75,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
            std::to_string(options.wgmmaCluster) + ")";
   if (options.wgmmaSwapRows < -1)
     return "wgmma-swap-rows must be -1 (cost model), 0 (never) or positive "
-           "(got " + std::to_string(options.wgmmaSwapRows) + ")";
+           "(got " +
+           std::to_string(options.wgmmaSwapRows) + ")";
   if (options.wgmmaSwapTileM != 0 && options.wgmmaSwapTileM != 16 &&
       options.wgmmaSwapTileM != 32 && options.wgmmaSwapTileM != 64)
     return "wgmma-swap-tile-m must be 16, 32 or 64 (got " +
@@ -97,8 +98,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       kSharedOverheadBytes + staging +
               options.wgmmaStages * wgmmaStageBytes(tm, tn) >
           kMaxSharedBytes)
-    return "wgmma-stages " + std::to_string(options.wgmmaStages) +
-           " with a " + std::to_string(tm) + " x " + std::to_string(tn) +
+    return "wgmma-stages " + std::to_string(options.wgmmaStages) + " with a " +
+           std::to_string(tm) + " x " + std::to_string(tn) +
            " tile needs more than 227 KiB of shared memory";
   return std::nullopt;
 }
@@ -127,12 +128,10 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
 }
 
 FailureOr<GemmKernelConfig>
-gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
-                               const MoeGemmOptions &options) {
+gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   GemmKernelConfig config;
   config.simt = options.simt;
-  std::optional<std::string> reason =
-      wgmmaUnsupportedReason(op, options.chip);
+  std::optional<std::string> reason = wgmmaUnsupportedReason(op, options.chip);
   if (options.engine == "simt" || (options.engine == "auto" && reason)) {
     config.engine = GemmEngine::Simt;
     return config;
@@ -144,9 +143,10 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // 128 x 256 tiles halve the L2 traffic per FLOP of 128 x 128 (measured
   // on the H200: Mixtral-8x7B T=4096 6.17 -> 5.30 ms, DeepSeek-V3 11.8 ->
   // 9.9 ms, small T unchanged); narrow GEMMs keep 128.
-  int64_t gemmN = op.getRhs().getType().getDimSize(op.getTransposeRhs() ? 1 : 2);
-  config.tileN = options.wgmmaTileN ? options.wgmmaTileN
-                                    : (gemmN >= 512 ? 256 : 128);
+  int64_t gemmN =
+      op.getRhs().getType().getDimSize(op.getTransposeRhs() ? 1 : 2);
+  config.tileN =
+      options.wgmmaTileN ? options.wgmmaTileN : (gemmN >= 512 ? 256 : 128);
   // The output path: staged through shared memory (whole rows by 16-byte
   // stores; measured on the H200: the down GEMMs 10-37% faster, e.g.
   // Qwen3-30B-A3B T=4096 419 -> 264 us). The GLU GEMMs too since the
@@ -160,15 +160,15 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
                 wgmmaStageBytes(config.tileM, config.tileN);
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
-  bool concat = op.hasGluEpilogue() &&
-                gluParamsOf(op).layout == GluLayout::concat;
+  bool concat =
+      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
   if (options.wgmmaStages > fit)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the " << config.tileM
-           << " x " << config.tileN << " tile in shared memory (at most "
-           << fit << " stages)";
+           << " x " << config.tileN << " tile in shared memory (at most " << fit
+           << " stages)";
   config.stages =
       options.wgmmaStages ? options.wgmmaStages : std::min<int64_t>(fit, 8);
   // 2-CTA clusters (row-tile pairs sharing each weight tile; the kernel
@@ -182,8 +182,8 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   if (options.wgmmaCluster == 2 && !clusterable)
     return op.emitOpError("wgmma-cluster=2 needs the weight tiles by TMA "
                           "(wgmma-tma) and tile-n >= 128");
-  config.cluster = options.wgmmaCluster ? options.wgmmaCluster
-                                        : (clusterable ? 2 : 1);
+  config.cluster =
+      options.wgmmaCluster ? options.wgmmaCluster : (clusterable ? 2 : 1);
   config.programmatic = options.programmaticLaunch;
   return config;
 }
@@ -209,15 +209,15 @@ std::optional<GemmKernelConfig>
 gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
                                const GemmKernelConfig &main) {
   int64_t rows = options.wgmmaSwapRows >= 0 ? options.wgmmaSwapRows
-                 : op.getTransposeRhs()      ? kSwapRowsDefault
-                                             : kSwapRowsMnMajorDefault;
+                 : op.getTransposeRhs()     ? kSwapRowsDefault
+                                            : kSwapRowsMnMajorDefault;
   // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
   // the transposed A of wgmma, boxes of 64 weight columns) with
   // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of
   // a 64-row tile would be 32-column boxes, narrower than the 128-byte
   // swizzle atom).
-  bool concat = op.hasGluEpilogue() &&
-                gluParamsOf(op).layout == GluLayout::concat;
+  bool concat =
+      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
   bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
   if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
       (!op.getTransposeRhs() && !mnMajorOk))
@@ -238,14 +238,14 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
-  int64_t fit = (budget - kSharedOverheadBytes -
-                 wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
-                (wgmmaStageBytes(config.tileM, config.tileN) * config.stageK /
-                 64);
+  int64_t fit =
+      (budget - kSharedOverheadBytes -
+       wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
+      (wgmmaStageBytes(config.tileM, config.tileN) * config.stageK / 64);
   // An explicit wgmma-stages (checked against the main kernel's tile) is
   // capped at what fits here.
-  config.stages = std::min<int64_t>(
-      fit, options.wgmmaStages ? options.wgmmaStages : 8);
+  config.stages =
+      std::min<int64_t>(fit, options.wgmmaStages ? options.wgmmaStages : 8);
   assert(config.stages >= 2 && "small-M tiles leave room for two stages");
   return config;
 }

@@ -1,4 +1,5 @@
-//===- GemmKernel.h - the expert GEMM emitter's parts ------------*- C++ -*-===//
+//===- GemmKernel.h - the expert GEMM emitter's parts ------------*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -38,14 +39,14 @@ namespace gpu_lowering {
 
 /// The buffers and static facts of one moe.expert_gemm.
 struct GemmOperands {
-  Value lhs, rhs, offsets;              // always present
-  Value gather, bias, scatter, scale;   // optional (null when absent)
-  Value out;                            // result buffer, zero-filled
-  Value m, lhsRows;                     // rows of the GEMM / of lhs (index)
+  Value lhs, rhs, offsets;            // always present
+  Value gather, bias, scatter, scale; // optional (null when absent)
+  Value out;                          // result buffer, zero-filled
+  Value m, lhsRows;                   // rows of the GEMM / of lhs (index)
   int64_t numExperts = 0, kDim = 0;
-  int64_t outN = 0;                     // output columns
-  int64_t gemmN = 0;                    // rhs columns (2 * outN with GLU)
-  bool transposed = false;              // rhs is [E, N, K]
+  int64_t outN = 0;        // output columns
+  int64_t gemmN = 0;       // rhs columns (2 * outN with GLU)
+  bool transposed = false; // rhs is [E, N, K]
   std::optional<GluParams> glu;
   Type inElem, outElem;
 
@@ -69,23 +70,23 @@ enum class GemmEngine { Simt, Wgmma };
 /// One kernel configuration.
 struct GemmKernelConfig {
   GemmEngine engine = GemmEngine::Simt;
-  MoeGemmTiles simt;        // SIMT engine tiles
-  int64_t tileM = 128;      // wgmma: rows per block (64 per consumer warpgroup)
-  int64_t tileN = 128;      // wgmma: rhs columns per block (the wgmma N)
-  int64_t stages = 4;       // wgmma: pipeline depth
-  int64_t stageK = 64;      // wgmma: K elements per stage (64 or 128: one
-                            // or two 128-byte swizzled K slices)
-  int64_t numSMs = 132;     // persistent grid size
-  bool rhsTma = true;       // wgmma: rhs tiles by TMA (else cp.async)
+  MoeGemmTiles simt;    // SIMT engine tiles
+  int64_t tileM = 128;  // wgmma: rows per block (64 per consumer warpgroup)
+  int64_t tileN = 128;  // wgmma: rhs columns per block (the wgmma N)
+  int64_t stages = 4;   // wgmma: pipeline depth
+  int64_t stageK = 64;  // wgmma: K elements per stage (64 or 128: one
+                        // or two 128-byte swizzled K slices)
+  int64_t numSMs = 132; // persistent grid size
+  bool rhsTma = true;   // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory
-  int64_t cluster = 1;      // wgmma: CTAs per cluster (2: weight multicast
-                            // when the host launches it in clusters)
+  int64_t cluster = 1;        // wgmma: CTAs per cluster (2: weight multicast
+                              // when the host launches it in clusters)
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the
   /// epilogue goes through shared memory. K-major rhs by TMA only.
   bool swapAB = false;
-  int64_t ctasPerSM = 1;    // blocks per SM the persistent grid counts on
+  int64_t ctasPerSM = 1; // blocks per SM the persistent grid counts on
   /// L2 promotion of the rhs TMA loads in bytes (0: none, 64, 128, 256).
   /// The main kernel's 256: its weight tiles are read again from L2 by the
   /// expert's other row tiles (none made T = 512 3-4% slower); the small-M
@@ -113,9 +114,9 @@ FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
 /// wgmma configuration) at few rows per expert, or nullopt when the cost
 /// model or the options leave it out or the op's weights are not K-major
 /// tiles by TMA. An explicit wgmma-stages is capped at what fits.
-std::optional<GemmKernelConfig>
-chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
-                 const GemmKernelConfig &main);
+std::optional<GemmKernelConfig> chooseSwapConfig(ExpertGemmOp op,
+                                                 const MoeGemmOptions &options,
+                                                 const GemmKernelConfig &main);
 
 //===----------------------------------------------------------------------===//
 // Tile scheduler
@@ -141,9 +142,8 @@ struct RaggedTiles {
   /// must be visited in increasing order; scale > 1 numbers `scale` work
   /// items per row tile); returns the new pair. The walk examines `unroll`
   /// experts per round (their offsets loaded together).
-  std::pair<Value, Value> advance(LoweringBuilder &b, Value unit,
-                                  Value expert, Value before,
-                                  int64_t scale = 1,
+  std::pair<Value, Value> advance(LoweringBuilder &b, Value unit, Value expert,
+                                  Value before, int64_t scale = 1,
                                   int64_t unroll = kAdvanceUnroll) const;
   /// advance for work units counted by `unitsOf(tiles)` per expert:
   /// `before` counts the units of the experts before `expert`.

@@ -21,8 +21,7 @@ Value GemmOperands::gemmColumn(LoweringBuilder &b, int64_t a, Value c) const {
   return a == 0 ? twice : b.add(twice, b.idx(1));
 }
 
-GemmOperands gpu_lowering::gemmOperandsOf(LoweringBuilder &b,
-                                          ExpertGemmOp op) {
+GemmOperands gpu_lowering::gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op) {
   GemmOperands g;
   auto resultType = op.getResult().getType();
   g.outElem = resultType.getElementType();

@@ -1,4 +1,5 @@
-//===- NVVMBuilder.h - thin layer over the NVVM ops of the Hopper engine -*- C++ -*-===//
+//===- NVVMBuilder.h - thin layer over the NVVM ops of the Hopper engine -*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //
@@ -62,14 +63,16 @@ inline Value bufferStride(LoweringBuilder &b, Value memref, unsigned d) {
 /// the base 16-byte aligned.
 inline Value rowsAligned16(LoweringBuilder &b, Value memref,
                            ArrayRef<unsigned> outer, unsigned inner) {
-  int64_t bytes = cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
+  int64_t bytes =
+      cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8;
   auto eq = [&](Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, x, y);
   };
   Value ok = eq(bufferStride(b, memref, inner), b.idx(1));
   for (unsigned d : outer) {
     Value rowBytes = b.mul(bufferStride(b, memref, d), b.idx(bytes));
-    ok = b.andi(ok, eq(arith::RemUIOp::create(b, rowBytes, b.idx(16)), b.idx(0)));
+    ok = b.andi(ok,
+                eq(arith::RemUIOp::create(b, rowBytes, b.idx(16)), b.idx(0)));
   }
   Value low = arith::AndIOp::create(b, bufferAddress(b, memref), i64(b, 15));
   return b.andi(ok, eq(low, i64(b, 0)));
@@ -139,9 +142,9 @@ inline void tmaLoad3D(LoweringBuilder &b, Value dst, Value map, Value barrier,
 /// slower; bench/NOTES.md v12).
 inline void mbarrierArriveRemote(LoweringBuilder &b, Value address,
                                  Value rank) {
-  Value remote = NVVM::MapaOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, address),
-      rank);
+  Value remote =
+      NVVM::MapaOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 7),
+                           sharedPtr(b, address), rank);
   NVVM::MBarrierArriveOp::create(
       b, Type(), remote, /*count=*/Value(),
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA));
@@ -150,9 +153,9 @@ inline void mbarrierArriveRemote(LoweringBuilder &b, Value address,
 /// CTA `rank` (i32): distributed shared memory (ld.shared::cluster).
 inline Value loadSharedClusterI32(LoweringBuilder &b, Value address,
                                   Value rank) {
-  Value remote = NVVM::MapaOp::create(
-      b, LLVM::LLVMPointerType::get(b.getContext(), 7), sharedPtr(b, address),
-      rank);
+  Value remote =
+      NVVM::MapaOp::create(b, LLVM::LLVMPointerType::get(b.getContext(), 7),
+                           sharedPtr(b, address), rank);
   return LLVM::LoadOp::create(b, b.getI32Type(), remote, /*alignment=*/4);
 }
 /// barrier.cluster.arrive + wait (every thread of every CTA of the
@@ -172,8 +175,7 @@ inline void waitForPredecessor(LoweringBuilder &b) {
 /// launched programmatically, may start once every block of this one has
 /// run this (or exited).
 inline void allowDependents(LoweringBuilder &b) {
-  NVVM::GriddepcontrolOp::create(b,
-                                 NVVM::GridDepActionKind::launch_dependents);
+  NVVM::GriddepcontrolOp::create(b, NVVM::GridDepActionKind::launch_dependents);
 }
 inline void fenceMbarrierInit(LoweringBuilder &b) {
   NVVM::FenceMbarrierInitOp::create(b);
@@ -181,13 +183,12 @@ inline void fenceMbarrierInit(LoweringBuilder &b) {
 
 /// 16-byte cp.async (cache global) of `srcSize` bytes (0 or 16; the rest
 /// is zero-filled).
-inline void cpAsync16(LoweringBuilder &b, Value dst, Value src,
-                      Value srcSize) {
-  NVVM::CpAsyncOp::create(
-      b, sharedPtr(b, dst), globalPtr(b, src), b.getI32IntegerAttr(16),
-      NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
-                                           NVVM::LoadCacheModifierKind::CG),
-      srcSize);
+inline void cpAsync16(LoweringBuilder &b, Value dst, Value src, Value srcSize) {
+  NVVM::CpAsyncOp::create(b, sharedPtr(b, dst), globalPtr(b, src),
+                          b.getI32IntegerAttr(16),
+                          NVVM::LoadCacheModifierKindAttr::get(
+                              b.getContext(), NVVM::LoadCacheModifierKind::CG),
+                          srcSize);
 }
 /// The barrier counts one arrival when this thread's earlier cp.asyncs
 /// have landed (`noinc`: the arrival is part of the expected count).
@@ -198,8 +199,10 @@ inline void cpAsyncArriveNoinc(LoweringBuilder &b, Value barrier) {
 /// Orders generic-proxy writes (cp.async) before async-proxy reads (wgmma).
 inline void fenceProxyAsyncShared(LoweringBuilder &b) {
   NVVM::FenceProxyOp::create(
-      b, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      b,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 /// `v` (i64) through an opaque move: LLVM cannot hoist what is computed
@@ -303,8 +306,8 @@ inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
                    int64_t n, bool bf16, bool aMnMajor, bool bMnMajor,
                    bool accumulate = true) {
   MLIRContext *ctx = b.getContext();
-  auto type = NVVM::WGMMATypesAttr::get(
-      ctx, bf16 ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16);
+  auto type = NVVM::WGMMATypesAttr::get(ctx, bf16 ? NVVM::WGMMATypes::bf16
+                                                  : NVVM::WGMMATypes::f16);
   auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
   return NVVM::WgmmaMmaAsyncOp::create(
       b, acc.getType(), acc, descA, descB,
@@ -319,7 +322,9 @@ inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
                                              : NVVM::MMALayout::col),
       /*satfinite=*/NVVM::MMAIntOverflowAttr());
 }
-inline void wgmmaFence(LoweringBuilder &b) { NVVM::WgmmaFenceAlignedOp::create(b); }
+inline void wgmmaFence(LoweringBuilder &b) {
+  NVVM::WgmmaFenceAlignedOp::create(b);
+}
 inline void wgmmaCommit(LoweringBuilder &b) {
   NVVM::WgmmaGroupSyncAlignedOp::create(b);
 }

@@ -35,11 +35,11 @@ Value RaggedTiles::tilesIn(LoweringBuilder &b, Value lo, Value hi) const {
 }
 
 Value RaggedTiles::total(LoweringBuilder &b) const {
-  return b.forLoop(b.idx(0), b.idx(numExperts), {b.idx(0)},
-                   [&](LoweringBuilder &b, Value e,
-                       ValueRange acc) -> SmallVector<Value> {
-                     return {b.add(acc[0], tilesOf(b, e))};
-                   })[0];
+  return b.forLoop(
+      b.idx(0), b.idx(numExperts), {b.idx(0)},
+      [&](LoweringBuilder &b, Value e, ValueRange acc) -> SmallVector<Value> {
+        return {b.add(acc[0], tilesOf(b, e))};
+      })[0];
 }
 
 Value RaggedTiles::upperBound(LoweringBuilder &b) const {
@@ -49,15 +49,15 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
 /// while (expert < E - 1 && unit >= limit(before, tiles(expert)))
 ///   before = next(before, tiles(expert)), ++expert;
 /// in rounds of `unroll` experts: a round loads the tiles of experts
-/// expert .. expert + unroll - 1 at once (independent loads, clamped in bounds) and
-/// takes the steps in registers. One expert per round made every step a
+/// expert .. expert + unroll - 1 at once (independent loads, clamped in bounds)
+/// and takes the steps in registers. One expert per round made every step a
 /// dependent L2 load: a block whose first item lay in expert 127 waited
 /// ~40 us before its first copy (bench/NOTES.md v27, T = 1).
-static std::pair<Value, Value> advanceWhile(
-    const RaggedTiles &ragged, LoweringBuilder &b, Value unit, Value expert,
-    Value before, int64_t unroll,
-    function_ref<Value(LoweringBuilder &, Value, Value)> limit,
-    function_ref<Value(LoweringBuilder &, Value, Value)> next) {
+static std::pair<Value, Value>
+advanceWhile(const RaggedTiles &ragged, LoweringBuilder &b, Value unit,
+             Value expert, Value before, int64_t unroll,
+             function_ref<Value(LoweringBuilder &, Value, Value)> limit,
+             function_ref<Value(LoweringBuilder &, Value, Value)> next) {
   Type idxType = b.getIndexType();
   auto loop = scf::WhileOp::create(
       b, TypeRange{idxType, idxType}, ValueRange{expert, before},
@@ -66,15 +66,15 @@ static std::pair<Value, Value> advanceWhile(
         Value last = nb.idx(ragged.numExperts - 1);
         SmallVector<Value> tiles;
         for (int64_t j = 0; j < unroll; ++j)
-          tiles.push_back(ragged.tilesOf(
-              nb, nb.minIdx(nb.add(args[0], nb.idx(j)), last)));
+          tiles.push_back(
+              ragged.tilesOf(nb, nb.minIdx(nb.add(args[0], nb.idx(j)), last)));
         Value alive = arith::ConstantIntOp::create(nb, nb.getI1Type(), 1);
         Value e = args[0], at = args[1];
         for (int64_t j = 0; j < unroll; ++j) {
           Value ej = nb.add(args[0], nb.idx(j));
-          Value step = nb.andi(
-              nb.andi(alive, nb.cmpi(CmpI::ult, ej, last)),
-              nb.cmpi(CmpI::uge, unit, limit(nb, at, tiles[j])));
+          Value step =
+              nb.andi(nb.andi(alive, nb.cmpi(CmpI::ult, ej, last)),
+                      nb.cmpi(CmpI::uge, unit, limit(nb, at, tiles[j])));
           at = nb.select(step, next(nb, at, tiles[j]), at);
           e = nb.select(step, nb.add(ej, nb.idx(1)), e);
           alive = step;
@@ -103,10 +103,11 @@ std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
       });
 }
 
-std::pair<Value, Value> RaggedTiles::advanceUnits(
-    LoweringBuilder &b, Value unit, Value expert, Value before,
-    function_ref<Value(LoweringBuilder &, Value)> unitsOf,
-    int64_t unroll) const {
+std::pair<Value, Value>
+RaggedTiles::advanceUnits(LoweringBuilder &b, Value unit, Value expert,
+                          Value before,
+                          function_ref<Value(LoweringBuilder &, Value)> unitsOf,
+                          int64_t unroll) const {
   auto after = [&](LoweringBuilder &b, Value before, Value tiles) {
     return b.add(before, unitsOf(b, tiles));
   };
@@ -150,8 +151,7 @@ RaggedTiles::Start RaggedTiles::locate(
   }
   SmallVector<Value> reduced = warpAllReduce(
       b, {b.toI32(count), b.toI32(end)},
-      [](LoweringBuilder &b, ValueRange x,
-         ValueRange y) -> SmallVector<Value> {
+      [](LoweringBuilder &b, ValueRange x, ValueRange y) -> SmallVector<Value> {
         return {b.add(x[0], y[0]), arith::MaxUIOp::create(b, x[1], y[1])};
       });
   Value expert = b.minIdx(b.toIndex(reduced[0]), b.idx(numExperts - 1));

@@ -105,8 +105,8 @@ class WgmmaKernel {
 public:
   WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
               Value rhsMap, UncoveredFill fill)
-      : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM), tileN(config.tileN),
-        stages(config.stages), numSMs(config.numSMs),
+      : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM),
+        tileN(config.tileN), stages(config.stages), numSMs(config.numSMs),
         staged(config.stagedEpilogue), cluster(config.cluster),
         swap(config.swapAB), ctasPerSM(config.ctasPerSM),
         programmatic(config.programmatic),
@@ -137,7 +137,8 @@ private:
   int64_t sharedBytes() const {
     if (swap)
       return 1024 + stages * stageBytes() + wgmmaSwapStagingBytes(tileM, tileN);
-    return 1024 + stages * stageBytes() + (staged ? consumers * kWgmmaStagingBytes : 0);
+    return 1024 + stages * stageBytes() +
+           (staged ? consumers * kWgmmaStagingBytes : 0);
   }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 1024 + stages * stageBytes()),
@@ -157,8 +158,7 @@ private:
     return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));
   }
   Value emptyBarrier(LoweringBuilder &b, Value s) {
-    return add64(b, add64(b, base, 8 * stages),
-                 mul64(b, nvvm::toI64(b, s), 8));
+    return add64(b, add64(b, base, 8 * stages), mul64(b, nvvm::toI64(b, s), 8));
   }
   Value stageAddress(LoweringBuilder &b, Value s) {
     return add64(b, add64(b, base, 1024),
@@ -174,8 +174,9 @@ private:
     return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
   }
 
-  void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-                   function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+  void
+  forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
+              function_ref<void(LoweringBuilder &, const WorkItem &)> body);
   /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
   /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
   /// odd last row tile; uncoupled, tiles x colTiles.
@@ -260,7 +261,7 @@ private:
   }
 
   const GemmOperands &g;
-  Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
+  Value rhsMap;       // rhs tensor map (i64) when its tiles come by TMA
   UncoveredFill fill; // zeroed by the consumers first (Unread: none)
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
@@ -336,14 +337,13 @@ void WgmmaKernel::forEachItem(
               Value lo = ragged.offsetAt(b, expert);
               Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
               Value tiles = b.maxIdx(ragged.tilesIn(b, lo, hi), b.idx(1));
-              Value local =
-                  b.sub(item, b.mul(before, b.idx(colTiles)));
+              Value local = b.sub(item, b.mul(before, b.idx(colTiles)));
               // 32-bit: a 64-bit division becomes a branch between the
               // 32- and 64-bit forms (NVPTX's slow-division bypass), which
               // LLVM placed before the consumer's last wgmma wait, and
               // ptxas then serialised the wgmma (C7520).
-              Value colTile = b.toIndex(arith::DivUIOp::create(
-                  b, b.toI32(local), b.toI32(tiles)));
+              Value colTile = b.toIndex(
+                  arith::DivUIOp::create(b, b.toI32(local), b.toI32(tiles)));
               Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
               Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
               Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
@@ -375,49 +375,47 @@ void WgmmaKernel::forEachClusterItem(
   };
   Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
   RaggedTiles::Start first = ragged.locate(b, lane, start, unitsOf);
-  b.forLoop(
-      start, first.total, stride, {first.expert, first.before, zero},
-      [&](LoweringBuilder &b, Value unit,
-          ValueRange state) -> SmallVector<Value> {
-        // Expert e's units: first its row-tile pairs (uncoupled: its row
-        // tiles), the pair index fastest (the pairs of a wave share each
-        // weight tile in L2), then the column pairs of an odd last row
-        // tile (coupled only).
-        auto [expert, before] =
-            ragged.advanceUnits(b, unit, state[0], state[1], unitsOf,
-                                advanceUnroll);
-        Value shift = coupledShift;
-        Value tiles = ragged.tilesOf(b, expert);
-        Value local = b.sub(unit, before);
-        Value pairs = arith::ShRUIOp::create(b, tiles, shift);
-        Value pairUnits = b.mul(pairs, b.idx(colTiles));
-        Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
-        Value safePairs = b.maxIdx(pairs, b.idx(1));
-        Value pairCol = arith::DivUIOp::create(b, local, safePairs);
-        Value pair = arith::RemUIOp::create(b, local, safePairs);
-        Value rank = clusterRank(b);
-        Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
-        Value colTile = b.select(inPairs, pairCol,
-                                 b.add(b.mul(oddUnit, b.idx(2)), rank));
-        Value rowTile = b.select(
-            inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
-            b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
-        Value lo = ragged.offsetAt(b, expert);
-        Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-        Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
-        // The second CTA of an odd column count's last pair has no tile:
-        // no rows, and the last column tile in its place, so that what it
-        // still reads (weights, the bias of every staged column) is in
-        // bounds (memcheck caught the bias read past the end).
-        Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
-                           b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
-        Value tileRows = b.select(
-            has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
-        colTile = b.minIdx(colTile, b.idx(colTiles - 1));
-        body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
-                         b.andi(coupledFlag, inPairs)});
-        return {expert, before, b.add(state[2], b.idx(kSteps))};
-      });
+  b.forLoop(start, first.total, stride, {first.expert, first.before, zero},
+            [&](LoweringBuilder &b, Value unit,
+                ValueRange state) -> SmallVector<Value> {
+              // Expert e's units: first its row-tile pairs (uncoupled: its row
+              // tiles), the pair index fastest (the pairs of a wave share each
+              // weight tile in L2), then the column pairs of an odd last row
+              // tile (coupled only).
+              auto [expert, before] = ragged.advanceUnits(
+                  b, unit, state[0], state[1], unitsOf, advanceUnroll);
+              Value shift = coupledShift;
+              Value tiles = ragged.tilesOf(b, expert);
+              Value local = b.sub(unit, before);
+              Value pairs = arith::ShRUIOp::create(b, tiles, shift);
+              Value pairUnits = b.mul(pairs, b.idx(colTiles));
+              Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
+              Value safePairs = b.maxIdx(pairs, b.idx(1));
+              Value pairCol = arith::DivUIOp::create(b, local, safePairs);
+              Value pair = arith::RemUIOp::create(b, local, safePairs);
+              Value rank = clusterRank(b);
+              Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
+              Value colTile = b.select(inPairs, pairCol,
+                                       b.add(b.mul(oddUnit, b.idx(2)), rank));
+              Value rowTile = b.select(
+                  inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
+                  b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
+              Value lo = ragged.offsetAt(b, expert);
+              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+              Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
+              // The second CTA of an odd column count's last pair has no tile:
+              // no rows, and the last column tile in its place, so that what it
+              // still reads (weights, the bias of every staged column) is in
+              // bounds (memcheck caught the bias read past the end).
+              Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
+                                 b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
+              Value tileRows = b.select(
+                  has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
+              colTile = b.minIdx(colTile, b.idx(colTiles - 1));
+              body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
+                               b.andi(coupledFlag, inPairs)});
+              return {expert, before, b.add(state[2], b.idx(kSteps))};
+            });
 }
 
 void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
@@ -444,10 +442,10 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
   Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
                                    b.idx(15));
-  Value swizzled = arith::XOrIOp::create(
-      b, c, arith::AndIOp::create(b, rg, b.idx(7)));
-  Value dstOffset = nvvm::toI64(
-      b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
+  Value swizzled =
+      arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
+  Value dstOffset =
+      nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
   Value elemBytes = b.idx(2);
 
   // Row start addresses and validity, fixed for the item.
@@ -459,20 +457,22 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     Value src;
     if (g.gather) {
       Value safeRow = b.select(inTile, row, b.idx(0));
-      src = b.ifElse(inTile, {b.getI32Type()},
-                     [&](LoweringBuilder &b) -> SmallVector<Value> {
-                       return {b.load(g.gather, {safeRow})};
-                     },
-                     [&](LoweringBuilder &b) -> SmallVector<Value> {
-                       return {b.i32(-1)};
-                     })[0];
+      src = b.ifElse(
+          inTile, {b.getI32Type()},
+          [&](LoweringBuilder &b) -> SmallVector<Value> {
+            return {b.load(g.gather, {safeRow})};
+          },
+          [&](LoweringBuilder &b) -> SmallVector<Value> {
+            return {b.i32(-1)};
+          })[0];
     } else {
       src = b.toI32(row);
     }
     Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
     Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
-    aRow.push_back(add64(
-        b, lhsAddr, nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
+    aRow.push_back(
+        add64(b, lhsAddr,
+              nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
     aOk.push_back(ok);
   }
   // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
@@ -492,7 +492,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       ok = b.cmpi(CmpI::ult, col, b.idx(g.gemmN));
     }
     col = b.minIdx(col, b.idx(g.gemmN - 1));
-    Value offset = b.add(b.mul(item.expert, rhsStride0), b.mul(col, rhsStride1));
+    Value offset =
+        b.add(b.mul(item.expert, rhsStride0), b.mul(col, rhsStride1));
     bRow.push_back(add64(b, rhsAddr, nvvm::toI64(b, b.mul(offset, elemBytes))));
     bOk.push_back(ok);
   }
@@ -511,8 +512,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       int64_t half = tileN / 2;
       Value upHalf = b.cmpi(CmpI::uge, chunk, b.idx(half / 8));
       Value within = arith::RemUIOp::create(b, chunk, b.idx(half / 8));
-      Value outCol = b.add(b.mul(item.colTile, b.idx(half)),
-                           b.mul(within, b.idx(8)));
+      Value outCol =
+          b.add(b.mul(item.colTile, b.idx(half)), b.mul(within, b.idx(8)));
       mnOk = b.cmpi(CmpI::ult, outCol, b.idx(g.outN));
       col = b.select(upHalf, b.add(outCol, b.idx(g.outN)), outCol);
     } else {
@@ -522,13 +523,13 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     col = b.minIdx(col, b.idx(g.gemmN - 8));
     Value offset = b.add(b.mul(item.expert, rhsStride0), col);
     mnColAddr = add64(b, rhsAddr, nvvm::toI64(b, b.mul(offset, elemBytes)));
-    Value atom = b.mul(arith::DivUIOp::create(b, chunk, b.idx(8)),
-                       b.idx(64 * 128));
+    Value atom =
+        b.mul(arith::DivUIOp::create(b, chunk, b.idx(8)), b.idx(64 * 128));
     Value c8 = arith::AndIOp::create(b, chunk, b.idx(7));
     for (int64_t j = 0; j < 64 / rowsPerPass; ++j) {
       Value kr = b.add(kr0, b.idx(rowsPerPass * j));
-      Value sw = arith::XOrIOp::create(b, c8,
-                                       arith::AndIOp::create(b, kr, b.idx(7)));
+      Value sw =
+          arith::XOrIOp::create(b, c8, arith::AndIOp::create(b, kr, b.idx(7)));
       mnDst.push_back(nvvm::toI64(
           b, b.add(b.add(b.idx(aBytes()), atom),
                    b.add(b.mul(kr, b.idx(128)), b.mul(sw, b.idx(16))))));
@@ -580,13 +581,13 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       Value sliceBase = add64(b, stageBase, h * halfBytes());
       for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
         Value k = b.add(sliceK(h), kr);
-        Value valid = kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim)))
-                            : mnOk;
+        Value valid =
+            kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim))) : mnOk;
         Value rowOffset =
             nvvm::toI64(b, b.mul(b.mul(k, rhsStride1), elemBytes));
-        Value src = kTail
-                        ? b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr)
-                        : add64(b, mnColAddr, rowOffset);
+        Value src =
+            kTail ? b.select(valid, add64(b, mnColAddr, rowOffset), rhsAddr)
+                  : add64(b, mnColAddr, rowOffset);
         nvvm::cpAsync16(b, add64(b, sliceBase, dst), src,
                         b.select(valid, b.i32(16), b.i32(0)));
       }
@@ -626,13 +627,12 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
     for (int64_t h = 0; h < kHalves; ++h) {
       Value dst =
           add64(b, rhsBase, h * halfBytes() + p * (tileN / boxes) * 128);
-      Value k0 = b.toI32(b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)),
-                               b.idx(kTileK)));
+      Value k0 = b.toI32(
+          b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)), b.idx(kTileK)));
       SmallVector<Value, 3> at =
           g.transposed
               ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
-              : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0,
-                                      expert};
+              : SmallVector<Value, 3>{b.toI32(columnOf(p, boxes)), k0, expert};
       nvvm::tmaLoad3D(b, dst, rhsMap, barrier, at, ctaMask);
     }
   };
@@ -717,11 +717,11 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     // Slice h of the stage is halfBytes() further (>> 4 in a descriptor).
     for (int64_t h = 0; h < kHalves; ++h)
       for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
-        acc = nvvm::wgmma(
-            b, acc, add64(b, descA, stepA * k16 + h * (halfBytes() >> 4)),
-            add64(b, descB, stepB * k16 + h * (halfBytes() >> 4)), mmaN, bf16,
-            aMnMajor, mnMajor,
-            /*accumulate=*/!(first && h == 0 && k16 == 0));
+        acc = nvvm::wgmma(b, acc,
+                          add64(b, descA, stepA * k16 + h * (halfBytes() >> 4)),
+                          add64(b, descB, stepB * k16 + h * (halfBytes() >> 4)),
+                          mmaN, bf16, aMnMajor, mnMajor,
+                          /*accumulate=*/!(first && h == 0 && k16 == 0));
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {
@@ -732,14 +732,14 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     return acc;
   };
   Value acc = kStep(b, zero, LLVM::PoisonOp::create(b, accType), true);
-  acc = b.forLoop(b.idx(1), b.idx(kSteps), {acc},
-                  [&](LoweringBuilder &b, Value kt,
-                      ValueRange in) -> SmallVector<Value> {
-                    return {kStep(b, kt, in[0], false)};
-                  })[0];
+  acc = b.forLoop(
+      b.idx(1), b.idx(kSteps), {acc},
+      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+        return {kStep(b, kt, in[0], false)};
+      })[0];
   nvvm::wgmmaWait(b, 0);
-  Value last = arith::RemUIOp::create(
-      b, b.add(item.step, b.idx(kSteps - 1)), b.idx(stages));
+  Value last = arith::RemUIOp::create(b, b.add(item.step, b.idx(kSteps - 1)),
+                                      b.idx(stages));
   releaseStage(b, ct, last);
   if (swap)
     epilogueSwapped(b, tid, cw, item, acc);
@@ -750,7 +750,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
 }
 
 void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
-                           const WorkItem &item, Value acc) {
+                                 const WorkItem &item, Value acc) {
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value quad = arith::AndIOp::create(b, lane, b.idx(3));
@@ -766,16 +766,15 @@ void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
       RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
       when(b, target.valid, [&](LoweringBuilder &b) {
         auto store = [&](Value c, ArrayRef<Value> v) {
-          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-               [&](LoweringBuilder &b) {
-                 storeOutput(b, g, target, item.expert, c, v);
-               });
+          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)), [&](LoweringBuilder &b) {
+            storeOutput(b, g, target, item.expert, c, v);
+          });
         };
         for (int64_t j = 0; j < outPerTile / groupWidth(); ++j) {
           FragmentGroup group = fragmentGroup(j, h);
           for (auto [p, indices] : llvm::enumerate(group.acc)) {
-            Value c = b.add(colBase, b.add(b.idx(group.local + p),
-                                           quadColumn(b, quad)));
+            Value c = b.add(colBase,
+                            b.add(b.idx(group.local + p), quadColumn(b, quad)));
             SmallVector<Value, 2> v;
             for (int64_t i : indices)
               v.push_back(value(b, i));
@@ -787,9 +786,9 @@ void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
   }
 }
 
-WgmmaKernel::RowFactors
-WgmmaKernel::prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
-                                const WorkItem &item) {
+WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
+                                                        Value ct, Value cw,
+                                                        const WorkItem &item) {
   Value wgRow0 = b.mul(cw, b.idx(64));
   when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
     Value r = b.add(wgRow0, ct);
@@ -804,7 +803,8 @@ WgmmaKernel::prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
           return {b.i32(-1)};
         })[0];
     nvvm::storeShared(
-        b, add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
+        b,
+        add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
         {dest});
   });
   // Routing weights of the thread's two fragment rows (rows past the
@@ -812,19 +812,19 @@ WgmmaKernel::prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
   RowFactors factors;
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
-  Value row0 = b.add(b.mul(warp, b.idx(16)),
-                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
   for (int64_t h = 0; g.scale && h < 2; ++h) {
     Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
     Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
-    factors.h[h] = b.ifElse(inTile, {b.getF32Type()},
-                            [&](LoweringBuilder &b) -> SmallVector<Value> {
-                              return {rowTarget(b, g, b.add(item.rowStart, r))
-                                          .factor};
-                            },
-                            [&](LoweringBuilder &b) -> SmallVector<Value> {
-                              return {b.f32(0.0f)};
-                            })[0];
+    factors.h[h] = b.ifElse(
+        inTile, {b.getF32Type()},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {rowTarget(b, g, b.add(item.rowStart, r)).factor};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.f32(0.0f)};
+        })[0];
   }
   return factors;
 }
@@ -841,8 +841,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   Value quad = arith::AndIOp::create(b, lane, b.idx(3));
   // Fragment rows of this thread within the warpgroup's 64: row0, row0 + 8
   // (both = lane / 4 mod 8, the swizzle key).
-  Value row0 = b.add(b.mul(warp, b.idx(16)),
-                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
   Value swizzle = arith::ShRUIOp::create(b, lane, b.idx(2));
   Value colBase = b.mul(item.colTile, b.idx(outPerTile));
   Value staging = epilogueAddress(b, cw);
@@ -860,17 +860,18 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   // XOR a constant: two live registers instead of one per store.
   Value rowBase[2];
   for (int64_t h = 0; h < 2; ++h)
-    rowBase[h] = nvvm::opaque(
-        b, add64(b, staging,
-                 nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
-                                      b.idx(kEpilogueRowBytes)))));
+    rowBase[h] =
+        nvvm::opaque(b, add64(b, staging,
+                              nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
+                                                   b.idx(kEpilogueRowBytes)))));
   auto sharedAddress = [&](LoweringBuilder &b, int64_t h, int64_t cl,
                            Value dynamic) -> Value {
     int64_t bytes = cl * outBytes;
     if (outBytes == 2) {
       // dynamic * 2 + bytes % 16 < 16: no carry out of the chunk.
       Value key = b.add(b.mul(swizzle, b.idx(16)), b.mul(dynamic, b.idx(2)));
-      Value threadBase = arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
+      Value threadBase =
+          arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
       return arith::XOrIOp::create(b, threadBase, nvvm::i64(b, bytes));
     }
     Value all = b.add(b.idx(bytes), b.mul(dynamic, b.idx(outBytes)));
@@ -916,51 +917,52 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
     Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
     // A loop, not unrolled: the accumulators of later passes are live.
-    forEach(b, rsub, b.idx(64), b.idx(rowsPerIter), [&](LoweringBuilder &b,
-                                                        Value rowW) {
-      // Written before the MMAs (prefetchRowTargets), ordered by the
-      // barrier above: -1 for rows past the tile or dropped.
-      Value dest = nvvm::loadShared(
-          b, b.getI32Type(),
-          add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
-      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
-          Value destRow = b.toIndex(dest);
-          Value col = b.add(b.add(colBase, b.idx(lo)),
-                            b.mul(chunk, b.idx(vec)));
-          Value physical = arith::XOrIOp::create(
-              b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
-          Value src = add64(
-              b, staging,
-              nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
-                                   b.mul(physical, b.idx(16)))));
-          Value whole = b.cmpi(CmpI::ule, b.add(col, b.idx(vec)),
-                               b.idx(g.outN));
-          scf::IfOp::create(
-              b, b.andi(whole, outVectorOk),
-              [&](OpBuilder &nested, Location loc) {
-                LoweringBuilder b(loc, nested);
-                Value offset = b.add(b.mul(destRow, outStride), col);
-                nvvm::copySharedToGlobal16(
-                    b, src,
-                    add64(b, outAddr,
-                          nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
-                scf::YieldOp::create(b);
-              },
-              [&](OpBuilder &nested, Location loc) {
-                LoweringBuilder b(loc, nested);
-                for (int64_t e = 0; e < vec; ++e) {
-                  Value c = b.add(col, b.idx(e));
-                  when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-                       [&](LoweringBuilder &b) {
-                         Value v = nvvm::loadShared(
-                             b, g.outElem, add64(b, src, e * outBytes));
-                         b.store(v, g.out, {destRow, c});
-                       });
-                }
-                scf::YieldOp::create(b);
-              });
-      });
-    });
+    forEach(
+        b, rsub, b.idx(64), b.idx(rowsPerIter),
+        [&](LoweringBuilder &b, Value rowW) {
+          // Written before the MMAs (prefetchRowTargets), ordered by the
+          // barrier above: -1 for rows past the tile or dropped.
+          Value dest = nvvm::loadShared(
+              b, b.getI32Type(),
+              add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
+          when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+            Value destRow = b.toIndex(dest);
+            Value col =
+                b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
+            Value physical = arith::XOrIOp::create(
+                b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
+            Value src = add64(
+                b, staging,
+                nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                     b.mul(physical, b.idx(16)))));
+            Value whole =
+                b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
+            scf::IfOp::create(
+                b, b.andi(whole, outVectorOk),
+                [&](OpBuilder &nested, Location loc) {
+                  LoweringBuilder b(loc, nested);
+                  Value offset = b.add(b.mul(destRow, outStride), col);
+                  nvvm::copySharedToGlobal16(
+                      b, src,
+                      add64(b, outAddr,
+                            nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
+                  scf::YieldOp::create(b);
+                },
+                [&](OpBuilder &nested, Location loc) {
+                  LoweringBuilder b(loc, nested);
+                  for (int64_t e = 0; e < vec; ++e) {
+                    Value c = b.add(col, b.idx(e));
+                    when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                         [&](LoweringBuilder &b) {
+                           Value v = nvvm::loadShared(
+                               b, g.outElem, add64(b, src, e * outBytes));
+                           b.store(v, g.out, {destRow, c});
+                         });
+                  }
+                  scf::YieldOp::create(b);
+                });
+          });
+        });
     // The next pass (or item) overwrites the staging.
     nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
   }
@@ -1007,65 +1009,70 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
   const int64_t chunks = outPerTile / vec;
   Value colBase = b.mul(item.colTile, b.idx(outPerTile));
   Value u0 = b.sub(tid, b.idx(128));
-  forEach(b, u0, b.idx(tileM * chunks), b.idx(threads),
-          [&](LoweringBuilder &b, Value u) {
-    Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
-    Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
-    when(b, b.cmpi(CmpI::ult, token, item.tileRows), [&](LoweringBuilder &b) {
-      RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
-      when(b, target.valid, [&](LoweringBuilder &b) {
-        Value local0 = b.mul(chunk, b.idx(vec));
-        Value col0 = b.add(colBase, local0);
-        SmallVector<Value> values;
-        for (int64_t e = 0; e < vec; ++e) {
-          Value local = b.add(local0, b.idx(e));
-          SmallVector<Value, 2> accs;
-          if (interleaved()) {
-            Value pair = b.mul(local, b.idx(2));
-            accs = {nvvm::loadShared(b, b.getF32Type(),
-                                     stagedAt(b, token, pair)),
-                    nvvm::loadShared(b, b.getF32Type(),
-                                     stagedAt(b, token, b.add(pair, b.idx(1))))};
-          } else {
-            accs.push_back(
-                nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
-            if (concat)
-              accs.push_back(nvvm::loadShared(
-                  b, b.getF32Type(),
-                  stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
-          }
-          Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
-          values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
-        }
-        Value whole = b.andi(
-            outVectorOk,
-            b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
-        scf::IfOp::create(
-            b, whole,
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder b(loc, nested);
-              Value offset = b.add(b.mul(target.dest, outStride), col0);
-              nvvm::storeGlobal(
-                  b,
-                  add64(b, outAddr,
-                        nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
-                  values);
-              scf::YieldOp::create(b);
-            },
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder b(loc, nested);
-              for (int64_t e = 0; e < vec; ++e) {
-                Value c = b.add(col0, b.idx(e));
-                when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-                     [&](LoweringBuilder &b) {
-                       b.store(values[e], g.out, {target.dest, c});
-                     });
-              }
-              scf::YieldOp::create(b);
+  forEach(
+      b, u0, b.idx(tileM * chunks), b.idx(threads),
+      [&](LoweringBuilder &b, Value u) {
+        Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+        Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+        when(
+            b, b.cmpi(CmpI::ult, token, item.tileRows),
+            [&](LoweringBuilder &b) {
+              RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
+              when(b, target.valid, [&](LoweringBuilder &b) {
+                Value local0 = b.mul(chunk, b.idx(vec));
+                Value col0 = b.add(colBase, local0);
+                SmallVector<Value> values;
+                for (int64_t e = 0; e < vec; ++e) {
+                  Value local = b.add(local0, b.idx(e));
+                  SmallVector<Value, 2> accs;
+                  if (interleaved()) {
+                    Value pair = b.mul(local, b.idx(2));
+                    accs = {nvvm::loadShared(b, b.getF32Type(),
+                                             stagedAt(b, token, pair)),
+                            nvvm::loadShared(
+                                b, b.getF32Type(),
+                                stagedAt(b, token, b.add(pair, b.idx(1))))};
+                  } else {
+                    accs.push_back(nvvm::loadShared(b, b.getF32Type(),
+                                                    stagedAt(b, token, local)));
+                    if (concat)
+                      accs.push_back(nvvm::loadShared(
+                          b, b.getF32Type(),
+                          stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+                  }
+                  Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
+                  values.push_back(
+                      outputValue(b, g, target.factor, item.expert, c, accs));
+                }
+                Value whole = b.andi(
+                    outVectorOk,
+                    b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+                scf::IfOp::create(
+                    b, whole,
+                    [&](OpBuilder &nested, Location loc) {
+                      LoweringBuilder b(loc, nested);
+                      Value offset = b.add(b.mul(target.dest, outStride), col0);
+                      nvvm::storeGlobal(
+                          b,
+                          add64(b, outAddr,
+                                nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
+                          values);
+                      scf::YieldOp::create(b);
+                    },
+                    [&](OpBuilder &nested, Location loc) {
+                      LoweringBuilder b(loc, nested);
+                      for (int64_t e = 0; e < vec; ++e) {
+                        Value c = b.add(col0, b.idx(e));
+                        when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                             [&](LoweringBuilder &b) {
+                               b.store(values[e], g.out, {target.dest, c});
+                             });
+                      }
+                      scf::YieldOp::create(b);
+                    });
+              });
             });
       });
-    });
-  });
   // The next item's fragments overwrite the staging.
   nvvm::namedBarrier(b, b.i32(1), threads);
 }
@@ -1084,11 +1091,10 @@ void WgmmaKernel::emit(LoweringBuilder &b) {
     // synchronisation, one kernel for every T. The cluster grid is a
     // multiple of 2 (an SM holds one block: 66 clusters are resident on
     // the H200's 132 SMs).
-    Value pairRows =
-        b.cmpi(CmpI::uge, g.m, b.idx(g.numExperts * tileM));
-    Value pairGrid = b.mul(
-        b.maxIdx(b.minIdx(items, b.idx(numSMs / cluster)), one),
-        b.idx(cluster));
+    Value pairRows = b.cmpi(CmpI::uge, g.m, b.idx(g.numExperts * tileM));
+    Value pairGrid =
+        b.mul(b.maxIdx(b.minIdx(items, b.idx(numSMs / cluster)), one),
+              b.idx(cluster));
     grid = b.select(pairRows, pairGrid, grid);
     clusterX = b.select(pairRows, b.idx(cluster), one);
     coupledFlag = pairRows;
@@ -1152,10 +1158,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
           nvvm::setMaxRegisters(b, kProducerRegs, /*increase=*/false);
-        forEachItem(b, tid, blockX, gridX, [&](LoweringBuilder &b,
-                                          const WorkItem &item) {
-          producer(b, tid, item);
-        });
+        forEachItem(b, tid, blockX, gridX,
+                    [&](LoweringBuilder &b, const WorkItem &item) {
+                      producer(b, tid, item);
+                    });
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &nested, Location loc) {
@@ -1168,10 +1174,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
         if (fill != UncoveredFill::Unread)
           zeroUncoveredStrided(b, g, fill, blockX, gridX,
                                b.sub(tid, b.idx(128)), 128 * consumers);
-        forEachItem(b, tid, blockX, gridX, [&](LoweringBuilder &b,
-                                          const WorkItem &item) {
-          consumeTile(b, tid, cw, item);
-        });
+        forEachItem(b, tid, blockX, gridX,
+                    [&](LoweringBuilder &b, const WorkItem &item) {
+                      consumeTile(b, tid, cw, item);
+                    });
         scf::YieldOp::create(b);
       });
   // No CTA leaves while its peer may still arrive on its barriers or

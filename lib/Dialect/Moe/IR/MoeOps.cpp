@@ -10,8 +10,8 @@
 // InferTypeOpInterface check only compares result counts and ranks (see
 // isCompatibleReturnTypes); verify() then checks every static rule of
 // the op reference (docs/Contract.md) and, last, that each result type is
-// exactly the inferred one. That order makes every broken rule report itself instead of a type
-// mismatch it causes.
+// exactly the inferred one. That order makes every broken rule report itself
+// instead of a type mismatch it causes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,8 +114,8 @@ static bool productFitsI32(int64_t a, int64_t b) {
 static LogicalResult verifyExpertCountFitsI32(Operation *op, int64_t e,
                                               StringRef name) {
   if (e >= kI32Limit)
-    return op->emitOpError() << "expected " << name << " = " << e
-                             << " to fit i32 (< 2^31)";
+    return op->emitOpError()
+           << "expected " << name << " = " << e << " to fit i32 (< 2^31)";
   return success();
 }
 
@@ -178,25 +178,22 @@ static LogicalResult verifyResultTypesExactly(OpTy op) {
   for (auto [i, actual, expected] :
        llvm::enumerate(op->getResultTypes(), inferred)) {
     if (actual != expected)
-      return op.emitOpError()
-             << "expected result #" << i << " to be " << expected << ", got "
-             << actual;
+      return op.emitOpError() << "expected result #" << i << " to be "
+                              << expected << ", got " << actual;
   }
   return success();
 }
 
-
 /// The routing rules shared by moe.route and moe.ffn (moe.route's description).
-static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
-                                   int64_t k, int64_t nGroup,
-                                   int64_t topkGroup, GroupScore groupScore,
-                                   float scaling, Value bias) {
+static LogicalResult verifyRouting(Operation *op, int64_t numExperts, int64_t k,
+                                   int64_t nGroup, int64_t topkGroup,
+                                   GroupScore groupScore, float scaling,
+                                   Value bias) {
   if (nGroup < 1)
     return op->emitOpError() << "expected n_group >= 1, got " << nGroup;
   if (numExperts % nGroup != 0)
-    return op->emitOpError()
-           << "expected E = " << numExperts
-           << " to be divisible by n_group = " << nGroup;
+    return op->emitOpError() << "expected E = " << numExperts
+                             << " to be divisible by n_group = " << nGroup;
   if (topkGroup < 1 || topkGroup > nGroup)
     return op->emitOpError()
            << "expected topk_group in [1, n_group = " << nGroup << "], got "
@@ -216,9 +213,8 @@ static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
   if (bias) {
     int64_t len = dimOf(bias, 0);
     if (len != numExperts)
-      return op->emitOpError()
-             << "expected 'bias' to have E = " << numExperts
-             << " elements, got " << dimStr(len);
+      return op->emitOpError() << "expected 'bias' to have E = " << numExperts
+                               << " elements, got " << dimStr(len);
   }
   return success();
 }
@@ -241,8 +237,7 @@ static LogicalResult verifyGluAttrs(Operation *op, float alpha,
 //===----------------------------------------------------------------------===//
 
 LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
-                                       std::optional<Location>,
-                                       Adaptor adaptor,
+                                       std::optional<Location>, Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
   if (!input || input.getRank() != 2 || !adaptor.getKAttr())
@@ -253,7 +248,6 @@ LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
       tensorOf({input.getDimSize(0), k}, IntegerType::get(ctx, 32)));
   return success();
 }
-
 
 LogicalResult TopKOp::verify() {
   if (failed(verifyStaticDim(*this, getInput(), 1, "input", "E")))
@@ -304,7 +298,6 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-
 LogicalResult CumsumOp::verify() {
   int64_t e = getNumExperts();
   if (e < 1)
@@ -336,7 +329,6 @@ LogicalResult GetIndicesOp::inferReturnTypes(MLIRContext *ctx,
   types.push_back(tensorOf({len}, i32));
   return success();
 }
-
 
 LogicalResult GetIndicesOp::verify() {
   if (failed(verifyStaticK(*this, getIndices(), "indices")) ||
@@ -383,8 +375,7 @@ LogicalResult GetIndptrOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// Row movement ops: `input` is `rows x H` with static `H`.
-template <typename OpTy>
-static LogicalResult verifyRowMovement(OpTy op) {
+template <typename OpTy> static LogicalResult verifyRowMovement(OpTy op) {
   static_assert(llvm::is_one_of<OpTy, GatherOp, ScatterOp>::value,
                 "only for moe.gather and moe.scatter");
   if (failed(verifyStaticDim(op, op.getInput(), 1, "input", "H")))
@@ -397,8 +388,7 @@ static LogicalResult verifyRowMovement(OpTy op) {
   return verifyResultTypesExactly(op);
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location>,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
@@ -409,7 +399,6 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                            input.getElementType()));
   return success();
 }
-
 
 LogicalResult GatherOp::verify() { return verifyRowMovement(*this); }
 
@@ -423,7 +412,6 @@ LogicalResult ScatterOp::inferReturnTypes(MLIRContext *,
   types.push_back(input);
   return success();
 }
-
 
 LogicalResult ScatterOp::verify() { return verifyRowMovement(*this); }
 
@@ -457,9 +445,9 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
   // Compared as `len - 1 == E`: `E + 1` may overflow for a huge static E.
   int64_t offsetsLen = dimOf(offsets, 0);
   if (isDyn(offsetsLen) || offsetsLen - 1 != e)
-    return op->emitOpError() << "expected 'offsets' to have E + 1 = "
-                             << uint64_t(e) + 1 << " elements, got "
-                             << dimStr(offsetsLen);
+    return op->emitOpError()
+           << "expected 'offsets' to have E + 1 = " << uint64_t(e) + 1
+           << " elements, got " << dimStr(offsetsLen);
   if (bias) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     if (biasType.getElementType() != f)
@@ -509,7 +497,6 @@ LogicalResult GluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-
 LogicalResult GluOp::verify() {
   if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
     return failure();
@@ -543,7 +530,6 @@ LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-
 LogicalResult CombineOp::verify() {
   if (failed(verifyStaticK(*this, getInput(), "input")) ||
       failed(verifyStaticDim(*this, getInput(), 2, "input", "H")))
@@ -564,9 +550,10 @@ LogicalResult CombineOp::verify() {
 // IndicesToMultihotOp and MultihotToIndicesOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult IndicesToMultihotOp::inferReturnTypes(
-    MLIRContext *ctx, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+IndicesToMultihotOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
   auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
   auto probs = dyn_cast<RankedTensorType>(adaptor.getProbs().getType());
   if (!indices || !probs || indices.getRank() != 2 ||
@@ -579,7 +566,6 @@ LogicalResult IndicesToMultihotOp::inferReturnTypes(
   types.push_back(tensorOf(shape, IntegerType::get(ctx, 32)));
   return success();
 }
-
 
 LogicalResult IndicesToMultihotOp::verify() {
   int64_t e = getNumExperts();
@@ -596,9 +582,10 @@ LogicalResult IndicesToMultihotOp::verify() {
   return verifyResultTypesExactly(*this);
 }
 
-LogicalResult MultihotToIndicesOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location>, Adaptor adaptor,
-    SmallVectorImpl<Type> &types) {
+LogicalResult
+MultihotToIndicesOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
   auto probs = dyn_cast<RankedTensorType>(adaptor.getProbsMultihot().getType());
   if (!probs || probs.getRank() != 2 || !adaptor.getKAttr())
     return failure();
@@ -606,7 +593,6 @@ LogicalResult MultihotToIndicesOp::inferReturnTypes(
                            probs.getElementType()));
   return success();
 }
-
 
 LogicalResult MultihotToIndicesOp::verify() {
   int64_t k = getK();
@@ -643,17 +629,16 @@ LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-
 LogicalResult FfnOp::verify() {
   if (failed(verifyStaticDim(*this, getX(), 1, "x", "H")) ||
       failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")) ||
-      failed(verifySameDim(*this, getX(), 0, "x", getLogits(), 0, "logits",
-                           "T")))
+      failed(
+          verifySameDim(*this, getX(), 0, "x", getLogits(), 0, "logits", "T")))
     return failure();
   Type f = getX().getType().getElementType();
-  for (auto [name, value] : {std::make_pair("logits", getLogits()),
-                             std::make_pair("w_up", getWUp()),
-                             std::make_pair("w_down", getWDown())}) {
+  for (auto [name, value] :
+       {std::make_pair("logits", getLogits()), std::make_pair("w_up", getWUp()),
+        std::make_pair("w_down", getWDown())}) {
     Type elementType = cast<ShapedType>(value.getType()).getElementType();
     if (elementType != f)
       return emitOpError() << "expected '" << name << "' element type " << f
@@ -671,18 +656,18 @@ LogicalResult FfnOp::verify() {
       t ? SmallVector<int64_t>{e, twoI, h} : SmallVector<int64_t>{e, h, twoI};
   if (wUp.getShape() != ArrayRef<int64_t>(upShape) || twoI % 2 != 0)
     return emitOpError() << "expected 'w_up' to be "
-                         << (t ? "E x 2I x H" : "E x H x 2I") << " with E = "
-                         << e << ", H = " << h << " and an even 2I, got "
-                         << wUp;
+                         << (t ? "E x 2I x H" : "E x H x 2I")
+                         << " with E = " << e << ", H = " << h
+                         << " and an even 2I, got " << wUp;
   int64_t i = twoI / 2;
   auto wDown = getWDown().getType();
   SmallVector<int64_t> downShape =
       t ? SmallVector<int64_t>{e, h, i} : SmallVector<int64_t>{e, i, h};
   if (wDown.getShape() != ArrayRef<int64_t>(downShape))
     return emitOpError() << "expected 'w_down' to be "
-                         << (t ? "E x H x I" : "E x I x H") << " = "
-                         << e << "x" << downShape[1] << "x" << downShape[2]
-                         << ", got " << wDown;
+                         << (t ? "E x H x I" : "E x I x H") << " = " << e << "x"
+                         << downShape[1] << "x" << downShape[2] << ", got "
+                         << wDown;
   if (failed(verifyRouting(*this, e, getK(), getNGroup(), getTopkGroup(),
                            getGroupScore(), getScaling().convertToFloat(),
                            getBias())))
@@ -725,7 +710,6 @@ LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
-
 LogicalResult DispatchOp::verify() {
   int64_t e = static_cast<int64_t>(getNumExperts());
   if (e < 1)
@@ -751,8 +735,8 @@ LogicalResult ExpertGemmOp::verify() {
   for (auto [name, value] : {std::make_pair("scatter", getScatter()),
                              std::make_pair("scale", getScale())}) {
     if (value && !dimsAgree(dimOf(value, 0), m))
-      return emitOpError() << "expected '" << name << "' to have M = "
-                           << dimStr(m) << " elements, got "
+      return emitOpError() << "expected '" << name
+                           << "' to have M = " << dimStr(m) << " elements, got "
                            << dimStr(dimOf(value, 0));
   }
   if (getActivation().has_value() != getLayout().has_value())
@@ -800,8 +784,10 @@ LogicalResult RouteDispatchOp::verify() {
   int64_t t = dimOf(getLogits(), 0);
   int64_t m = isDyn(t) ? kDyn : t * k;
   SmallVector<std::pair<Value, SmallVector<int64_t>>> expected = {
-      {getWeights(), {t, k}},        {getIndices(), {t, k}},
-      {getOffsets(), {e + 1}},       {getReverseIndices(), {m}},
+      {getWeights(), {t, k}},
+      {getIndices(), {t, k}},
+      {getOffsets(), {e + 1}},
+      {getReverseIndices(), {m}},
       {getTokenIndices(), {m}}};
   for (auto [i, pair] : llvm::enumerate(expected)) {
     auto type = cast<RankedTensorType>(pair.first.getType());

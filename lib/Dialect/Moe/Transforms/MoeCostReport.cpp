@@ -6,11 +6,12 @@
 //
 // Prints, per function, the tensor-level compute ops (moe and linalg: each
 // one or more kernels on a backend, which --moe-gpu-launch-report counts
-// for the GPU lowering) and the tensors that are materialised between them, with sizes in bytes as `a*T + b`. Dynamic dims
-// are tracked as multiples of the token count T: every dynamic dim of a
-// function argument is T, and each op's rule below says how its results'
-// dynamic dims follow from its operands' (M = T*k for the dispatch maps,
-// E*T for the cumsum, ...). A dim no rule explains is printed as `?`.
+// for the GPU lowering) and the tensors that are materialised between them,
+// with sizes in bytes as `a*T + b`. Dynamic dims are tracked as multiples of
+// the token count T: every dynamic dim of a function argument is T, and each
+// op's rule below says how its results' dynamic dims follow from its operands'
+// (M = T*k for the dispatch maps, E*T for the cumsum, ...). A dim no rule
+// explains is printed as `?`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,9 +124,11 @@ private:
     if (auto cs = dyn_cast<CumsumOp>(op))
       return mul(of(cs.getIndices(), 0), cs.getNumExperts());
     if (auto gi = dyn_cast<GetIndicesOp>(op))
-      return mul(of(gi.getIndices(), 0), gi.getIndices().getType().getDimSize(1));
+      return mul(of(gi.getIndices(), 0),
+                 gi.getIndices().getType().getDimSize(1));
     if (auto ds = dyn_cast<DispatchOp>(op))
-      return mul(of(ds.getIndices(), 0), ds.getIndices().getType().getDimSize(1));
+      return mul(of(ds.getIndices(), 0),
+                 ds.getIndices().getType().getDimSize(1));
     if (auto rd = dyn_cast<RouteDispatchOp>(op))
       return r.getResultNumber() >= 3
                  ? mul(of(rd.getLogits(), 0), static_cast<int64_t>(rd.getK()))

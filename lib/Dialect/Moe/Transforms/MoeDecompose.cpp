@@ -58,8 +58,8 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
     auto offsets = GetIndptrOp::create(
         rewriter, loc, RankedTensorType::get({e + 1}, i32), cumsum, e,
         /*inclusive=*/false);
-    auto rows = GatherOp::create(rewriter, loc, op.getX(),
-                                 indices.getTokenIndices());
+    auto rows =
+        GatherOp::create(rewriter, loc, op.getX(), indices.getTokenIndices());
     auto up = GroupedMatmulOp::create(
         rewriter, loc, RankedTensorType::get({m, 2 * inter}, f), rows,
         op.getWUp(), offsets, /*bias=*/Value(), op.getTransposeWeights());

@@ -59,7 +59,8 @@ struct FuseDispatch : RewritePattern {
         continue;
       }
       if (auto ip = dyn_cast<GetIndptrOp>(user)) {
-        if (ip.getInclusive() || static_cast<int64_t>(ip.getNumExperts()) != e ||
+        if (ip.getInclusive() ||
+            static_cast<int64_t>(ip.getNumExperts()) != e ||
             !ip.getResult().getType().getElementType().isInteger(32))
           return rewriter.notifyMatchFailure(
               user, "only exclusive i32 indptr with the same E fuses");
@@ -74,8 +75,8 @@ struct FuseDispatch : RewritePattern {
     rewriter.setInsertionPoint(cumsum);
     auto dispatch = DispatchOp::create(rewriter, cumsum.getLoc(), ids, e);
     for (GetIndicesOp gi : indicesUsers)
-      rewriter.replaceOp(gi, {dispatch.getReverseIndices(),
-                              dispatch.getTokenIndices()});
+      rewriter.replaceOp(
+          gi, {dispatch.getReverseIndices(), dispatch.getTokenIndices()});
     for (GetIndptrOp ip : indptrUsers)
       rewriter.replaceOp(ip, dispatch.getOffsets());
     rewriter.eraseOp(cumsum);

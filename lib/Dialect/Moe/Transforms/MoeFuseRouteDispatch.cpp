@@ -47,9 +47,9 @@ struct FuseRouteDispatch : OpRewritePattern<DispatchOp> {
                   dispatch.getReverseIndices().getType(),
                   dispatch.getTokenIndices().getType()},
         route.getLogits(), route.getBias(), route.getKAttr(),
-        route.getScoringAttr(), route.getNormalizeAttr(),
-        route.getNGroupAttr(), route.getTopkGroupAttr(),
-        route.getGroupScoreAttr(), route.getScalingAttr());
+        route.getScoringAttr(), route.getNormalizeAttr(), route.getNGroupAttr(),
+        route.getTopkGroupAttr(), route.getGroupScoreAttr(),
+        route.getScalingAttr());
     rewriter.replaceOp(dispatch, {fused.getOffsets(), fused.getReverseIndices(),
                                   fused.getTokenIndices()});
     rewriter.replaceOp(route, {fused.getWeights(), fused.getIndices()});

@@ -50,7 +50,8 @@ struct FuseScatter : OpRewritePattern<CombineOp> {
     if (!expand || !expand->hasOneUse() ||
         expand.getReassociationIndices() !=
             SmallVector<ReassociationIndices>{{0, 1}, {2}})
-      return rewriter.notifyMatchFailure(combine, "not a [[0, 1], [2]] reshape");
+      return rewriter.notifyMatchFailure(combine,
+                                         "not a [[0, 1], [2]] reshape");
     auto scatter = expand.getSrc().getDefiningOp<ScatterOp>();
     if (!scatter || !scatter->hasOneUse())
       return rewriter.notifyMatchFailure(combine, "not a single-use scatter");
@@ -62,8 +63,7 @@ struct FuseScatter : OpRewritePattern<CombineOp> {
       return rewriter.notifyMatchFailure(combine, "not a single-use GEMM");
     if (parts.scatter || parts.scale)
       return rewriter.notifyMatchFailure(combine, "GEMM already scatters");
-    if (!shouldFuse(control, MoeFusionKind::ScatterEpilogue, parts.op,
-                    combine))
+    if (!shouldFuse(control, MoeFusionKind::ScatterEpilogue, parts.op, combine))
       return rewriter.notifyMatchFailure(combine, "policy declined");
 
     Location loc = combine.getLoc();
@@ -78,8 +78,8 @@ struct FuseScatter : OpRewritePattern<CombineOp> {
     parts.scatter = scatter.getIndices();
     parts.scale = flatWeights;
     Operation *gemm = parts.op;
-    auto fused = parts.build(rewriter, gemm->getLoc(),
-                             scatter.getResult().getType());
+    auto fused =
+        parts.build(rewriter, gemm->getLoc(), scatter.getResult().getType());
     auto newExpand = tensor::ExpandShapeOp::create(
         rewriter, expand.getLoc(), expand.getResultType(), fused,
         expand.getReassociationIndices(), expand.getMixedOutputShape());

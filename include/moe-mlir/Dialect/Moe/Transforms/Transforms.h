@@ -41,8 +41,8 @@ enum class MoeFusionKind {
 /// patterns check legality themselves (single use, matching operands); the
 /// callback only decides whether a legal fusion is wanted, as
 /// linalg::ControlFusionFn does for elementwise fusion.
-using ControlMoeFusionFn =
-    std::function<bool(MoeFusionKind, Operation *producer, Operation *consumer)>;
+using ControlMoeFusionFn = std::function<bool(
+    MoeFusionKind, Operation *producer, Operation *consumer)>;
 
 /// Each populate function adds one fusion's patterns. A null `control`
 /// fuses whenever legal.

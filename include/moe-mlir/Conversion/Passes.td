@@ -327,6 +327,13 @@ def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
     so the LLVM lowering emits `_mlir_ciface_<name>` wrappers that take
     pointers to memref descriptors: the entry points of the ahead-of-time
     libraries (`moe-aot`) and of embedders.
+
+    Upstream's `llvm-request-c-wrappers` marks every `func.func`, private
+    declarations included; the lowering would then call the runtime's
+    entry points (`moeRuntimeTensorMap3D`, the `mgpu*` functions, declared
+    privately in the module) through `_mlir_ciface_` wrappers that the
+    runtime does not define, and the library would not link. Hence this
+    pass: public definitions only.
   }];
 }
 

@@ -184,11 +184,31 @@ static LogicalResult verifyResultTypesExactly(OpTy op) {
   return success();
 }
 
-/// The routing rules shared by moe.route and moe.ffn (moe.route's description).
-static LogicalResult verifyRouting(Operation *op, int64_t numExperts, int64_t k,
-                                   int64_t nGroup, int64_t topkGroup,
-                                   GroupScore groupScore, float scaling,
-                                   Value bias) {
+namespace {
+/// The routing attributes (Moe_RoutingAttrs in MoeOps.td) and bias of
+/// moe.route, moe.route_dispatch and moe.ffn.
+struct RoutingParams {
+  int64_t k, nGroup, topkGroup;
+  GroupScore groupScore;
+  float scaling;
+  Value bias;
+
+  template <typename OpTy> static RoutingParams of(OpTy op) {
+    return {static_cast<int64_t>(op.getK()),
+            static_cast<int64_t>(op.getNGroup()),
+            static_cast<int64_t>(op.getTopkGroup()),
+            op.getGroupScore(),
+            op.getScaling().convertToFloat(),
+            op.getBias()};
+  }
+};
+} // namespace
+
+/// The routing rules shared by moe.route, moe.route_dispatch and moe.ffn
+/// (moe.route's description) for `numExperts` experts.
+static LogicalResult verifyRouting(Operation *op, int64_t numExperts,
+                                   const RoutingParams &params) {
+  auto [k, nGroup, topkGroup, groupScore, scaling, bias] = params;
   if (nGroup < 1)
     return op->emitOpError() << "expected n_group >= 1, got " << nGroup;
   if (numExperts % nGroup != 0)
@@ -265,9 +285,8 @@ LogicalResult TopKOp::verify() {
 LogicalResult RouteOp::verify() {
   if (failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")))
     return failure();
-  if (failed(verifyRouting(*this, dimOf(getLogits(), 1), getK(), getNGroup(),
-                           getTopkGroup(), getGroupScore(),
-                           getScaling().convertToFloat(), getBias())))
+  if (failed(verifyRouting(*this, dimOf(getLogits(), 1),
+                           RoutingParams::of(*this))))
     return failure();
   int64_t t = dimOf(getLogits(), 0);
   SmallVector<int64_t> expected = {t, static_cast<int64_t>(getK())};
@@ -668,9 +687,7 @@ LogicalResult FfnOp::verify() {
                          << (t ? "E x H x I" : "E x I x H") << " = " << e << "x"
                          << downShape[1] << "x" << downShape[2] << ", got "
                          << wDown;
-  if (failed(verifyRouting(*this, e, getK(), getNGroup(), getTopkGroup(),
-                           getGroupScore(), getScaling().convertToFloat(),
-                           getBias())))
+  if (failed(verifyRouting(*this, e, RoutingParams::of(*this))))
     return failure();
   std::optional<float> limit;
   if (auto l = getLimit())
@@ -777,9 +794,7 @@ LogicalResult RouteDispatchOp::verify() {
   if (failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")))
     return failure();
   int64_t e = dimOf(getLogits(), 1), k = getK();
-  if (failed(verifyRouting(*this, e, k, getNGroup(), getTopkGroup(),
-                           getGroupScore(), getScaling().convertToFloat(),
-                           getBias())))
+  if (failed(verifyRouting(*this, e, RoutingParams::of(*this))))
     return failure();
   int64_t t = dimOf(getLogits(), 0);
   int64_t m = isDyn(t) ? kDyn : t * k;

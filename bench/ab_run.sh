@@ -18,7 +18,8 @@
 # (default 512,4096,16384), PROFILE (default qwen3-30b-a3b:4096,
 # deepseek-v3:4096; per-kernel times of one call), BUDGET (seconds per
 # folder and round, default 50), VARIANTS=1 (also the folders' layout
-# variants, e.g. <config>.nt), OUT (default ./ab-results). Per folder and
+# variants, e.g. <config>.nt), OUT (default ./ab-results). A folder's ENV
+# file (one VAR=value per line) sets the environment of its runs. Per folder and
 # round: OUT/<name>.<round>.txt (bench_moe.py's output) and OUT/<name>.<round>/
 # (its .md / .json); a summary table (us per cell, variants side by side)
 # is printed and written to OUT/summary.txt.

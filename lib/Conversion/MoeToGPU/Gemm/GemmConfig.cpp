@@ -38,8 +38,10 @@ static int64_t wgmmaEpilogueBytes(int64_t tileM) {
   return tileM / 64 * kWgmmaStagingBytes;
 }
 
-static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN) {
-  return (tileM + tileN) * 128; // 64 bf16 of K per row
+/// One pipeline stage: every row holds stageK 16-bit elements of K.
+static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN,
+                               int64_t stageK = 64) {
+  return (tileM + tileN) * stageK * 2;
 }
 
 std::optional<std::string>
@@ -238,10 +240,9 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
-  int64_t fit =
-      (budget - kSharedOverheadBytes -
-       wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
-      (wgmmaStageBytes(config.tileM, config.tileN) * config.stageK / 64);
+  int64_t fit = (budget - kSharedOverheadBytes -
+                 wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
+                wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   // An explicit wgmma-stages (checked against the main kernel's tile) is
   // capped at what fits here.
   config.stages =

@@ -111,7 +111,7 @@ public:
         swap(config.swapAB), ctasPerSM(config.ctasPerSM),
         programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
-        kHalves(config.stageK / kTileK),
+        kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
@@ -127,9 +127,13 @@ private:
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
   /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
-  int64_t halfBytes() const { return (tileM + tileN) * 128; }
-  /// A stage holds kHalves slices, K-adjacent.
-  int64_t stageBytes() const { return kHalves * halfBytes(); }
+  int64_t sliceBytes() const { return (tileM + tileN) * 128; }
+  /// A stage holds kSlices slices, K-adjacent.
+  int64_t stageBytes() const { return kSlices * sliceBytes(); }
+  /// First K element of slice `h` of K step `kt`.
+  Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
+    return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(kTileK));
+  }
   /// Barriers (16 * stages <= 128 bytes) and, from byte 512, the staged
   /// epilogue's row tables (256 bytes per consumer warpgroup) in the first
   /// 1024 bytes, then the stages, then each consumer warpgroup's epilogue
@@ -273,7 +277,7 @@ private:
   const bool programmatic;
   const int64_t consumers;
   /// 64-element K slices per stage (config.stageK / 64) and K steps.
-  const int64_t kHalves, kSteps;
+  const int64_t kSlices, kSteps;
   const bool concat;
   const int64_t outPerTile, colTiles;
   RaggedTiles ragged;
@@ -548,14 +552,11 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     Value stageBase = stageAddress(b, s);
     // Without a K tail every chunk of a valid row is in bounds: no
     // per-step select (rows that read zeros point at row 0).
-    bool kTail = g.kDim % (kTileK * kHalves) != 0;
+    bool kTail = g.kDim % (kTileK * kSlices) != 0;
     // First K element of slice h of this step.
-    auto sliceK = [&](int64_t h) {
-      return b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)), b.idx(kTileK));
-    };
-    for (int64_t h = 0; h < kHalves; ++h) {
-      Value stage = add64(b, add64(b, stageBase, h * halfBytes()), dstOffset);
-      Value k = b.add(sliceK(h), b.mul(c, b.idx(8)));
+    for (int64_t h = 0; h < kSlices; ++h) {
+      Value stage = add64(b, add64(b, stageBase, h * sliceBytes()), dstOffset);
+      Value k = b.add(sliceStartK(b, kt, h), b.mul(c, b.idx(8)));
       Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
       Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
       auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
@@ -577,10 +578,10 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
       });
-    for (int64_t h = 0; h < kHalves; ++h) {
-      Value sliceBase = add64(b, stageBase, h * halfBytes());
+    for (int64_t h = 0; h < kSlices; ++h) {
+      Value sliceBase = add64(b, stageBase, h * sliceBytes());
       for (auto [dst, kr] : llvm::zip(mnDst, mnRow)) {
-        Value k = b.add(sliceK(h), kr);
+        Value k = b.add(sliceStartK(b, kt, h), kr);
         Value valid =
             kTail ? b.andi(mnOk, b.cmpi(CmpI::ult, k, b.idx(g.kDim))) : mnOk;
         Value rowOffset =
@@ -605,7 +606,7 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
   // each CTA): the expected bytes are the whole tile either way.
-  nvvm::mbarrierArriveExpectTx(b, barrier, kHalves * tileN * 128);
+  nvvm::mbarrierArriveExpectTx(b, barrier, kSlices * tileN * 128);
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.
@@ -622,13 +623,12 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
   // Box p of the tile's boxes: K-major two of tileN / 2 rows, MN-major
   // tileN / 64 of 64 columns.
   const int64_t boxes = g.transposed ? 2 : tileN / 64;
-  // (Box p of each of the stage's kHalves K slices.)
+  // (Box p of each of the stage's kSlices K slices.)
   auto loadBox = [&](LoweringBuilder &b, int64_t p, Value ctaMask) {
-    for (int64_t h = 0; h < kHalves; ++h) {
+    for (int64_t h = 0; h < kSlices; ++h) {
       Value dst =
-          add64(b, rhsBase, h * halfBytes() + p * (tileN / boxes) * 128);
-      Value k0 = b.toI32(
-          b.mul(b.add(b.mul(kt, b.idx(kHalves)), b.idx(h)), b.idx(kTileK)));
+          add64(b, rhsBase, h * sliceBytes() + p * (tileN / boxes) * 128);
+      Value k0 = b.toI32(sliceStartK(b, kt, h));
       SmallVector<Value, 3> at =
           g.transposed
               ? SmallVector<Value, 3>{k0, b.toI32(columnOf(p, 2)), expert}
@@ -714,14 +714,14 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
         b, swap ? stage : add64(b, stage, aBytes()), mnMajor ? 64 * 128 : 16);
     int64_t stepB = mnMajor ? 2048 >> 4 : 2;
     nvvm::wgmmaFence(b);
-    // Slice h of the stage is halfBytes() further (>> 4 in a descriptor).
-    for (int64_t h = 0; h < kHalves; ++h)
+    // Slice h of the stage is sliceBytes() further (>> 4 in a descriptor).
+    for (int64_t h = 0; h < kSlices; ++h)
       for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
-        acc = nvvm::wgmma(b, acc,
-                          add64(b, descA, stepA * k16 + h * (halfBytes() >> 4)),
-                          add64(b, descB, stepB * k16 + h * (halfBytes() >> 4)),
-                          mmaN, bf16, aMnMajor, mnMajor,
-                          /*accumulate=*/!(first && h == 0 && k16 == 0));
+        acc = nvvm::wgmma(
+            b, acc, add64(b, descA, stepA * k16 + h * (sliceBytes() >> 4)),
+            add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), mmaN, bf16,
+            aMnMajor, mnMajor,
+            /*accumulate=*/!(first && h == 0 && k16 == 0));
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {

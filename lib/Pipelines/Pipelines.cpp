@@ -94,6 +94,8 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSwapRows = options.wgmmaSwapRows;
   gemm.wgmmaSwapTileM = options.wgmmaSwapTileM;
   gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
+  gemm.wgmmaWideSwapRows = options.wgmmaWideSwapRows;
+  gemm.wgmmaWideSwapTileM = options.wgmmaWideSwapTileM;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -146,6 +148,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSwapRows = gemm.wgmmaSwapRows;
   kernels.wgmmaSwapTileM = gemm.wgmmaSwapTileM;
   kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
+  kernels.wgmmaWideSwapRows = gemm.wgmmaWideSwapRows;
+  kernels.wgmmaWideSwapTileM = gemm.wgmmaWideSwapTileM;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

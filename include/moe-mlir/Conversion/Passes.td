@@ -156,6 +156,17 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "K elements per pipeline stage of the small-M kernel: 128 (two "
            "K-adjacent 128-byte swizzled slices; streamed the weights "
            "0.2-2.5% faster at T <= 64, bench/NOTES.md v38) or 64 (one)">,
+    Option<"wgmmaWideSwapRows", "wgmma-wide-swap-rows", "int64_t",
+           /*default=*/"-1",
+           "A second small-M kernel with wider token tiles "
+           "(wgmma-wide-swap-tile-m), launched when the rows average more "
+           "than wgmma-swap-rows and at most this many per expert (-1: cost "
+           "model, 32 for K-major weights and none for MN-major; 0: none); "
+           "at 16-32 rows per expert it was 1.6-4.4% faster than the main "
+           "kernel (bench/NOTES.md v40)">,
+    Option<"wgmmaWideSwapTileM", "wgmma-wide-swap-tile-m", "int64_t",
+           /*default=*/"32",
+           "Tokens per tile of the wide small-M kernel: 32 or 64">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

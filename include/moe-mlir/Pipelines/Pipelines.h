@@ -125,6 +125,16 @@ struct MoeLowerToNvvmOptions
       llvm::cl::desc("K elements per pipeline stage of the small-M kernel: "
                      "128 (two 128-byte K slices) or 64"),
       llvm::cl::init(128)};
+  PassOptions::Option<int64_t> wgmmaWideSwapRows{
+      *this, "wgmma-wide-swap-rows",
+      llvm::cl::desc("A second small-M kernel with wider token tiles, "
+                     "launched above wgmma-swap-rows and up to this many "
+                     "rows per expert (-1: cost model, 0: none)"),
+      llvm::cl::init(-1)};
+  PassOptions::Option<int64_t> wgmmaWideSwapTileM{
+      *this, "wgmma-wide-swap-tile-m",
+      llvm::cl::desc("Tokens per tile of the wide small-M kernel: 32 or 64"),
+      llvm::cl::init(32)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -251,31 +251,36 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           emitSimtExpertGemm(b, g, config->simt);
         });
       };
-      // The small-M kernel beside it, chosen on the host from the rows
-      // (T x k, known at call time): no synchronisation, one compiled
-      // function for every T, CUDA-graph capturable. Its tensor map is
-      // made only when the rows are few; when its checks fail the main
-      // kernel's path runs (one SIMT fallback for both).
-      std::optional<GemmKernelConfig> swap =
-          chooseSwapConfig(op, options, *config);
-      if (!swap) {
-        emitMain(b);
-      } else {
-        Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
-                               b.idx(swap->swapRows * g.numExperts));
-        Value swapMap = b.ifElse(
-            fewRows, {b.getI64Type()},
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {emitRhsTensorMap(b, module, g, *swap)};
-            },
-            [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {zero64(b)};
-            })[0];
-        Value useSwap =
-            b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
-                   b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
-        hopperIf(b, useSwap, *swap, swapMap, emitMain);
-      }
+      // The small-M kernels beside it, chosen on the host from the rows
+      // (T x k, known at call time): the first whose swapRows x E bounds
+      // them; no synchronisation, one compiled function for every T,
+      // CUDA-graph capturable. A kernel's tensor map is made only when the
+      // rows are few enough for it; when its checks fail the next kernel's
+      // path runs (one SIMT fallback for all).
+      SmallVector<GemmKernelConfig> swaps =
+          chooseSwapConfigs(op, options, *config);
+      std::function<void(LoweringBuilder &, size_t)> emitFrom =
+          [&](LoweringBuilder &b, size_t tier) {
+            if (tier == swaps.size())
+              return emitMain(b);
+            const GemmKernelConfig &swap = swaps[tier];
+            Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
+                                   b.idx(swap.swapRows * g.numExperts));
+            Value swapMap = b.ifElse(
+                fewRows, {b.getI64Type()},
+                [&](LoweringBuilder &b) -> SmallVector<Value> {
+                  return {emitRhsTensorMap(b, module, g, swap)};
+                },
+                [&](LoweringBuilder &b) -> SmallVector<Value> {
+                  return {zero64(b)};
+                })[0];
+            Value useSwap =
+                b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
+                       b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
+            hopperIf(b, useSwap, swap, swapMap,
+                     [&](LoweringBuilder &b) { emitFrom(b, tier + 1); });
+          };
+      emitFrom(b, 0);
     }
     rewriter.replaceOp(op, toTensor(b, g.out));
     return success();

@@ -98,6 +98,8 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSwapRows = wgmmaSwapRows;
     gemmOptions.wgmmaSwapTileM = wgmmaSwapTileM;
     gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
+    gemmOptions.wgmmaWideSwapRows = wgmmaWideSwapRows;
+    gemmOptions.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

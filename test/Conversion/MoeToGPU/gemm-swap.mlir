@@ -1,5 +1,5 @@
-// The Hopper small-M ("swap AB") expert GEMM kernel (Gemm/GemmConfig.cpp,
-// chooseSwapConfig; Gemm/WgmmaEngine.cpp). Beside the main Hopper kernel,
+// The Hopper small-M ("swap AB") expert GEMM kernels (Gemm/GemmConfig.cpp,
+// chooseSwapConfigs; Gemm/WgmmaEngine.cpp). Beside the main Hopper kernel,
 // for K-major weights by TMA: the host compares the GEMM's rows with
 // wgmma-swap-rows x experts (default 8 x E) and launches the small-M
 // kernel when the rows are that few, its tensor map was made and the
@@ -35,6 +35,11 @@
 // RUN:   | FileCheck %s --check-prefix=K64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-l2-promotion=128" \
 // RUN:   | FileCheck %s --check-prefix=L2
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=WIDE
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-wide-swap-rows=0" \
+// RUN:   | FileCheck %s --check-prefix=NOWIDE --implicit-check-not="n = 32, k = 16"
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-wide-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-WROWS
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-wide-swap-tile-m=16" 2>&1 | FileCheck %s --check-prefix=PIPE-WTM
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-m=8" 2>&1 | FileCheck %s --check-prefix=PASS-TM
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-tile-n=256" 2>&1 | FileCheck %s --check-prefix=PASS-TN
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-ROWS
@@ -44,6 +49,8 @@
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-stage-k=256" 2>&1 | FileCheck %s --check-prefix=PIPE-SK
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-l2-promotion=512" 2>&1 | FileCheck %s --check-prefix=PIPE-L2
 
+// PASS-WROWS: error: convert-moe-to-gpu: wgmma-wide-swap-rows must be -1 (cost model), 0 (none) or positive (got -2)
+// PIPE-WTM: error: moe-lower-to-nvvm: wgmma-wide-swap-tile-m must be 32 or 64 (got 16)
 // PASS-TM: error: convert-moe-to-gpu: wgmma-swap-tile-m must be 16, 32 or 64 (got 8)
 // PASS-TN: error: convert-moe-to-gpu: wgmma-swap-tile-n must be 64 or 128 (got 256)
 // PASS-ROWS: error: convert-moe-to-gpu: wgmma-swap-rows must be -1 (cost model), 0 (never) or positive (got -2)
@@ -63,6 +70,22 @@
 // staging barrier of the one consumer warpgroup and the 16-byte stores;
 // then the main kernel (384 threads, m64n128k16) with its tensor map and
 // the one SIMT fallback of both.
+// The wide small-M kernel (K-major weights): above 8 and up to 32 rows per
+// expert (256 here), the same tensor map, 32 token rows per tile (m64n32k16;
+// 4 stages of (32 + 64) x 128 K, 109056 B), then the main kernel;
+// wgmma-wide-swap-rows=0 leaves it out.
+// WIDE-LABEL: func.func @plain(
+// WIDE: arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
+// WIDE: dynamic_shared_memory_size %c108800_i32
+// WIDE: <m = 64, n = 16, k = 16>
+// WIDE: arith.cmpi ule, %{{[a-z0-9_]+}}, %c256{{(_[0-9]+)?}} : index
+// WIDE: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c32_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
+// WIDE: threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c109056_i32
+// WIDE: <m = 64, n = 32, k = 16>
+// WIDE: <m = 64, n = 128, k = 16>
+// NOWIDE-LABEL: func.func @plain(
+// NOWIDE: <m = 64, n = 16, k = 16>
+// NOWIDE: <m = 64, n = 128, k = 16>
 // DEF-LABEL: func.func @plain(
 // DEF: %[[FEW:[a-z0-9_]+]] = arith.cmpi ule, %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
 // DEF-NEXT: %[[MAP:[a-z0-9_]+]] = scf.if %[[FEW]] -> (i64) {

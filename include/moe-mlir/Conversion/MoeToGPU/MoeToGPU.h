@@ -55,6 +55,11 @@ struct MoeGemmOptions {
   /// Small-M kernel tiles (0: cost model): tokens per tile (the wgmma N:
   /// 16, 32 or 64) and weight rows per block (64 or 128).
   int64_t wgmmaSwapTileM = 0, wgmmaSwapTileN = 0;
+  /// A second small-M kernel with wgmmaWideSwapTileM tokens per tile (32
+  /// or 64), launched above wgmmaSwapRows and up to this many rows per
+  /// expert (-1: cost model; 0: none).
+  int64_t wgmmaWideSwapRows = -1;
+  int64_t wgmmaWideSwapTileM = 32;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

@@ -83,6 +83,13 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       options.wgmmaSwapTileM != 32 && options.wgmmaSwapTileM != 64)
     return "wgmma-swap-tile-m must be 16, 32 or 64 (got " +
            std::to_string(options.wgmmaSwapTileM) + ")";
+  if (options.wgmmaWideSwapRows < -1)
+    return "wgmma-wide-swap-rows must be -1 (cost model), 0 (none) or "
+           "positive (got " +
+           std::to_string(options.wgmmaWideSwapRows) + ")";
+  if (options.wgmmaWideSwapTileM != 32 && options.wgmmaWideSwapTileM != 64)
+    return "wgmma-wide-swap-tile-m must be 32 or 64 (got " +
+           std::to_string(options.wgmmaWideSwapTileM) + ")";
   if (options.wgmmaSwapTileN != 0 && options.wgmmaSwapTileN != 64 &&
       options.wgmmaSwapTileN != 128)
     return "wgmma-swap-tile-n must be 64 or 128 (got " +
@@ -207,29 +214,25 @@ constexpr int64_t kSwapRowsDefault = 8;
 /// 6% slower, its down GEMM's MN-major small-M kernel the cause).
 constexpr int64_t kSwapRowsMnMajorDefault = 1;
 
-std::optional<GemmKernelConfig>
-gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
-                               const GemmKernelConfig &main) {
-  int64_t rows = options.wgmmaSwapRows >= 0 ? options.wgmmaSwapRows
-                 : op.getTransposeRhs()     ? kSwapRowsDefault
-                                            : kSwapRowsMnMajorDefault;
-  // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
-  // the transposed A of wgmma, boxes of 64 weight columns) with
-  // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of
-  // a 64-row tile would be 32-column boxes, narrower than the 128-byte
-  // swizzle atom).
-  bool concat =
-      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
-  bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
-  if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
-      (!op.getTransposeRhs() && !mnMajorOk))
-    return std::nullopt;
+/// Rows per expert up to which the wide small-M kernel (32-token tiles) is
+/// launched above the 16-token one, for K-major weights (bench/NOTES.md
+/// v40: at 16-32 rows per expert, Qwen3-30B-A3B / gpt-oss-120b /
+/// DeepSeek-V3 T=512 and Mixtral-8x7B T=64, 1.6-4.4% faster than the main
+/// kernel; the 16-token kernel stays below, where the 32-token one was up
+/// to 2% slower). MN-major weights: unmeasured, none.
+constexpr int64_t kWideSwapRowsDefault = 32;
+
+/// One small-M configuration beside `main`: `tileM` tokens per tile, up to
+/// `rows` rows per expert.
+static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
+                                   const GemmKernelConfig &main, int64_t rows,
+                                   int64_t tileM) {
   GemmKernelConfig config = main;
   config.swapAB = true;
   config.swapRows = rows;
   config.cluster = 1;
   config.stagedEpilogue = false;
-  config.tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
+  config.tileM = tileM;
   config.tileN = options.wgmmaSwapTileN ? options.wgmmaSwapTileN : 64;
   // 64 weight rows: one consumer warpgroup, 256 threads, two blocks per
   // SM (more loads in flight per SM); 128: two consumers with setmaxnreg,
@@ -244,9 +247,41 @@ gpu_lowering::chooseSwapConfig(ExpertGemmOp op, const MoeGemmOptions &options,
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
                 wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   // An explicit wgmma-stages (checked against the main kernel's tile) is
-  // capped at what fits here.
+  // capped at what fits.
   config.stages =
       std::min<int64_t>(fit, options.wgmmaStages ? options.wgmmaStages : 8);
   assert(config.stages >= 2 && "small-M tiles leave room for two stages");
   return config;
+}
+
+SmallVector<GemmKernelConfig>
+gpu_lowering::chooseSwapConfigs(ExpertGemmOp op, const MoeGemmOptions &options,
+                                const GemmKernelConfig &main) {
+  bool kMajor = op.getTransposeRhs();
+  int64_t rows = options.wgmmaSwapRows >= 0 ? options.wgmmaSwapRows
+                 : kMajor                   ? kSwapRowsDefault
+                                            : kSwapRowsMnMajorDefault;
+  int64_t wideRows = options.wgmmaWideSwapRows >= 0 ? options.wgmmaWideSwapRows
+                     : kMajor                       ? kWideSwapRowsDefault
+                                                    : 0;
+  // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
+  // the transposed A of wgmma, boxes of 64 weight columns) with
+  // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of
+  // a 64-row tile would be 32-column boxes, narrower than the 128-byte
+  // swizzle atom).
+  bool concat =
+      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
+  bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
+  SmallVector<GemmKernelConfig> configs;
+  // wgmma-swap-rows=0: no small-M kernel at all.
+  if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
+      (!kMajor && !mnMajorOk))
+    return configs;
+  int64_t tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
+  configs.push_back(swapConfig(options, main, rows, tileM));
+  // The wide kernel only above the first one's rows and with wider tiles.
+  if (wideRows > rows && options.wgmmaWideSwapTileM > tileM)
+    configs.push_back(
+        swapConfig(options, main, wideRows, options.wgmmaWideSwapTileM));
+  return configs;
 }

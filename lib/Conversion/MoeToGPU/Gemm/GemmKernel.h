@@ -110,13 +110,16 @@ std::optional<std::string> wgmmaUnsupportedReason(ExpertGemmOp op,
 /// explicitly requested engine cannot run the op.
 FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
                                              const MoeGemmOptions &options);
-/// The small-M (swap-AB) kernel configuration to launch beside `main` (a
-/// wgmma configuration) at few rows per expert, or nullopt when the cost
-/// model or the options leave it out or the op's weights are not K-major
-/// tiles by TMA. An explicit wgmma-stages is capped at what fits.
-std::optional<GemmKernelConfig> chooseSwapConfig(ExpertGemmOp op,
-                                                 const MoeGemmOptions &options,
-                                                 const GemmKernelConfig &main);
+/// The small-M (swap-AB) kernel configurations to launch beside `main` (a
+/// wgmma configuration) at few rows per expert, by ascending swapRows (the
+/// host takes the first whose swapRows x experts bounds the rows): none
+/// when the cost model or the options leave them out or the op's weights
+/// are not tiles by TMA; else the 16-token kernel and, above its rows, the
+/// wide one (wgmma-wide-swap-rows). An explicit wgmma-stages is capped at
+/// what fits.
+SmallVector<GemmKernelConfig> chooseSwapConfigs(ExpertGemmOp op,
+                                                const MoeGemmOptions &options,
+                                                const GemmKernelConfig &main);
 
 //===----------------------------------------------------------------------===//
 // Tile scheduler

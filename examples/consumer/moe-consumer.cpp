@@ -55,7 +55,8 @@ static OwningOpRef<ModuleOp> buildLayer(MLIRContext &context) {
   b.setInsertionPointToStart(body);
   auto ffn = moe::FfnOp::create(
       b, loc, x, body->getArgument(0), body->getArgument(1),
-      body->getArgument(2), body->getArgument(3), /*bias=*/Value(),
+      body->getArgument(2), body->getArgument(3),
+      /*optional_operands (bias, expert biases)=*/ValueRange(),
       /*k=*/2, moe::ScoringFn::softmax, /*normalize=*/true, /*n_group=*/1,
       /*topk_group=*/1, moe::GroupScore::max, /*scaling=*/llvm::APFloat(1.0f),
       moe::Activation::silu, moe::GluLayout::concat,

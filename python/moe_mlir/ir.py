@@ -627,12 +627,17 @@ class FunctionBuilder:
         limit: Optional[float] = None,
         up_bias: float = 0.0,
         transpose_weights: bool = False,
+        w_up_bias: Optional[Value] = None,
+        w_down_bias: Optional[Value] = None,
     ) -> Value:
         """``moe.ffn``: a whole MoE layer on ``x`` (``T x H``) and
-        ``logits`` (``T x E``) with ``w_up`` (``E x H x 2I``; ``E x 2I x H``
-        with ``transpose_weights``), ``w_down`` (``E x I x H``; ``E x H x I``)
-        and the optional routing ``bias`` (``E`` f32). Takes every
-        :meth:`route` and :meth:`glu` attribute. Result ``T x H``."""
+        ``logits`` (``T x E``, the type of ``x`` or f32) with ``w_up``
+        (``E x H x 2I``; ``E x 2I x H`` with ``transpose_weights``),
+        ``w_down`` (``E x I x H``; ``E x H x I``), the optional routing
+        ``bias`` (``E`` f32) and the optional per-expert matmul biases
+        ``w_up_bias`` (``E x 2I``) and ``w_down_bias`` (``E x H``), given
+        together (the op's ``expert_bias``). Takes every :meth:`route` and
+        :meth:`glu` attribute. Result ``T x H``."""
         return Value(
             self._b.ffn(
                 _caller_location(),
@@ -654,5 +659,7 @@ class FunctionBuilder:
                 None if limit is None else float(limit),
                 float(up_bias),
                 transpose_weights,
+                _opt_raw(w_up_bias, "w_up_bias"),
+                _opt_raw(w_down_bias, "w_down_bias"),
             )
         )

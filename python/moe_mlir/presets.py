@@ -4,7 +4,8 @@ A :class:`MoeConfig` holds every attribute of ``moe.ffn`` plus the layer's
 sizes; :func:`ffn_from_config` turns one into a module with a single public
 function
 
-    ffn(x: T x H, logits: T x E, w_up, w_down[, bias: E x f32]) -> T x H
+    ffn(x: T x H, logits: T x E, w_up, w_down[, bias: E x f32]
+        [, w_up_bias: E x 2I, w_down_bias: E x H]) -> T x H
 
 (``w_up`` is ``E x H x 2I`` and ``w_down`` ``E x I x H``; with
 ``transpose_weights`` they are ``E x 2I x H`` and ``E x H x I``, the
@@ -12,10 +13,27 @@ function
 
 The presets describe the routed experts of one MoE layer. What the dialect
 does not model is left out: shared experts (DeepSeek-V3, one dense FFN next
-to the routed ones), the router's own linear layer (its output are the
-``logits``; gpt-oss's router bias is part of it) and gpt-oss's per-expert
-matmul biases (``moe.ffn`` has none; build the primitive chain with
-``grouped_matmul(..., bias=...)`` for them).
+to the routed ones) and the router's own linear layer (its output are the
+``logits``; gpt-oss's router bias is part of it).
+
+Where each operand comes from in the Hugging Face ``transformers``
+checkpoints (per MoE layer; ``experts`` stacked over E where the checkpoint
+keeps one module per expert):
+
+- Mixtral-8x7B (``MixtralSparseMoeBlock``): logits = ``gate(x)``; w_up =
+  ``cat(w1, w3)`` per expert (gate rows then up rows: ``concat``), w_down =
+  ``w2``.
+- Qwen3-30B-A3B (``Qwen3MoeSparseMoeBlock``): logits = ``gate(x)``; w_up =
+  ``cat(gate_proj, up_proj)`` per expert, w_down = ``down_proj``.
+- DeepSeek-V3 (``DeepseekV3MoE``, routed experts): logits = ``gate`` linear
+  of x computed in f32 (``logits_dtype="f32"``); bias =
+  ``gate.e_score_correction_bias``; w_up = ``cat(gate_proj, up_proj)``,
+  w_down = ``down_proj``.
+- gpt-oss-120b (``GptOssMLP``): logits = ``router(x)`` (its bias
+  included); w_up = ``experts.gate_up_proj`` (E x H x 2I, gate and up
+  interleaved), w_up_bias = ``experts.gate_up_proj_bias``; w_down =
+  ``experts.down_proj`` (E x I x H), w_down_bias =
+  ``experts.down_proj_bias`` (``expert_bias``).
 """
 
 from __future__ import annotations
@@ -45,7 +63,9 @@ class MoeConfig:
     ``hidden`` (H), ``intermediate`` (I, per expert), ``experts`` (E) and
     ``top_k`` (k) give the shapes; the rest are the ``moe.route`` and
     ``moe.glu`` attributes of the same names (``routing_bias`` adds the
-    ``E`` f32 score-correction bias operand)."""
+    ``E`` f32 score-correction bias operand, ``expert_bias`` the per-expert
+    matmul biases ``E x 2I`` and ``E x H``); ``logits_dtype`` is the
+    router logits' element type (None: the activations')."""
 
     hidden: int
     intermediate: int
@@ -64,6 +84,8 @@ class MoeConfig:
     limit: Optional[float] = None
     up_bias: float = 0.0
     transpose_weights: bool = False
+    expert_bias: bool = False
+    logits_dtype: Optional[str] = None
     name: str = ""
 
     def replace(self, **changes) -> "MoeConfig":
@@ -73,7 +95,8 @@ class MoeConfig:
 
     def input_types(self, T: Optional[int] = None, dtype: str = "bf16") -> List[TensorType]:
         """The types of ``ffn``'s arguments for ``T`` tokens (None:
-        dynamic): x, logits, w_up, w_down and, with ``routing_bias``, bias."""
+        dynamic): x, logits, w_up, w_down, with ``routing_bias`` bias and
+        with ``expert_bias`` w_up_bias and w_down_bias."""
         H, I, E = self.hidden, self.intermediate, self.experts
         if self.transpose_weights:
             w_up, w_down = [E, 2 * I, H], [E, H, I]
@@ -81,12 +104,14 @@ class MoeConfig:
             w_up, w_down = [E, H, 2 * I], [E, I, H]
         types = [
             TensorType([T, H], dtype),
-            TensorType([T, E], dtype),
+            TensorType([T, E], self.logits_dtype or dtype),
             TensorType(w_up, dtype),
             TensorType(w_down, dtype),
         ]
         if self.routing_bias:
             types.append(TensorType([E], "f32"))
+        if self.expert_bias:
+            types += [TensorType([E, 2 * I], dtype), TensorType([E, H], dtype)]
         return types
 
     def ffn_attributes(self) -> dict:
@@ -155,11 +180,12 @@ PRESETS: Dict[str, MoeConfig] = {
         activation="silu",
         layout="concat",
         transpose_weights=True,
+        logits_dtype="f32",
         name="deepseek-v3",
     ),
     # gpt-oss-120b: softmax over the top-4 logits (= softmax + normalise),
     # interleaved SwiGLU with alpha 1.702, clamp 7.0 and up + 1; gate_up_proj
-    # is stored E x H x 2I.
+    # is stored E x H x 2I; per-expert biases on both matmuls.
     "gpt-oss-120b": MoeConfig(
         hidden=2880,
         intermediate=2880,
@@ -173,6 +199,7 @@ PRESETS: Dict[str, MoeConfig] = {
         limit=7.0,
         up_bias=1.0,
         transpose_weights=False,
+        expert_bias=True,
         name="gpt-oss-120b",
     ),
 }
@@ -197,6 +224,8 @@ def ffn_from_config(
     module = Module(context)
     with FunctionBuilder(module, name, config.input_types(T, dtype)) as f:
         x, logits, w_up, w_down = f.args[:4]
-        bias = f.args[4] if config.routing_bias else None
-        f.ret(f.ffn(x, logits, w_up, w_down, bias, **config.ffn_attributes()))
+        rest = list(f.args[4:])
+        bias = rest.pop(0) if config.routing_bias else None
+        expert = dict(w_up_bias=rest[0], w_down_bias=rest[1]) if config.expert_bias else {}
+        f.ret(f.ffn(x, logits, w_up, w_down, bias, **config.ffn_attributes(), **expert))
     return module

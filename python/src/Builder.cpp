@@ -440,27 +440,41 @@ PyValue PyFunctionBuilder::ffn(
     bool normalize, int64_t nGroup, int64_t topkGroup,
     const std::string &groupScore, double scaling,
     const std::string &activation, const std::string &layout, double alpha,
-    std::optional<double> limit, double upBias, bool transposeWeights) {
+    std::optional<double> limit, double upBias, bool transposeWeights,
+    const std::optional<PyValue> &wUpBias,
+    const std::optional<PyValue> &wDownBias) {
   Value xv = use(x, "x");
   Value lg = use(logits, "logits");
   Value up = use(wUp, "w_up");
   Value down = use(wDown, "w_down");
   Value bs = bias ? use(*bias, "bias") : Value();
+  Value upBs = wUpBias ? use(*wUpBias, "w_up_bias") : Value();
+  Value downBs = wDownBias ? use(*wDownBias, "w_down_bias") : Value();
   OpBuilder b = OpBuilder::atBlockEnd(&state->func.getBody().front());
   Type fb[] = {
       tensorOf({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type())};
   FloatAttr limitAttr =
       limit ? b.getF32FloatAttr(static_cast<float>(*limit)) : FloatAttr();
+  // expert_bias follows the operands; the verifier reports one expert bias
+  // without the other (the operand count).
+  bool expertBias = upBs || downBs;
+  SmallVector<Value> optional;
+  if (bs)
+    optional.push_back(bs);
+  if (upBs)
+    optional.push_back(upBs);
+  if (downBs)
+    optional.push_back(downBs);
   return wrap(createVerified<FfnOp, true>(
-      b, location(loc), fb, xv, lg, up, down, bs, b.getI64IntegerAttr(k),
-      scoringAttr(ctx(), scoring), b.getBoolAttr(normalize),
-      b.getI64IntegerAttr(nGroup), b.getI64IntegerAttr(topkGroup),
-      groupScoreAttr(ctx(), groupScore),
+      b, location(loc), fb, xv, lg, up, down, ValueRange(optional),
+      b.getI64IntegerAttr(k), scoringAttr(ctx(), scoring),
+      b.getBoolAttr(normalize), b.getI64IntegerAttr(nGroup),
+      b.getI64IntegerAttr(topkGroup), groupScoreAttr(ctx(), groupScore),
       b.getF32FloatAttr(static_cast<float>(scaling)),
       activationAttr(ctx(), activation), layoutAttr(ctx(), layout),
       b.getF32FloatAttr(static_cast<float>(alpha)), limitAttr,
       b.getF32FloatAttr(static_cast<float>(upBias)),
-      b.getBoolAttr(transposeWeights)))[0];
+      b.getBoolAttr(transposeWeights), b.getBoolAttr(expertBias)))[0];
 }
 
 PyValue PyFunctionBuilder::expandSlots(const PyLoc &loc, const PyValue &input,

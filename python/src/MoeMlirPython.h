@@ -270,7 +270,8 @@ public:
               int64_t topkGroup, const std::string &groupScore, double scaling,
               const std::string &activation, const std::string &layout,
               double alpha, std::optional<double> limit, double upBias,
-              bool transposeWeights);
+              bool transposeWeights, const std::optional<PyValue> &wUpBias,
+              const std::optional<PyValue> &wDownBias);
   /// tensor.expand_shape of an `M x H` tensor to `(M/k) x k x H`.
   PyValue expandSlots(const PyLoc &loc, const PyValue &input, int64_t k);
 

@@ -15,8 +15,10 @@ def test_preset_table():
     ds = PRESETS["deepseek-v3"]
     assert (ds.experts, ds.top_k, ds.n_group, ds.topk_group) == (256, 8, 8, 4)
     assert ds.scoring == "sigmoid" and ds.routing_bias and ds.scaling == 2.5
+    assert ds.logits_dtype == "f32" and not ds.expert_bias
     oss = PRESETS["gpt-oss-120b"]
     assert (oss.layout, oss.alpha, oss.limit, oss.up_bias) == ("interleaved", 1.702, 7.0, 1.0)
+    assert oss.expert_bias and oss.logits_dtype is None
     assert PRESETS["mixtral-8x7b"].replace(hidden=64).hidden == 64
 
 
@@ -34,6 +36,9 @@ def test_full_size_ir(name, T):
     H, I, E = cfg.hidden, cfg.intermediate, cfg.experts
     up = [E, 2 * I, H] if cfg.transpose_weights else [E, H, 2 * I]
     assert ft.inputs[2] == TensorType(up, "bf16")
+    assert ft.inputs[1] == TensorType([T, E], cfg.logits_dtype or "bf16")
+    if cfg.expert_bias:
+        assert list(ft.inputs[-2:]) == [TensorType([E, 2 * I], "bf16"), TensorType([E, H], "bf16")]
     text = str(again)
     assert "moe.ffn" in text and "k = %d" % cfg.top_k in text
     # Decomposes and fuses at full size.
@@ -56,7 +61,7 @@ def test_scaled_down_layer_runs(rng, name, dtype):
     cpu = m.compile_cpu()
     T, H, I, E = 9, cfg.hidden, cfg.intermediate, cfg.experts
     x = rand(rng, (T, H), dtype)
-    logits = rand(rng, (T, E), dtype, 2.0)
+    logits = rand(rng, (T, E), cfg.logits_dtype or dtype, 2.0)
     up_shape = (E, 2 * I, H) if cfg.transpose_weights else (E, H, 2 * I)
     down_shape = (E, H, I) if cfg.transpose_weights else (E, I, H)
     args = [x, logits, rand(rng, up_shape, dtype, H**-0.5), rand(rng, down_shape, dtype, I**-0.5)]
@@ -64,6 +69,12 @@ def test_scaled_down_layer_runs(rng, name, dtype):
     if cfg.routing_bias:
         bias = rand(rng, (E,), "f32", 0.05)
         args.append(bias)
+    expert = {}
+    if cfg.expert_bias:
+        expert = dict(
+            w_up_bias=rand(rng, (E, 2 * I), dtype, 0.5), w_down_bias=rand(rng, (E, H), dtype, 0.5)
+        )
+        args += [expert["w_up_bias"], expert["w_down_bias"]]
     y = cpu.call("ffn", *args)
     assert y.shape == (T, H) and y.dtype == args[0].dtype
     want, scale, defined = R.ffn(
@@ -83,6 +94,7 @@ def test_scaled_down_layer_runs(rng, name, dtype):
         limit=cfg.limit,
         up_bias=cfg.up_bias,
         transpose_weights=cfg.transpose_weights,
+        **{k: to_f64(v) for k, v in expert.items()},
     )
     assert_close(y, want, dtype, scale, defined[:, None])
 

@@ -464,18 +464,23 @@ def gen_ffn(rng, seed):
     F = _dtype(rng)
     tw = bool(rng.random() < 0.5)
     x = _floats(rng, (T, H), F)
-    logits = _logits(rng, T, E, F, attrs["scoring"], nonfinite=rng.random() < 0.15)
+    # f32 router logits with narrower activations (DeepSeek-V3) or F.
+    LF = "f32" if F != "f32" and rng.random() < 0.4 else F
+    logits = _logits(rng, T, E, LF, attrs["scoring"], nonfinite=rng.random() < 0.15)
     w_up = _floats(rng, (E, 2 * I, H) if tw else (E, H, 2 * I), F, scale=1 / np.sqrt(H))
     w_down = _floats(rng, (E, H, I) if tw else (E, I, H), F, scale=1 / np.sqrt(I))
     dyn = rng.random() < 0.5
     inputs = [
         Tensor("x", F, x, dyn),
-        Tensor("logits", F, logits, dyn),
+        Tensor("logits", LF, logits, dyn),
         Tensor("w_up", F, w_up),
         Tensor("w_down", F, w_down),
     ]
     if has_bias:
         inputs.append(Tensor("bias", "f32", ref.round_to(rng.normal(0, 0.5, size=E), "f32")))
+    if rng.random() < 0.35:  # per-expert matmul biases (gpt-oss)
+        inputs.append(Tensor("w_up_bias", F, _floats(rng, (E, 2 * I), F, scale=0.5)))
+        inputs.append(Tensor("w_down_bias", F, _floats(rng, (E, H), F, scale=0.5)))
     attrs["k"] = k
     attrs.update(_glu_attrs(rng))
     attrs["transpose_weights"] = tw

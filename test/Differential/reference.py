@@ -516,8 +516,13 @@ def ffn(
     limit=None,
     up_bias=0.0,
     transpose_weights=False,
+    w_up_bias=None,
+    w_down_bias=None,
 ):
     """Returns (y [T,H] (not yet rounded to F), scale [T,H], defined rows [T]).
+
+    `w_up_bias` (E x 2I) and `w_down_bias` (E x H) are the expert biases of
+    moe.ffn (expert_bias): the grouped matmuls' biases.
 
     Between the ops of the chain every activation is rounded to F (the
     decomposition's element type); route weights are f32."""
@@ -533,14 +538,16 @@ def ffn(
     rev, tok = get_indices(cs, ids)
     off = get_indptr(cs, E, inclusive=False)
     rows = gather(x, tok)
-    up, up_scale, _ = grouped_matmul(rows, w_up, off, transpose_rhs=transpose_weights)
+    up, up_scale, _ = grouped_matmul(
+        rows, w_up, off, bias=w_up_bias, transpose_rhs=transpose_weights
+    )
     up = round_to(up, F)
     # error scale of `up` in units of u: accumulation + rounding
     act, act_scale = glu(
         up, activation, layout, alpha, limit, up_bias, x_scale=up_scale + np.abs(up)
     )
     act = round_to(act, F)
-    down, _, _ = grouped_matmul(act, w_down, off, transpose_rhs=transpose_weights)
+    down, _, _ = grouped_matmul(act, w_down, off, bias=w_down_bias, transpose_rhs=transpose_weights)
     down_scale, _, _ = grouped_matmul(
         act_scale + np.abs(act), np.abs(w_down), off, transpose_rhs=transpose_weights
     )

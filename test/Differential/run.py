@@ -265,6 +265,13 @@ def op_text(case, vals, tys, res, rtys):
         )
     if op == "ffn":
         bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
+        if "w_up_bias" in v:
+            bias += " expert_bias(%s, %s : %s, %s)" % (
+                v["w_up_bias"],
+                v["w_down_bias"],
+                t["w_up_bias"],
+                t["w_down_bias"],
+            )
         items = _route_attr_items(a) + _glu_attr_items(a)
         if a.get("transpose_weights"):
             items.append(("transpose_weights", "true"))
@@ -648,6 +655,8 @@ def check_case(case, results):
             a["k"],
             a["scoring"],
             bias=v.get("bias"),
+            w_up_bias=v.get("w_up_bias"),
+            w_down_bias=v.get("w_down_bias"),
             **kw,
         )
         add(cmp_float("result", results[0], y, od[0], sc, defined[:, None]))

@@ -911,10 +911,12 @@ _FFN_SMALL = [
         dict(k=1, scoring="softmax", activation="gelu", layout="concat"),
     ),
 ]
+# DeepSeek-V3 routes on f32 logits while its activations are bf16.
+_FFN_SMALL.append(("ffn_small_deepseek_like_bf16_f32_logits",) + _FFN_SMALL[1][1:])
 for _n, _F, _H, _I, _E, _b, _tw, _a in _FFN_SMALL:
     _ins = [
         A("x", _F, ("T", _H)),
-        A("logits", _F, ("T", _E)),
+        A("logits", "f32" if _n.endswith("_f32_logits") else _F, ("T", _E)),
         A("w_up", _F, (_E, 2 * _I, _H) if _tw else (_E, _H, 2 * _I)),
         A("w_down", _F, (_E, _H, _I) if _tw else (_E, _I, _H)),
     ]
@@ -932,7 +934,9 @@ assert len(CASES_BY_NAME) == len(OP_CASES), "duplicate case names"
 
 
 class Model:
-    def __init__(self, name, title, H, I, E, k, route, glu, transpose_weights, bias):
+    def __init__(
+        self, name, title, H, I, E, k, route, glu, transpose_weights, bias, logits_f="bf16"
+    ):
         self.name = name
         self.title = title
         self.H, self.I, self.E, self.k = H, I, E, k
@@ -941,6 +945,7 @@ class Model:
         self.transpose_weights = transpose_weights
         self.bias = bias  # routing bias tensor<E x f32>
         self.F = "bf16"
+        self.logits_f = logits_f  # the router's logits: bf16 or f32
 
     @property
     def attrs(self):
@@ -962,7 +967,7 @@ class Model:
         F = self.F
         ins = [
             A("x", F, ("T", self.H)),
-            A("logits", F, ("T", self.E)),
+            A("logits", self.logits_f, ("T", self.E)),
             A("w_up", F, self.w_up_shape),
             A("w_down", F, self.w_down_shape),
         ]
@@ -971,7 +976,7 @@ class Model:
         return ins
 
     def route_inputs(self):
-        ins = [A("logits", self.F, ("T", self.E))]
+        ins = [A("logits", self.logits_f, ("T", self.E))]
         if self.bias:
             ins.append(A("bias", "f32", (self.E,)))
         return ins
@@ -1064,6 +1069,7 @@ MODELS = [
         glu=dict(activation="silu", layout="concat"),
         transpose_weights=False,
         bias=True,
+        logits_f="f32",
     ),
 ]
 MODELS_BY_NAME = {m.name: m for m in MODELS}
@@ -1316,7 +1322,7 @@ def gen_inputs(case, T, mode="random", seed=0):
         E = sh["logits"][1]
         I = sh["w_down"][2] if a.get("transpose_weights") else sh["w_down"][1]
         v["x"] = floats(rng, sh["x"], F)
-        v["logits"] = gen_logits(rng, T_, E, F, mode)
+        v["logits"] = gen_logits(rng, T_, E, dt["logits"], mode)
         v["w_up"] = floats(rng, sh["w_up"], F, scale=1.0 / np.sqrt(H))
         v["w_down"] = floats(rng, sh["w_down"], F, scale=1.0 / np.sqrt(I))
         if "bias" in sh:

@@ -731,7 +731,7 @@ class ModelRunner:
             lg[rows(5), 2 % m.E] = nan  # one NaN
             lg[rows(6), 7 % m.E] = inf  # two +inf
             lg[rows(6), 3 % m.E] = inf
-        return x, lg.to(torch.bfloat16)
+        return x, lg.to(torch.float32 if m.logits_f == "f32" else torch.bfloat16)
 
     def favoured(self):
         m = self.m

@@ -186,7 +186,7 @@ func.func @multihot_converters(%ids: tensor<?x2xi32>, %p: tensor<?x2xf16>) -> (t
 func.func @ffn_minimal(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) -> tensor<?x64xbf16> {
   // CHECK: moe.ffn %[[X]], %[[L]], %[[WU]], %[[WD]] k = 2 scoring = softmax activation = silu layout = concat : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>
   // GENERIC-LABEL: sym_name = "ffn_minimal"
-  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<concat>, n_group = 1 : i64, normalize = false, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32}>
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = false, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<concat>, n_group = 1 : i64, normalize = false, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32}>
   %y = "moe.ffn"(%x, %l, %wu, %wd) <{k = 2 : i64, scoring = #moe.scoring<softmax>,
                                      activation = #moe.activation<silu>,
                                      layout = #moe.glu_layout<concat>}>
@@ -204,7 +204,7 @@ func.func @ffn_all_attrs(%x: tensor<4x32xf16>, %l: tensor<4x16xf16>, %wu: tensor
   // CHECK-SAME: {alpha = 1.702000e+00 : f32, group_score = #moe.group_score<top2_sum>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}
   // CHECK-SAME: : tensor<4x32xf16>, tensor<4x16xf16>, tensor<16x64x32xf16>, tensor<16x32x32xf16> -> tensor<4x32xf16>
   // GENERIC-LABEL: sym_name = "ffn_all_attrs"
-  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<gelu_tanh>, alpha = 1.702000e+00 : f32, group_score = #moe.group_score<top2_sum>, k = 4 : i64, layout = #moe.glu_layout<interleaved>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, scoring = #moe.scoring<sigmoid>, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}>
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<gelu_tanh>, alpha = 1.702000e+00 : f32, expert_bias = false, group_score = #moe.group_score<top2_sum>, k = 4 : i64, layout = #moe.glu_layout<interleaved>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, scoring = #moe.scoring<sigmoid>, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}>
   %y = "moe.ffn"(%x, %l, %wu, %wd, %b) <{k = 4 : i64, scoring = #moe.scoring<sigmoid>, normalize = true,
                                          n_group = 4 : i64, topk_group = 2 : i64,
                                          group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32,
@@ -214,4 +214,38 @@ func.func @ffn_all_attrs(%x: tensor<4x32xf16>, %l: tensor<4x16xf16>, %wu: tensor
                                          transpose_weights = true}>
       : (tensor<4x32xf16>, tensor<4x16xf16>, tensor<16x64x32xf16>, tensor<16x32x32xf16>, tensor<16xf32>) -> tensor<4x32xf16>
   return %y : tensor<4x32xf16>
+}
+
+// The expert biases (expert_bias = true): operands 6 and 7 after the routing
+// bias, here with f32 logits on bf16 activations (DeepSeek-V3's router).
+// CHECK-LABEL: func.func @ffn_expert_bias
+// CHECK-SAME: (%[[X:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[L:[a-z0-9_]+]]: tensor<?x16xf32>, %[[WU:[a-z0-9_]+]]: tensor<16x32x64xbf16>, %[[WD:[a-z0-9_]+]]: tensor<16x32x32xbf16>, %[[B:[a-z0-9_]+]]: tensor<16xf32>, %[[UB:[a-z0-9_]+]]: tensor<16x64xbf16>, %[[DB:[a-z0-9_]+]]: tensor<16x32xbf16>)
+func.func @ffn_expert_bias(%x: tensor<?x32xbf16>, %l: tensor<?x16xf32>, %wu: tensor<16x32x64xbf16>,
+                           %wd: tensor<16x32x32xbf16>, %b: tensor<16xf32>, %ub: tensor<16x64xbf16>,
+                           %db: tensor<16x32xbf16>) -> tensor<?x32xbf16> {
+  // CHECK: moe.ffn %[[X]], %[[L]], %[[WU]], %[[WD]] bias(%[[B]] : tensor<16xf32>) expert_bias(%[[UB]], %[[DB]] : tensor<16x64xbf16>, tensor<16x32xbf16>) k = 2 scoring = softmax activation = silu layout = interleaved
+  // CHECK-NOT: expert_bias =
+  // CHECK-SAME: : tensor<?x32xbf16>, tensor<?x16xf32>, tensor<16x32x64xbf16>, tensor<16x32x32xbf16> -> tensor<?x32xbf16>
+  // GENERIC-LABEL: sym_name = "ffn_expert_bias"
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = true, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<interleaved>, n_group = 1 : i64, normalize = false, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32}>
+  %y = "moe.ffn"(%x, %l, %wu, %wd, %b, %ub, %db) <{k = 2 : i64, scoring = #moe.scoring<softmax>,
+                                                  activation = #moe.activation<silu>,
+                                                  layout = #moe.glu_layout<interleaved>,
+                                                  expert_bias = true}>
+      : (tensor<?x32xbf16>, tensor<?x16xf32>, tensor<16x32x64xbf16>, tensor<16x32x32xbf16>, tensor<16xf32>, tensor<16x64xbf16>, tensor<16x32xbf16>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}
+
+// Expert biases without the routing bias: operands 5 and 6.
+// CHECK-LABEL: func.func @ffn_expert_bias_only
+// CHECK: moe.ffn %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} expert_bias(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : tensor<16x64xf32>, tensor<16x32xf32>) k = 2
+// GENERIC-LABEL: sym_name = "ffn_expert_bias_only"
+// GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{{{.*}}expert_bias = true
+func.func @ffn_expert_bias_only(%x: tensor<4x32xf32>, %l: tensor<4x16xf32>, %wu: tensor<16x32x64xf32>,
+                                %wd: tensor<16x32x32xf32>, %ub: tensor<16x64xf32>,
+                                %db: tensor<16x32xf32>) -> tensor<4x32xf32> {
+  %y = moe.ffn %x, %l, %wu, %wd expert_bias(%ub, %db : tensor<16x64xf32>, tensor<16x32xf32>)
+      k = 2 scoring = softmax activation = silu layout = concat
+      : tensor<4x32xf32>, tensor<4x16xf32>, tensor<16x32x64xf32>, tensor<16x32x32xf32> -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
 }

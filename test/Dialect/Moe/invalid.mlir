@@ -1367,9 +1367,17 @@ func.func @ffn_logits_wrong_t(%x: tensor<4x16xf32>, %l: tensor<5x8xf32>, %wu: te
 
 // -----
 
-func.func @ffn_logits_element_type_mismatch(%x: tensor<4x16xbf16>, %l: tensor<4x8xf32>, %wu: tensor<8x16x64xbf16>, %wd: tensor<8x32x16xbf16>) {
-  // expected-error @+1 {{'moe.ffn' op expected 'logits' element type 'bf16' (as 'x'), got 'f32'}}
-  %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xbf16>, tensor<4x8xf32>, tensor<8x16x64xbf16>, tensor<8x32x16xbf16> -> tensor<4x16xbf16>
+func.func @ffn_logits_element_type_mismatch(%x: tensor<4x16xbf16>, %l: tensor<4x8xf16>, %wu: tensor<8x16x64xbf16>, %wd: tensor<8x32x16xbf16>) {
+  // expected-error @+1 {{'moe.ffn' op expected 'logits' element type 'bf16' (as 'x') or f32, got 'f16'}}
+  %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xbf16>, tensor<4x8xf16>, tensor<8x16x64xbf16>, tensor<8x32x16xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @ffn_logits_narrower_than_x(%x: tensor<4x16xf32>, %l: tensor<4x8xbf16>, %wu: tensor<8x16x64xf32>, %wd: tensor<8x32x16xf32>) {
+  // expected-error @+1 {{'moe.ffn' op expected 'logits' element type 'f32' (as 'x') or f32, got 'bf16'}}
+  %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xf32>, tensor<4x8xbf16>, tensor<8x16x64xf32>, tensor<8x32x16xf32> -> tensor<4x16xf32>
   return
 }
 
@@ -1505,8 +1513,50 @@ func.func @ffn_bias_wrong_length(%x: tensor<4x16xf32>, %l: tensor<4x8xf32>, %wu:
 // -----
 
 func.func @ffn_bias_not_f32(%x: tensor<4x16xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x16x64xbf16>, %wd: tensor<8x32x16xbf16>, %b: tensor<8xbf16>) {
-  // expected-error @+1 {{'moe.ffn' op operand #4 must be 1D tensor of 32-bit float values, but got 'tensor<8xbf16>'}}
+  // expected-error @+1 {{'moe.ffn' op expected 'bias' to be a 1-D f32 tensor, got 'tensor<8xbf16>'}}
   %y = moe.ffn %x, %l, %wu, %wd bias(%b : tensor<8xbf16>) k = 2 scoring = sigmoid activation = silu layout = concat : tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<8x16x64xbf16>, tensor<8x32x16xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @ffn_expert_bias_wrong_up_shape(%x: tensor<4x16xbf16>, %l: tensor<4x8xf32>, %wu: tensor<8x64x16xbf16>, %wd: tensor<8x16x32xbf16>, %ub: tensor<8x32xbf16>, %db: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'moe.ffn' op expected 'w_up_bias' to be E x 2I = 8x64, got 'tensor<8x32xbf16>'}}
+  %y = moe.ffn %x, %l, %wu, %wd expert_bias(%ub, %db : tensor<8x32xbf16>, tensor<8x16xbf16>) k = 2 scoring = softmax activation = silu layout = interleaved {transpose_weights = true} : tensor<4x16xbf16>, tensor<4x8xf32>, tensor<8x64x16xbf16>, tensor<8x16x32xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @ffn_expert_bias_wrong_down_shape(%x: tensor<4x16xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x16x64xbf16>, %wd: tensor<8x32x16xbf16>, %ub: tensor<8x64xbf16>, %db: tensor<8x32xbf16>) {
+  // expected-error @+1 {{'moe.ffn' op expected 'w_down_bias' to be E x H = 8x16, got 'tensor<8x32xbf16>'}}
+  %y = moe.ffn %x, %l, %wu, %wd expert_bias(%ub, %db : tensor<8x64xbf16>, tensor<8x32xbf16>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<8x16x64xbf16>, tensor<8x32x16xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @ffn_expert_bias_element_type(%x: tensor<4x16xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x16x64xbf16>, %wd: tensor<8x32x16xbf16>, %ub: tensor<8x64xf32>, %db: tensor<8x16xbf16>) {
+  // expected-error @+1 {{'moe.ffn' op expected 'w_up_bias' element type 'bf16' (as 'x'), got 'f32'}}
+  %y = moe.ffn %x, %l, %wu, %wd expert_bias(%ub, %db : tensor<8x64xf32>, tensor<8x16xbf16>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xbf16>, tensor<4x8xbf16>, tensor<8x16x64xbf16>, tensor<8x32x16xbf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+// Generic form: expert_bias = true needs the two expert-bias operands.
+func.func @ffn_expert_bias_missing_operands(%x: tensor<4x16xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x16x64xf32>, %wd: tensor<8x32x16xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'moe.ffn' op expected 6 or 7 operands (x, logits, w_up, w_down, [bias], w_up_bias, w_down_bias) with expert_bias = true, got 5}}
+  %y = "moe.ffn"(%x, %l, %wu, %wd, %b) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, expert_bias = true}> : (tensor<4x16xf32>, tensor<4x8xf32>, tensor<8x16x64xf32>, tensor<8x32x16xf32>, tensor<8xf32>) -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// Generic form: without expert_bias at most the routing bias follows w_down.
+func.func @ffn_too_many_operands(%x: tensor<4x16xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x16x64xf32>, %wd: tensor<8x32x16xf32>, %ub: tensor<8x64xf32>, %db: tensor<8x16xf32>) {
+  // expected-error @+1 {{'moe.ffn' op expected 4 or 5 operands (x, logits, w_up, w_down, [bias]) with expert_bias = false, got 6}}
+  %y = "moe.ffn"(%x, %l, %wu, %wd, %ub, %db) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}> : (tensor<4x16xf32>, tensor<4x8xf32>, tensor<8x16x64xf32>, tensor<8x32x16xf32>, tensor<8x64xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
   return
 }
 

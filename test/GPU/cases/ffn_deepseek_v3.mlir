@@ -8,12 +8,12 @@
 // @ffn is the layer; @route is its routing alone, so that the checker can
 // tell a routing near-tie from a wrong result.
 
-func.func @ffn(%x: tensor<?x7168xbf16>, %logits: tensor<?x256xbf16>, %w_up: tensor<256x7168x4096xbf16>, %w_down: tensor<256x2048x7168xbf16>, %bias: tensor<256xf32>) -> tensor<?x7168xbf16> attributes {llvm.emit_c_interface} {
-  %result = moe.ffn %x, %logits, %w_up, %w_down bias(%bias : tensor<256xf32>) k = 8 scoring = sigmoid activation = silu layout = concat {normalize = true, n_group = 8 : i64, topk_group = 4 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x7168xbf16>, tensor<?x256xbf16>, tensor<256x7168x4096xbf16>, tensor<256x2048x7168xbf16> -> tensor<?x7168xbf16>
+func.func @ffn(%x: tensor<?x7168xbf16>, %logits: tensor<?x256xf32>, %w_up: tensor<256x7168x4096xbf16>, %w_down: tensor<256x2048x7168xbf16>, %bias: tensor<256xf32>) -> tensor<?x7168xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down bias(%bias : tensor<256xf32>) k = 8 scoring = sigmoid activation = silu layout = concat {normalize = true, n_group = 8 : i64, topk_group = 4 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x7168xbf16>, tensor<?x256xf32>, tensor<256x7168x4096xbf16>, tensor<256x2048x7168xbf16> -> tensor<?x7168xbf16>
   return %result : tensor<?x7168xbf16>
 }
 
-func.func @route(%logits: tensor<?x256xbf16>, %bias: tensor<256xf32>) -> (tensor<?x8xf32>, tensor<?x8xi32>) attributes {llvm.emit_c_interface} {
-  %weights, %indices = moe.route %logits bias(%bias : tensor<256xf32>) k = 8 scoring = sigmoid {normalize = true, n_group = 8 : i64, topk_group = 4 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x256xbf16> -> tensor<?x8xf32>, tensor<?x8xi32>
+func.func @route(%logits: tensor<?x256xf32>, %bias: tensor<256xf32>) -> (tensor<?x8xf32>, tensor<?x8xi32>) attributes {llvm.emit_c_interface} {
+  %weights, %indices = moe.route %logits bias(%bias : tensor<256xf32>) k = 8 scoring = sigmoid {normalize = true, n_group = 8 : i64, topk_group = 4 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x256xf32> -> tensor<?x8xf32>, tensor<?x8xi32>
   return %weights, %indices : tensor<?x8xf32>, tensor<?x8xi32>
 }

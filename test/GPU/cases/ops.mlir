@@ -388,3 +388,8 @@ func.func @ffn_small_gelu_f32(%x: tensor<?x32xf32>, %logits: tensor<?x4xf32>, %w
   %result = moe.ffn %x, %logits, %w_up, %w_down k = 1 scoring = softmax activation = gelu layout = concat : tensor<?x32xf32>, tensor<?x4xf32>, tensor<4x32x32xf32>, tensor<4x16x32xf32> -> tensor<?x32xf32>
   return %result : tensor<?x32xf32>
 }
+
+func.func @ffn_small_deepseek_like_bf16_f32_logits(%x: tensor<?x128xbf16>, %logits: tensor<?x16xf32>, %w_up: tensor<16x128x128xbf16>, %w_down: tensor<16x64x128xbf16>, %bias: tensor<16xf32>) -> tensor<?x128xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down bias(%bias : tensor<16xf32>) k = 4 scoring = sigmoid activation = silu layout = concat {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x128xbf16>, tensor<?x16xf32>, tensor<16x128x128xbf16>, tensor<16x64x128xbf16> -> tensor<?x128xbf16>
+  return %result : tensor<?x128xbf16>
+}

@@ -54,6 +54,49 @@ static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
   printer << stringifyEnum(attr.getValue());
 }
 
+/// moe.ffn's optional operands: `bias(%b : type)` and
+/// `expert_bias(%up, %down : type, type)`, each optional, in that order;
+/// the second sets `expert_bias`.
+static ParseResult parseFfnOptionalOperands(
+    OpAsmParser &parser,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+    SmallVectorImpl<Type> &types, BoolAttr &expertBias) {
+  if (succeeded(parser.parseOptionalKeyword("bias"))) {
+    OpAsmParser::UnresolvedOperand bias;
+    Type type;
+    if (parser.parseLParen() || parser.parseOperand(bias) ||
+        parser.parseColonType(type) || parser.parseRParen())
+      return failure();
+    operands.push_back(bias);
+    types.push_back(type);
+  }
+  if (failed(parser.parseOptionalKeyword("expert_bias")))
+    return success();
+  OpAsmParser::UnresolvedOperand up, down;
+  Type upType, downType;
+  if (parser.parseLParen() || parser.parseOperand(up) || parser.parseComma() ||
+      parser.parseOperand(down) || parser.parseColon() ||
+      parser.parseType(upType) || parser.parseComma() ||
+      parser.parseType(downType) || parser.parseRParen())
+    return failure();
+  operands.append({up, down});
+  types.append({upType, downType});
+  expertBias = BoolAttr::get(parser.getContext(), true);
+  return success();
+}
+
+static void printFfnOptionalOperands(OpAsmPrinter &printer, FfnOp op,
+                                     OperandRange, TypeRange, BoolAttr) {
+  // The verifier keeps the operand count and expert_bias in step (an op
+  // that fails it prints in the generic form).
+  if (Value bias = op.getBias())
+    printer << "bias(" << bias << " : " << bias.getType() << ") ";
+  Value up = op.getWUpBias(), down = op.getWDownBias();
+  if (up && down)
+    printer << "expert_bias(" << up << ", " << down << " : " << up.getType()
+            << ", " << down.getType() << ") ";
+}
+
 /// Inference only needs the result count and ranks to line up; verify()
 /// demands exact types with a precise diagnostic.
 /// (Moe_InferredOp's isCompatibleReturnTypes, generated for each op.)
@@ -633,6 +676,23 @@ LogicalResult MultihotToIndicesOp::verify() {
 // FfnOp
 //===----------------------------------------------------------------------===//
 
+// Operands 4.. : [bias] [w_up_bias, w_down_bias] (verify() checks the
+// count against expert_bias).
+Value FfnOp::getBias() {
+  size_t n = getOptionalOperands().size(), expert = getExpertBias() ? 2 : 0;
+  return n == expert + 1 ? getOptionalOperands()[0] : Value();
+}
+
+Value FfnOp::getWUpBias() {
+  size_t n = getOptionalOperands().size();
+  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 2] : Value();
+}
+
+Value FfnOp::getWDownBias() {
+  size_t n = getOptionalOperands().size();
+  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 1] : Value();
+}
+
 int64_t FfnOp::getIntermediateSize() {
   auto wDown = getWDown().getType();
   return wDown.getDimSize(getTransposeWeights() ? 2 : 1);
@@ -649,15 +709,41 @@ LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 }
 
 LogicalResult FfnOp::verify() {
+  // x, logits, w_up, w_down, then [bias] and, with expert_bias,
+  // w_up_bias and w_down_bias.
+  size_t optional = getOptionalOperands().size();
+  size_t expert = getExpertBias() ? 2 : 0;
+  if (optional != expert && optional != expert + 1)
+    return emitOpError() << "expected " << 4 + expert << " or " << 5 + expert
+                         << " operands (x, logits, w_up, w_down, [bias]"
+                         << (expert ? ", w_up_bias, w_down_bias" : "")
+                         << ") with expert_bias = "
+                         << (expert ? "true" : "false") << ", got "
+                         << 4 + optional;
+  if (Value bias = getBias()) {
+    auto type = dyn_cast<RankedTensorType>(bias.getType());
+    if (!type || type.getRank() != 1 || !type.getElementType().isF32())
+      return emitOpError() << "expected 'bias' to be a 1-D f32 tensor, got "
+                           << bias.getType();
+  }
   if (failed(verifyStaticDim(*this, getX(), 1, "x", "H")) ||
       failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")) ||
       failed(
           verifySameDim(*this, getX(), 0, "x", getLogits(), 0, "logits", "T")))
     return failure();
   Type f = getX().getType().getElementType();
-  for (auto [name, value] :
-       {std::make_pair("logits", getLogits()), std::make_pair("w_up", getWUp()),
-        std::make_pair("w_down", getWDown())}) {
+  // The router may run in f32 on activations of a narrower type (DeepSeek-V3
+  // routes on f32 logits while x is bf16): logits are F or f32.
+  Type logitsType = getLogits().getType().getElementType();
+  if (logitsType != f && !logitsType.isF32())
+    return emitOpError() << "expected 'logits' element type " << f
+                         << " (as 'x') or f32, got " << logitsType;
+  for (auto [name, value] : {std::make_pair("w_up", Value(getWUp())),
+                             std::make_pair("w_down", Value(getWDown())),
+                             std::make_pair("w_up_bias", getWUpBias()),
+                             std::make_pair("w_down_bias", getWDownBias())}) {
+    if (!value)
+      continue;
     Type elementType = cast<ShapedType>(value.getType()).getElementType();
     if (elementType != f)
       return emitOpError() << "expected '" << name << "' element type " << f
@@ -687,6 +773,16 @@ LogicalResult FfnOp::verify() {
                          << (t ? "E x H x I" : "E x I x H") << " = " << e << "x"
                          << downShape[1] << "x" << downShape[2] << ", got "
                          << wDown;
+  for (auto [name, value, width, what] :
+       {std::make_tuple("w_up_bias", getWUpBias(), 2 * i, "E x 2I"),
+        std::make_tuple("w_down_bias", getWDownBias(), h, "E x H")}) {
+    if (!value)
+      continue;
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getShape() != ArrayRef<int64_t>{e, width})
+      return emitOpError() << "expected '" << name << "' to be " << what
+                           << " = " << e << "x" << width << ", got " << type;
+  }
   if (failed(verifyRouting(*this, e, RoutingParams::of(*this))))
     return failure();
   std::optional<float> limit;

@@ -28,9 +28,10 @@ using namespace mlir::moe;
 
 namespace {
 
-/// moe.ffn(x, logits, w_up, w_down[, bias])
+/// moe.ffn(x, logits, w_up, w_down[, bias][, w_up_bias, w_down_bias])
 ///   => route, cumsum, get_indices, get_indptr, gather, grouped_matmul, glu,
 ///      grouped_matmul, scatter, tensor.expand_shape, combine
+/// (the expert biases are the grouped matmuls' biases)
 struct DecomposeFfn : OpRewritePattern<FfnOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -62,13 +63,13 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
         GatherOp::create(rewriter, loc, op.getX(), indices.getTokenIndices());
     auto up = GroupedMatmulOp::create(
         rewriter, loc, RankedTensorType::get({m, 2 * inter}, f), rows,
-        op.getWUp(), offsets, /*bias=*/Value(), op.getTransposeWeights());
+        op.getWUp(), offsets, op.getWUpBias(), op.getTransposeWeights());
     auto act = GluOp::create(rewriter, loc, up, op.getActivationAttr(),
                              op.getLayoutAttr(), op.getAlphaAttr(),
                              op.getLimitAttr(), op.getUpBiasAttr());
     auto down = GroupedMatmulOp::create(
         rewriter, loc, RankedTensorType::get({m, h}, f), act, op.getWDown(),
-        offsets, /*bias=*/Value(), op.getTransposeWeights());
+        offsets, op.getWDownBias(), op.getTransposeWeights());
     auto scattered =
         ScatterOp::create(rewriter, loc, down, indices.getReverseIndices());
 

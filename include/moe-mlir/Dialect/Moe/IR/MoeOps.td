@@ -514,15 +514,27 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
 
     on `x` (`T x H`) and `logits` (`T x E`), with `w_up` (`E x H x 2I`, or
     `E x 2I x H` when `transpose_weights`), `w_down` (`E x I x H`, or
-    `E x H x I` when `transpose_weights`) and the optional routing `bias`
-    (`E`, f32). It carries every `moe.route` attribute and every `moe.glu`
-    attribute, with the same meaning and defaults. `--moe-decompose` expands
-    it into the chain; a frontend emits this one op and the compiler owns
-    everything below it.
+    `E x H x I` when `transpose_weights`), the optional routing `bias`
+    (`E`, f32) and, when `expert_bias` is true, the per-expert matmul
+    biases `w_up_bias` (`E x 2I`) and `w_down_bias` (`E x H`), as gpt-oss
+    has: the first GEMM adds `w_up_bias[e]` before the activation, the
+    second adds `w_down_bias[e]` before the routing weight scales the row.
+    It carries every `moe.route` attribute and every `moe.glu` attribute,
+    with the same meaning and defaults. `--moe-decompose` expands it into
+    the chain; a frontend emits this one op and the compiler owns everything
+    below it.
 
-    Constraints: all of `moe.route`'s and `moe.glu`'s; `x`, `logits`,
-    `w_up` and `w_down` share one float type; `H`, `I`, `E` static and
-    consistent across the operands.
+    Constraints: all of `moe.route`'s and `moe.glu`'s; `x`, `w_up`,
+    `w_down` and the expert biases share one float type `F`; `logits` are
+    `F` or f32 (the router may run in f32 on bf16 / f16 activations, as
+    DeepSeek-V3's does); `H`, `I`, `E` static and consistent across the
+    operands. After `w_down` come the optional operands in this order:
+    `bias`, then `w_up_bias` and `w_down_bias`; the routing bias is present
+    exactly when there are 5 operands without the expert biases or 7 with
+    them (modules written before `expert_bias` parse unchanged). In the
+    custom form the expert biases are written
+    `expert_bias(%w_up_bias, %w_down_bias : type, type)` after the routing
+    bias, and set `expert_bias`.
 
     Example (Mixtral-style, T dynamic):
 
@@ -537,15 +549,18 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
                             Moe_FloatTensorOfRank<2>:$logits,
                             Moe_FloatTensorOfRank<3>:$w_up,
                             Moe_FloatTensorOfRank<3>:$w_down,
-                            Optional<Moe_F32Vector>:$bias),
+                            Variadic<AnyRankedTensor>:$optional_operands),
                        Moe_RoutingAttrs,
                        (ins Moe_ActivationAttr:$activation,
                             Moe_GluLayoutAttr:$layout),
                        Moe_GluParamAttrs,
-                       (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights));
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights,
+                            DefaultValuedAttr<BoolAttr, "false">:$expert_bias));
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
-    $x `,` $logits `,` $w_up `,` $w_down (`bias` `(` $bias^ `:` type($bias) `)`)?
+    $x `,` $logits `,` $w_up `,` $w_down
+    custom<FfnOptionalOperands>($optional_operands, type($optional_operands),
+                                $expert_bias)
     `k` `=` $k `scoring` `=` custom<EnumKeyword>($scoring)
     `activation` `=` custom<EnumKeyword>($activation)
     `layout` `=` custom<EnumKeyword>($layout) attr-dict `:` type($x) `,`
@@ -558,6 +573,11 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
     int64_t getIntermediateSize();
     /// The hidden size H.
     int64_t getHiddenSize() { return getX().getType().getDimSize(1); }
+    /// The optional operands by name (null when absent): the routing bias
+    /// (E, f32) and the expert biases (E x 2I, E x H; expert_bias).
+    Value getBias();
+    Value getWUpBias();
+    Value getWDownBias();
   }];
 }
 

@@ -4,12 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// moe.grouped_matmul becomes a moe.expert_gemm without fused stages, and
-// moe.expert_gemm is lowered as an scf.for over experts: expert e's row
-// range [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs` (read through
-// `gather` when fused) is multiplied by rhs[e] with a dynamic-size
-// linalg.generic contraction accumulating in f32, then bias, the GLU
-// epilogue, the row scale and rounding are applied, and the block is
+// moe.expert_gemm (moe.grouped_matmul is rewritten to it first, by
+// populateMoeFusedFormPatterns) is lowered as an scf.for over experts:
+// expert e's row range [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs`
+// (read through `gather` when fused) is multiplied by rhs[e] with a
+// dynamic-size linalg.generic contraction accumulating in f32, then bias, the
+// GLU epilogue, the row scale and rounding are applied, and the block is
 // inserted (or scattered row by row). Rows no expert owns stay zero.
 //
 // moe.glu: one linalg.generic over two slices of the input, the gate and up
@@ -19,7 +19,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
-#include "Utils/FusedForms.h"
 #include "Utils/Glu.h"
 #include "Utils/LoweringBuilder.h"
 
@@ -295,6 +294,5 @@ struct LowerGlu : OpRewritePattern<GluOp> {
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  populateFusedFormPatterns(patterns);
   patterns.add<LowerExpertGemm, LowerGlu>(patterns.getContext());
 }

@@ -52,9 +52,7 @@ static Value buildGlu(LoweringBuilder &b, Value input,
   };
   Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
   AffineMap id = b.getMultiDimIdentityMap(2);
-  SmallVector<Value> dyn;
-  if (resultType.isDynamicDim(0))
-    dyn.push_back(b.dim(input, 0));
+  SmallVector<Value> dyn = b.dynRowsOf(resultType, input);
   Value init = b.empty(resultType, dyn);
   auto generic = linalg::GenericOp::create(
       b, TypeRange{resultType}, ValueRange{gateView, upView}, ValueRange{init},
@@ -130,9 +128,7 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
 
     Value m = gather ? b.dim(gather, 0) : b.dim(lhs, 0);
     Value mI32 = b.toI32(m);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(m);
+    SmallVector<Value> dyn = dynRows(resultType, m);
     Value result = b.filled(resultType, dyn, b.scalar(o));
 
     AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),

@@ -101,17 +101,12 @@ struct CumsumToGPU : OpRewritePattern<CumsumOp> {
     fillBuffer(b, counts, b.i32(0));
     Value tI32 = b.toI32(t);
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      forEachSlotOfRow(
-          b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
-            when(b, b.inRange(expert, b.i32(0), b.i32(e)),
-                 [&](LoweringBuilder &b) {
-                   // e * T + row in index arithmetic (E*T < 2^31 is verified
-                   // for static T only).
-                   Value pos =
-                       b.add(b.mul(b.toIndex(expert), b.toIndex(tI32)), row);
-                   b.store(b.add(b.load(counts, {pos}), b.i32(1)), counts,
-                           {pos});
-                 });
+      forEachExpertSlotOfRow(
+          b, ids, row, e, [&](LoweringBuilder &b, Value j, Value expert) {
+            // e * T + row in index arithmetic (E*T < 2^31 is verified for
+            // static T only).
+            Value pos = b.add(b.mul(b.toIndex(expert), b.toIndex(tI32)), row);
+            b.store(b.add(b.load(counts, {pos}), b.i32(1)), counts, {pos});
           });
     });
     inclusiveScan(b, counts, len);

@@ -22,7 +22,6 @@
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
-#include "Utils/FusedForms.h"
 #include "Utils/Glu.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 

@@ -49,13 +49,6 @@ Value gpu_lowering::toTensor(LoweringBuilder &b, Value buffer) {
                                            /*writable=*/true);
 }
 
-SmallVector<Value> gpu_lowering::dynRows(RankedTensorType type, Value rows) {
-  SmallVector<Value> dyn;
-  if (type.isDynamicDim(0))
-    dyn.push_back(rows);
-  return dyn;
-}
-
 MemRefType gpu_lowering::workgroupType(ArrayRef<int64_t> shape, Type element) {
   auto space = gpu::AddressSpaceAttr::get(element.getContext(),
                                           gpu::AddressSpace::Workgroup);
@@ -141,6 +134,15 @@ void gpu_lowering::forEachSlotOfRow(
   int64_t k = cast<MemRefType>(ids.getType()).getDimSize(1);
   forEach(b, b.idx(0), b.idx(k), b.idx(1), [&](LoweringBuilder &b, Value j) {
     body(b, j, b.load(ids, {row, j}));
+  });
+}
+
+void gpu_lowering::forEachExpertSlotOfRow(
+    LoweringBuilder &b, Value ids, Value row, int64_t e,
+    function_ref<void(LoweringBuilder &, Value, Value)> body) {
+  forEachSlotOfRow(b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
+    when(b, b.inRange(expert, b.i32(0), b.i32(e)),
+         [&](LoweringBuilder &b) { body(b, j, expert); });
   });
 }
 

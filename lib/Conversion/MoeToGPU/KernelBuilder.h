@@ -52,9 +52,6 @@ Value allocScratch(LoweringBuilder &b, ArrayRef<int64_t> shape, Type element,
                    ValueRange dynSizes);
 /// The tensor of a buffer the kernels have fully written.
 Value toTensor(LoweringBuilder &b, Value buffer);
-/// Dynamic sizes of `type` when its dim 0 is `rows` (only dim 0 may be
-/// dynamic in the moe ops).
-SmallVector<Value> dynRows(RankedTensorType type, Value rows);
 
 /// Ids available in a kernel body.
 struct KernelIds {
@@ -100,6 +97,11 @@ void when(LoweringBuilder &b, Value cond,
 /// body(j, ids[row][j]).
 void forEachSlotOfRow(
     LoweringBuilder &b, Value ids, Value row,
+    function_ref<void(LoweringBuilder &, Value j, Value expert)> body);
+/// forEachSlotOfRow over the slots whose expert id lies in [0, e) (the
+/// dispatched ones).
+void forEachExpertSlotOfRow(
+    LoweringBuilder &b, Value ids, Value row, int64_t e,
     function_ref<void(LoweringBuilder &, Value j, Value expert)> body);
 /// (row, j) of the flat slot index `slot` = row * k + j.
 std::pair<Value, Value> rowAndSlot(LoweringBuilder &b, Value slot, int64_t k);

@@ -11,8 +11,6 @@
 #include "moe-mlir/Dialect/Moe/IR/MoeDialect.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
-#include "Utils/FusedForms.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -33,7 +31,7 @@ using namespace mlir::moe;
 void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
                                                    const MoeGemmOptions &gemm) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
-  populateFusedFormPatterns(patterns);    // grouped_matmul, route_dispatch
+  populateMoeFusedFormPatterns(patterns); // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
                                gemm.routeDispatchSmall,
                                gemm.programmaticLaunch);

@@ -223,15 +223,12 @@ struct IndicesToMultihotToGPU : OpRewritePattern<IndicesToMultihotOp> {
                 b.store(b.scalar(f, 0.0), dense, {row, c});
                 b.store(b.i32(-1), pos, {row, c});
               });
-      forEachSlotOfRow(
-          b, ids, row, [&](LoweringBuilder &b, Value j, Value expert) {
-            when(b, b.inRange(expert, b.i32(0), b.i32(e)),
-                 [&](LoweringBuilder &b) {
-                   Value c = b.toIndex(expert);
-                   b.store(b.i1(true), hot, {row, c});
-                   b.store(b.load(probs, {row, j}), dense, {row, c});
-                   b.store(b.toI32(j), pos, {row, c});
-                 });
+      forEachExpertSlotOfRow(
+          b, ids, row, e, [&](LoweringBuilder &b, Value j, Value expert) {
+            Value c = b.toIndex(expert);
+            b.store(b.i1(true), hot, {row, c});
+            b.store(b.load(probs, {row, j}), dense, {row, c});
+            b.store(b.toI32(j), pos, {row, c});
           });
     });
     rewriter.replaceOp(

@@ -23,7 +23,7 @@ void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
 void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
-/// grouped_matmul, expert_gemm, glu.
+/// expert_gemm, glu (grouped_matmul: populateMoeFusedFormPatterns).
 void populateExpertComputeToGPUPatterns(RewritePatternSet &patterns,
                                         const MoeGemmOptions &gemm);
 

@@ -40,21 +40,16 @@ struct LowerCumsum : OpRewritePattern<CumsumOp> {
     int64_t e = op.getNumExperts();
     Value t = b.dim(ids, 0);
     Value len = b.mul(b.idx(e), t);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(len);
+    SmallVector<Value> dyn = dynRows(resultType, len);
     Value counts = b.filled(resultType, dyn, b.i32(0));
     Value tI32 = b.toI32(t);
-    counts = b.forEachSlot(
-        ids, {counts},
+    counts = b.forEachExpertSlot(
+        ids, e, {counts},
         [&](LoweringBuilder &b, Value row, Value j, Value expert,
-            ValueRange acc) {
-          Value valid = b.inRange(expert, b.i32(0), b.i32(e));
-          return b.ifThen(valid, acc, [&](LoweringBuilder &b) {
-            Value pos = b.toIndex(b.add(b.mul(expert, tI32), b.toI32(row)));
-            Value c = b.add(b.extract(acc[0], {pos}), b.i32(1));
-            return SmallVector<Value>{b.insert(c, acc[0], {pos})};
-          });
+            ValueRange acc) -> SmallVector<Value> {
+          Value pos = b.toIndex(b.add(b.mul(expert, tI32), b.toI32(row)));
+          Value c = b.add(b.extract(acc[0], {pos}), b.i32(1));
+          return {b.insert(c, acc[0], {pos})};
         })[0];
     Value result = b.forLoop(
         b.idx(0), len, {counts, b.i32(0)},
@@ -81,9 +76,7 @@ struct LowerGetIndices : OpRewritePattern<GetIndicesOp> {
     int64_t k = op.getIndices().getType().getDimSize(1);
     Value t = b.dim(ids, 0), len = b.dim(cumsum, 0);
     Value m = b.mul(t, b.idx(k));
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(m);
+    SmallVector<Value> dyn = dynRows(resultType, m);
     Value rev = b.filled(resultType, dyn, b.i32(-1));
     Value tok = b.filled(resultType, dyn, b.i32(-1));
     Value tI32 = b.toI32(t), lenI32 = b.toI32(len), kI32 = b.i32(k);
@@ -213,22 +206,17 @@ struct LowerDispatch : OpRewritePattern<DispatchOp> {
     Value t = b.dim(ids, 0);
     Value m = b.mul(t, b.idx(k));
     Value mI32 = b.toI32(m), kI32 = b.i32(k);
-    SmallVector<Value> dyn;
-    if (mapType.isDynamicDim(0))
-      dyn.push_back(m);
+    SmallVector<Value> dyn = dynRows(mapType, m);
 
     // Histogram into offsets[e + 1], then the running sum.
     Value offsets = b.filled(op.getOffsets().getType(), {}, b.i32(0));
-    offsets = b.forEachSlot(
-        ids, {offsets},
+    offsets = b.forEachExpertSlot(
+        ids, e, {offsets},
         [&](LoweringBuilder &b, Value row, Value j, Value expert,
-            ValueRange acc) {
-          return b.ifThen(b.inRange(expert, b.i32(0), b.i32(e)), acc,
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            Value at = b.add(b.toIndex(expert), b.idx(1));
-                            Value c = b.add(b.extract(acc[0], {at}), b.i32(1));
-                            return {b.insert(c, acc[0], {at})};
-                          });
+            ValueRange acc) -> SmallVector<Value> {
+          Value at = b.add(b.toIndex(expert), b.idx(1));
+          Value c = b.add(b.extract(acc[0], {at}), b.i32(1));
+          return {b.insert(c, acc[0], {at})};
         })[0];
     offsets = b.forLoop(
         b.idx(1), b.idx(e + 1), {offsets},

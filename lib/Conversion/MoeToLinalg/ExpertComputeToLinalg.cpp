@@ -4,12 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// moe.grouped_matmul becomes a moe.expert_gemm without fused stages, and
-// moe.expert_gemm is lowered as an scf.for over experts: expert e's row
-// range [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs` (read through
-// `gather` when fused) is multiplied by rhs[e] with a dynamic-size
-// linalg.generic contraction accumulating in f32, then bias, the GLU
-// epilogue, the row scale and rounding are applied, and the block is
+// moe.expert_gemm (moe.grouped_matmul is rewritten to it first, by
+// populateMoeFusedFormPatterns) is lowered as an scf.for over experts:
+// expert e's row range [clamp(offsets[e]), clamp(offsets[e+1])) of `lhs`
+// (read through `gather` when fused) is multiplied by rhs[e] with a
+// dynamic-size linalg.generic contraction accumulating in f32, then bias, the
+// GLU epilogue, the row scale and rounding are applied, and the block is
 // inserted (or scattered row by row). Rows no expert owns stay zero.
 //
 // moe.glu: one linalg.generic over two slices of the input, the gate and up
@@ -19,7 +19,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
-#include "Utils/FusedForms.h"
 #include "Utils/Glu.h"
 #include "Utils/LoweringBuilder.h"
 
@@ -53,9 +52,7 @@ static Value buildGlu(LoweringBuilder &b, Value input,
   };
   Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
   AffineMap id = b.getMultiDimIdentityMap(2);
-  SmallVector<Value> dyn;
-  if (resultType.isDynamicDim(0))
-    dyn.push_back(b.dim(input, 0));
+  SmallVector<Value> dyn = b.dynRowsOf(resultType, input);
   Value init = b.empty(resultType, dyn);
   auto generic = linalg::GenericOp::create(
       b, TypeRange{resultType}, ValueRange{gateView, upView}, ValueRange{init},
@@ -131,9 +128,7 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
 
     Value m = gather ? b.dim(gather, 0) : b.dim(lhs, 0);
     Value mI32 = b.toI32(m);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(m);
+    SmallVector<Value> dyn = dynRows(resultType, m);
     Value result = b.filled(resultType, dyn, b.scalar(o));
 
     AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
@@ -295,6 +290,5 @@ struct LowerGlu : OpRewritePattern<GluOp> {
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  populateFusedFormPatterns(patterns);
   patterns.add<LowerExpertGemm, LowerGlu>(patterns.getContext());
 }

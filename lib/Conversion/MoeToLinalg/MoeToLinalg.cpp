@@ -32,12 +32,14 @@ using namespace mlir::moe;
 
 void mlir::moe::populateMoeToLinalgConversionPatterns(
     RewritePatternSet &patterns) {
-  populateMoeDecomposePatterns(patterns);          // moe.ffn
-  populateRoutingLoweringPatterns(patterns);       // topk, route
-  populateDispatchLoweringPatterns(patterns);      // cumsum, get_indices/indptr
-  populateMovementLoweringPatterns(patterns);      // gather, scatter, combine,
-                                                   // multihot converters
-  populateExpertComputeLoweringPatterns(patterns); // grouped_matmul, glu
+  populateMoeDecomposePatterns(patterns);     // moe.ffn
+  populateMoeFusedFormPatterns(patterns);     // grouped_matmul, route_dispatch
+  populateRoutingLoweringPatterns(patterns);  // topk, route
+  populateDispatchLoweringPatterns(patterns); // cumsum, get_indices,
+                                              // get_indptr, dispatch
+  populateMovementLoweringPatterns(patterns); // gather, scatter, combine,
+                                              // multihot converters
+  populateExpertComputeLoweringPatterns(patterns); // expert_gemm, glu
 }
 
 namespace {

@@ -34,9 +34,7 @@ struct LowerGather : OpRewritePattern<GatherOp> {
     auto resultType = op.getResult().getType();
     Type f = resultType.getElementType();
     Value t = b.toI32(b.dim(input, 0));
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(b.dim(indices, 0));
+    SmallVector<Value> dyn = b.dynRowsOf(resultType, indices);
     Value init = b.empty(resultType, dyn);
     MLIRContext *ctx = b.getContext();
     AffineMap rowMap = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
@@ -75,9 +73,7 @@ struct LowerScatter : OpRewritePattern<ScatterOp> {
     auto resultType = op.getResult().getType();
     int64_t h = resultType.getDimSize(1);
     Value m = b.dim(input, 0);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(m);
+    SmallVector<Value> dyn = dynRows(resultType, m);
     Value out =
         b.filled(resultType, dyn, b.scalar(resultType.getElementType()));
     Value mI32 = b.toI32(m);
@@ -114,9 +110,7 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
     LoweringBuilder b(op.getLoc(), rewriter);
     Value input = op.getInput(), weights = op.getWeights();
     auto resultType = op.getResult().getType();
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(b.dim(input, 0));
+    SmallVector<Value> dyn = b.dynRowsOf(resultType, input);
     auto accType = resultType.clone(b.getF32Type());
     Value acc = b.filled(accType, dyn, b.f32(0.0));
     MLIRContext *ctx = b.getContext();
@@ -160,25 +154,20 @@ struct LowerIndicesToMultihot : OpRewritePattern<IndicesToMultihotOp> {
     Value ids = op.getIndices(), probs = op.getProbs();
     int64_t e = op.getNumExperts();
     Value t = b.dim(ids, 0);
-    SmallVector<Value> dyn;
-    if (op.getMultihot().getType().isDynamicDim(0))
-      dyn.push_back(t);
+    SmallVector<Value> dyn = dynRows(op.getMultihot().getType(), t);
     Type f = op.getProbsMultihot().getType().getElementType();
     Value hot = b.filled(op.getMultihot().getType(), dyn, b.i1(false));
     Value dense = b.filled(op.getProbsMultihot().getType(), dyn, b.scalar(f));
     Value pos = b.filled(op.getPositionMap().getType(), dyn, b.i32(-1));
-    SmallVector<Value> out = b.forEachSlot(
-        ids, {hot, dense, pos},
+    SmallVector<Value> out = b.forEachExpertSlot(
+        ids, e, {hot, dense, pos},
         [&](LoweringBuilder &b, Value row, Value j, Value expert,
-            ValueRange acc) {
-          return b.ifThen(b.inRange(expert, b.i32(0), b.i32(e)), acc,
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            Value col = b.toIndex(expert);
-                            Value p = b.extract(probs, {row, j});
-                            return {b.insert(b.i1(true), acc[0], {row, col}),
-                                    b.insert(p, acc[1], {row, col}),
-                                    b.insert(b.toI32(j), acc[2], {row, col})};
-                          });
+            ValueRange acc) -> SmallVector<Value> {
+          Value col = b.toIndex(expert);
+          Value p = b.extract(probs, {row, j});
+          return {b.insert(b.i1(true), acc[0], {row, col}),
+                  b.insert(p, acc[1], {row, col}),
+                  b.insert(b.toI32(j), acc[2], {row, col})};
         });
     rewriter.replaceOp(op, out);
     return success();
@@ -197,9 +186,7 @@ struct LowerMultihotToIndices : OpRewritePattern<MultihotToIndicesOp> {
     auto resultType = op.getProbs().getType();
     int64_t e = op.getProbsMultihot().getType().getDimSize(1), k = op.getK();
     Value t = b.dim(dense, 0);
-    SmallVector<Value> dyn;
-    if (resultType.isDynamicDim(0))
-      dyn.push_back(t);
+    SmallVector<Value> dyn = dynRows(resultType, t);
     Value out =
         b.filled(resultType, dyn, b.scalar(resultType.getElementType()));
     out = b.forLoop(

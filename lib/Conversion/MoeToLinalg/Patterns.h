@@ -18,12 +18,12 @@ namespace moe {
 
 /// moe.topk, moe.route.
 void populateRoutingLoweringPatterns(RewritePatternSet &patterns);
-/// moe.cumsum, moe.get_indices, moe.get_indptr.
+/// moe.cumsum, moe.get_indices, moe.get_indptr, moe.dispatch.
 void populateDispatchLoweringPatterns(RewritePatternSet &patterns);
 /// moe.gather, moe.scatter, moe.combine, moe.indices_to_multihot,
 /// moe.multihot_to_indices.
 void populateMovementLoweringPatterns(RewritePatternSet &patterns);
-/// moe.grouped_matmul, moe.glu.
+/// moe.expert_gemm, moe.glu.
 void populateExpertComputeLoweringPatterns(RewritePatternSet &patterns);
 
 } // namespace moe

@@ -40,9 +40,7 @@ struct LowerTopK : OpRewritePattern<TopKOp> {
     auto indicesType = op.getIndices().getType();
     int64_t e = op.getInput().getType().getDimSize(1), k = op.getK();
     Value t = b.dim(input, 0);
-    SmallVector<Value> dyn;
-    if (valuesType.isDynamicDim(0))
-      dyn.push_back(t);
+    SmallVector<Value> dyn = dynRows(valuesType, t);
     Value values = b.empty(valuesType, dyn);
     Value indices = b.empty(indicesType, dyn);
     SmallVector<Value> out =
@@ -87,9 +85,7 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
     auto rowType = RankedTensorType::get({e}, b.getF32Type());
 
     Value t = b.dim(logits, 0);
-    SmallVector<Value> dyn;
-    if (weightsType.isDynamicDim(0))
-      dyn.push_back(t);
+    SmallVector<Value> dyn = dynRows(weightsType, t);
     Value weights = b.empty(weightsType, dyn);
     Value indices = b.empty(indicesType, dyn);
 

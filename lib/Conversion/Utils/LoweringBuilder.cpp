@@ -22,6 +22,20 @@ Value LoweringBuilder::scalar(Type type, double value) {
   return arith::ConstantIntOp::create(*this, type, static_cast<int64_t>(value));
 }
 
+SmallVector<Value> mlir::moe::dynRows(RankedTensorType type, Value rows) {
+  SmallVector<Value> dyn;
+  if (type.isDynamicDim(0))
+    dyn.push_back(rows);
+  return dyn;
+}
+
+SmallVector<Value> LoweringBuilder::dynRowsOf(RankedTensorType type,
+                                              Value tensor, int64_t d) {
+  if (!type.isDynamicDim(0))
+    return {};
+  return {dim(tensor, d)};
+}
+
 Value LoweringBuilder::dim(Value tensor, int64_t d) {
   auto type = cast<RankedTensorType>(tensor.getType());
   if (!type.isDynamicDim(d))
@@ -137,6 +151,19 @@ SmallVector<Value> LoweringBuilder::forEachSlot(Value ids, ValueRange init,
                          return body(b, row, j, expert, acc);
                        });
                  });
+}
+
+SmallVector<Value> LoweringBuilder::forEachExpertSlot(Value ids, int64_t e,
+                                                      ValueRange init,
+                                                      SlotBody body) {
+  return forEachSlot(ids, init,
+                     [&](LoweringBuilder &b, Value row, Value j, Value expert,
+                         ValueRange acc) {
+                       Value valid = b.inRange(expert, b.i32(0), b.i32(e));
+                       return b.ifThen(valid, acc, [&](LoweringBuilder &b) {
+                         return body(b, row, j, expert, acc);
+                       });
+                     });
 }
 
 SmallVector<Value> LoweringBuilder::ifElse(Value cond, TypeRange types,

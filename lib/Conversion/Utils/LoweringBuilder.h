@@ -25,6 +25,10 @@
 namespace mlir {
 namespace moe {
 
+/// Dynamic sizes of `type` when its dim 0 is `rows` (only dim 0 may be
+/// dynamic in the moe ops): {rows} or {}.
+SmallVector<Value> dynRows(RankedTensorType type, Value rows);
+
 class LoweringBuilder : public ImplicitLocOpBuilder {
 public:
   LoweringBuilder(Location loc, const OpBuilder &builder)
@@ -49,6 +53,12 @@ public:
   Value dim(Value tensor, int64_t d);
   /// Sizes of all dims of `tensor` as OpFoldResults (static where known).
   SmallVector<OpFoldResult> sizes(Value tensor);
+
+  /// The dynamic sizes of a result of `type` whose dim 0 (the only dim the
+  /// moe ops leave dynamic) is dim `d` of `tensor`; the tensor.dim is built
+  /// only when that dim is dynamic.
+  SmallVector<Value> dynRowsOf(RankedTensorType type, Value tensor,
+                               int64_t d = 0);
 
   /// tensor.empty of `type` whose dynamic dims take `dynSizes` (index).
   Value empty(RankedTensorType type, ValueRange dynSizes);
@@ -133,6 +143,10 @@ public:
   /// Visits every (row, slot) of a `T x k` id tensor in row-major order,
   /// with `expert = ids[row][j]` (i32), carrying `init`.
   SmallVector<Value> forEachSlot(Value ids, ValueRange init, SlotBody body);
+  /// forEachSlot over the slots whose expert id lies in [0, e) (the
+  /// dispatched ones); the other slots leave the carried values unchanged.
+  SmallVector<Value> forEachExpertSlot(Value ids, int64_t e, ValueRange init,
+                                       SlotBody body);
 
   using Branch = function_ref<SmallVector<Value>(LoweringBuilder &)>;
   /// scf.if yielding values of `types` from both branches.

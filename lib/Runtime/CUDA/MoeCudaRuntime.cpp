@@ -93,8 +93,10 @@ bool checkCu(CUresult result, const char *call, const char *where) {
 }
 
 // `CU_CHECK(cuFoo, a, b)` calls cuFoo(a, b) and checks it, naming the
-// enclosing mgpu*/moeRuntime* function as the place of failure.
-#define CU_CHECK(fn, ...) checkCu(fn(__VA_ARGS__), #fn, __func__)
+// enclosing mgpu*/moeRuntime* function as the place of failure;
+// CU_CHECK_AT names `where` instead (in a helper of several entry points).
+#define CU_CHECK_AT(where, fn, ...) checkCu(fn(__VA_ARGS__), #fn, where)
+#define CU_CHECK(fn, ...) CU_CHECK_AT(__func__, fn, __VA_ARGS__)
 
 //===----------------------------------------------------------------------===//
 // Contexts
@@ -281,6 +283,48 @@ bool memRefSpan(int64_t rank, void *descriptor, int64_t elementSizeBytes,
   }
   *bytes = static_cast<uint64_t>(lastElement + 1) * elementSizeBytes;
   return true;
+}
+
+/// Page-locks (`lock`) or unlocks the host bytes a ranked memref descriptor
+/// spans (cuMemHostRegister / cuMemHostUnregister); nothing for an empty
+/// memref.
+void setMemRefPageLocked(bool lock, int64_t rank, void *descriptor,
+                         int64_t elementSizeBytes, const char *where) {
+  char *begin = nullptr;
+  uint64_t bytes = 0;
+  if (!memRefSpan(rank, descriptor, elementSizeBytes, where, &begin, &bytes) ||
+      bytes == 0)
+    return;
+  ContextGuard guard(where);
+  if (!guard.ok())
+    return;
+  if (lock)
+    CU_CHECK_AT(where, cuMemHostRegister, begin, bytes, 0);
+  else
+    CU_CHECK_AT(where, cuMemHostUnregister, begin);
+}
+
+/// A stream or event made by `create(&handle, flags)` (the driver call
+/// `call`, e.g. cuStreamCreate) in the runtime's context; null (error
+/// recorded) on failure.
+template <typename Handle>
+Handle createInContext(CUresult (*create)(Handle *, unsigned), unsigned flags,
+                       const char *call, const char *where) {
+  ContextGuard guard(where);
+  if (!guard.ok())
+    return nullptr;
+  Handle handle = nullptr;
+  if (!checkCu(create(&handle, flags), call, where))
+    return nullptr;
+  return handle;
+}
+
+/// False (error recorded) for a null event handle.
+bool checkEvent(void *event, const char *where) {
+  if (event)
+    return true;
+  recordError("null event (in %s)", where);
+  return false;
 }
 
 // Device copies of tensor maps, keyed by the map's bytes (which include the
@@ -529,15 +573,10 @@ extern "C" void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
 extern "C" void *mgpuStreamCreate(void) {
   if (embedderStream)
     return embedderStream;
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return nullptr;
   // A blocking stream: it orders after work on the legacy default stream,
   // where an embedder that did not set a stream most likely put its inputs.
-  CUstream stream = nullptr;
-  if (!CU_CHECK(cuStreamCreate, &stream, CU_STREAM_DEFAULT))
-    return nullptr;
-  return stream;
+  return createInContext(cuStreamCreate, CU_STREAM_DEFAULT, "cuStreamCreate",
+                         __func__);
 }
 
 extern "C" void mgpuStreamDestroy(void *stream) {
@@ -561,22 +600,15 @@ extern "C" void mgpuStreamSynchronize(void *stream) {
 }
 
 extern "C" void mgpuStreamWaitEvent(void *stream, void *event) {
-  if (!event) {
-    recordError("null event (in %s)", __func__);
+  if (!checkEvent(event, __func__))
     return;
-  }
   CU_CHECK(cuStreamWaitEvent, resolveStream(stream),
            static_cast<CUevent>(event), 0);
 }
 
 extern "C" void *mgpuEventCreate(void) {
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return nullptr;
-  CUevent event = nullptr;
-  if (!CU_CHECK(cuEventCreate, &event, CU_EVENT_DISABLE_TIMING))
-    return nullptr;
-  return event;
+  return createInContext(cuEventCreate, CU_EVENT_DISABLE_TIMING,
+                         "cuEventCreate", __func__);
 }
 
 extern "C" void mgpuEventDestroy(void *event) {
@@ -586,20 +618,16 @@ extern "C" void mgpuEventDestroy(void *event) {
 }
 
 extern "C" void mgpuEventSynchronize(void *event) {
-  if (!event) {
-    recordError("null event (in %s)", __func__);
+  if (!checkEvent(event, __func__))
     return;
-  }
   if (embedderStreamIsCapturing(__func__))
     return;
   CU_CHECK(cuEventSynchronize, static_cast<CUevent>(event));
 }
 
 extern "C" void mgpuEventRecord(void *event, void *stream) {
-  if (!event) {
-    recordError("null event (in %s)", __func__);
+  if (!checkEvent(event, __func__))
     return;
-  }
   CU_CHECK(cuEventRecord, static_cast<CUevent>(event), resolveStream(stream));
 }
 
@@ -672,30 +700,14 @@ extern "C" void mgpuMemset16(void *dst, uint16_t value, uint64_t count,
 
 extern "C" void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
                                           int64_t elementSizeBytes) {
-  char *begin = nullptr;
-  uint64_t bytes = 0;
-  if (!memRefSpan(rank, descriptor, elementSizeBytes, __func__, &begin,
-                  &bytes) ||
-      bytes == 0)
-    return;
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return;
-  CU_CHECK(cuMemHostRegister, begin, bytes, 0);
+  setMemRefPageLocked(/*lock=*/true, rank, descriptor, elementSizeBytes,
+                      __func__);
 }
 
 extern "C" void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
                                             int64_t elementSizeBytes) {
-  char *begin = nullptr;
-  uint64_t bytes = 0;
-  if (!memRefSpan(rank, descriptor, elementSizeBytes, __func__, &begin,
-                  &bytes) ||
-      bytes == 0)
-    return;
-  ContextGuard guard(__func__);
-  if (!guard.ok())
-    return;
-  CU_CHECK(cuMemHostUnregister, begin);
+  setMemRefPageLocked(/*lock=*/false, rank, descriptor, elementSizeBytes,
+                      __func__);
 }
 
 //===----------------------------------------------------------------------===//

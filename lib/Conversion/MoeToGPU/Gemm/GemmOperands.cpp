@@ -6,8 +6,6 @@
 
 #include "GemmKernel.h"
 
-#include "Utils/FusedForms.h"
-
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;

@@ -162,6 +162,24 @@ static LogicalResult verifyExpertCountFitsI32(Operation *op, int64_t e,
   return success();
 }
 
+/// A `num_experts` attribute: at least 1, and addressable by the i32
+/// dispatch metadata (verifyExpertCountFitsI32).
+static LogicalResult verifyNumExperts(Operation *op, int64_t e) {
+  if (e < 1)
+    return op->emitOpError() << "expected num_experts >= 1, got " << e;
+  return verifyExpertCountFitsI32(op, e, "num_experts");
+}
+
+/// `a * b` (named `what`, e.g. "E * T") fits i32 when both are static
+/// (docs/Contract.md section 1).
+static LogicalResult verifyProductFitsI32(Operation *op, StringRef what,
+                                          int64_t a, int64_t b) {
+  if (isDyn(a) || isDyn(b) || productFitsI32(a, b))
+    return success();
+  return op->emitOpError() << "expected " << what << " = " << a << " * " << b
+                           << " to fit i32 (< 2^31)";
+}
+
 /// A static `cumsum` operand length (`E * T`) fits i32 (docs/Contract.md
 /// section 1).
 static LogicalResult verifyCumsumLength(Operation *op, Value cumsum) {
@@ -178,6 +196,13 @@ static int64_t sizeOrDyn(int64_t d) { return d >= 0 ? d : kDyn; }
 
 static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type elementType) {
   return RankedTensorType::get(shape, elementType);
+}
+
+/// `v`'s type when it is a ranked tensor of rank `rank`, else null (result
+/// inference fails; the verifier reports the operand).
+static RankedTensorType tensorOfRank(Value v, int64_t rank) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() == rank ? type : RankedTensorType();
 }
 
 /// `dimension `dim` of `name` (symbol)` must be static and non-zero.
@@ -302,8 +327,8 @@ static LogicalResult verifyGluAttrs(Operation *op, float alpha,
 LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
                                        std::optional<Location>, Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!input || input.getRank() != 2 || !adaptor.getKAttr())
+  auto input = tensorOfRank(adaptor.getInput(), 2);
+  if (!input || !adaptor.getKAttr())
     return failure();
   int64_t k = sizeOrDyn(adaptor.getK());
   types.push_back(tensorOf({input.getDimSize(0), k}, input.getElementType()));
@@ -351,8 +376,8 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location>,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
-  if (!indices || indices.getRank() != 2 || !adaptor.getNumExpertsAttr())
+  auto indices = tensorOfRank(adaptor.getIndices(), 2);
+  if (!indices || !adaptor.getNumExpertsAttr())
     return failure();
   int64_t e = adaptor.getNumExperts();
   int64_t len = e >= 1 ? mulDims(e, indices.getDimSize(0)) : kDyn;
@@ -362,15 +387,10 @@ LogicalResult CumsumOp::inferReturnTypes(MLIRContext *ctx,
 
 LogicalResult CumsumOp::verify() {
   int64_t e = getNumExperts();
-  if (e < 1)
-    return emitOpError() << "expected num_experts >= 1, got " << e;
-  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
-      failed(verifyStaticK(*this, getIndices(), "indices")))
+  if (failed(verifyNumExperts(*this, e)) ||
+      failed(verifyStaticK(*this, getIndices(), "indices")) ||
+      failed(verifyProductFitsI32(*this, "E * T", e, dimOf(getIndices(), 0))))
     return failure();
-  int64_t t = dimOf(getIndices(), 0);
-  if (!isDyn(t) && !productFitsI32(e, t))
-    return emitOpError() << "expected E * T = " << e << " * " << t
-                         << " to fit i32 (< 2^31)";
   return verifyResultTypesExactly(*this);
 }
 
@@ -382,8 +402,8 @@ LogicalResult GetIndicesOp::inferReturnTypes(MLIRContext *ctx,
                                              std::optional<Location>,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &types) {
-  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
-  if (!indices || indices.getRank() != 2)
+  auto indices = tensorOfRank(adaptor.getIndices(), 2);
+  if (!indices)
     return failure();
   int64_t len = mulDims(indices.getDimSize(0), indices.getDimSize(1));
   auto i32 = IntegerType::get(ctx, 32);
@@ -397,10 +417,8 @@ LogicalResult GetIndicesOp::verify() {
       failed(verifyCumsumLength(*this, getCumsum())))
     return failure();
   int64_t t = dimOf(getIndices(), 0), len = dimOf(getCumsum(), 0);
-  int64_t k = dimOf(getIndices(), 1);
-  if (!isDyn(t) && !productFitsI32(t, k))
-    return emitOpError() << "expected T * k = " << t << " * " << k
-                         << " to fit i32 (< 2^31)";
+  if (failed(verifyProductFitsI32(*this, "T * k", t, dimOf(getIndices(), 1))))
+    return failure();
   if (!isDyn(t) && !isDyn(len) &&
       ((t == 0 && len != 0) || (t > 0 && len % t != 0)))
     return emitOpError() << "expected the 'cumsum' length " << len
@@ -414,9 +432,7 @@ LogicalResult GetIndicesOp::verify() {
 
 LogicalResult GetIndptrOp::verify() {
   int64_t e = getNumExperts();
-  if (e < 1)
-    return emitOpError() << "expected num_experts >= 1, got " << e;
-  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
+  if (failed(verifyNumExperts(*this, e)) ||
       failed(verifyCumsumLength(*this, getCumsum())))
     return failure();
   int64_t len = dimOf(getCumsum(), 0);
@@ -453,9 +469,9 @@ template <typename OpTy> static LogicalResult verifyRowMovement(OpTy op) {
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
-  if (!input || !indices || input.getRank() != 2 || indices.getRank() != 1)
+  auto input = tensorOfRank(adaptor.getInput(), 2);
+  auto indices = tensorOfRank(adaptor.getIndices(), 1);
+  if (!input || !indices)
     return failure();
   types.push_back(tensorOf({indices.getDimSize(0), input.getDimSize(1)},
                            input.getElementType()));
@@ -549,8 +565,8 @@ LogicalResult GroupedMatmulOp::verify() {
 LogicalResult GluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!input || input.getRank() != 2)
+  auto input = tensorOfRank(adaptor.getInput(), 2);
+  if (!input)
     return failure();
   int64_t cols = input.getDimSize(1);
   int64_t half = (!isDyn(cols) && cols % 2 == 0) ? cols / 2 : kDyn;
@@ -584,8 +600,8 @@ LogicalResult CombineOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location>,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  auto input = dyn_cast<RankedTensorType>(adaptor.getInput().getType());
-  if (!input || input.getRank() != 3)
+  auto input = tensorOfRank(adaptor.getInput(), 3);
+  if (!input)
     return failure();
   types.push_back(tensorOf({input.getDimSize(0), input.getDimSize(2)},
                            input.getElementType()));
@@ -616,10 +632,9 @@ LogicalResult
 IndicesToMultihotOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location>,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
-  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
+  auto indices = tensorOfRank(adaptor.getIndices(), 2);
   auto probs = dyn_cast<RankedTensorType>(adaptor.getProbs().getType());
-  if (!indices || !probs || indices.getRank() != 2 ||
-      !adaptor.getNumExpertsAttr())
+  if (!indices || !probs || !adaptor.getNumExpertsAttr())
     return failure();
   int64_t e = adaptor.getNumExperts();
   SmallVector<int64_t> shape = {indices.getDimSize(0), e >= 1 ? e : kDyn};
@@ -648,8 +663,8 @@ LogicalResult
 MultihotToIndicesOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &types) {
-  auto probs = dyn_cast<RankedTensorType>(adaptor.getProbsMultihot().getType());
-  if (!probs || probs.getRank() != 2 || !adaptor.getKAttr())
+  auto probs = tensorOfRank(adaptor.getProbsMultihot(), 2);
+  if (!probs || !adaptor.getKAttr())
     return failure();
   types.push_back(tensorOf({probs.getDimSize(0), sizeOrDyn(adaptor.getK())},
                            probs.getElementType()));
@@ -794,12 +809,9 @@ LogicalResult FfnOp::verify() {
   // The dispatch chain's i32 metadata: E * T and T * k fit i32
   // (docs/Contract.md section 1).
   // verifyRouting() established k <= E, so E * T bounds T * k as well.
-  if (failed(verifyExpertCountFitsI32(*this, e, "E")))
+  if (failed(verifyExpertCountFitsI32(*this, e, "E")) ||
+      failed(verifyProductFitsI32(*this, "E * T", e, dimOf(getX(), 0))))
     return failure();
-  int64_t tokens = dimOf(getX(), 0);
-  if (!isDyn(tokens) && !productFitsI32(e, tokens))
-    return emitOpError() << "expected E * T = " << e << " * " << tokens
-                         << " to fit i32 (< 2^31)";
   return verifyResultTypesExactly(*this);
 }
 
@@ -811,8 +823,8 @@ LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location>,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &types) {
-  auto indices = dyn_cast<RankedTensorType>(adaptor.getIndices().getType());
-  if (!indices || indices.getRank() != 2 || !adaptor.getNumExpertsAttr())
+  auto indices = tensorOfRank(adaptor.getIndices(), 2);
+  if (!indices || !adaptor.getNumExpertsAttr())
     return failure();
   auto i32 = IntegerType::get(ctx, 32);
   int64_t e = adaptor.getNumExperts();
@@ -824,10 +836,7 @@ LogicalResult DispatchOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 LogicalResult DispatchOp::verify() {
-  int64_t e = static_cast<int64_t>(getNumExperts());
-  if (e < 1)
-    return emitOpError() << "expected num_experts >= 1, got " << e;
-  if (failed(verifyExpertCountFitsI32(*this, e, "num_experts")) ||
+  if (failed(verifyNumExperts(*this, getNumExperts())) ||
       failed(verifyStaticK(*this, getIndices(), "indices")))
     return failure();
   return verifyResultTypesExactly(*this);

@@ -48,9 +48,9 @@ bool ExpertGemmParts::match(Value v) {
   return false;
 }
 
-ExpertGemmOp ExpertGemmParts::build(PatternRewriter &rewriter, Location loc,
+ExpertGemmOp ExpertGemmParts::build(OpBuilder &builder, Location loc,
                                     Type type) const {
-  return ExpertGemmOp::create(rewriter, loc, type, lhs, rhs, offsets, gather,
+  return ExpertGemmOp::create(builder, loc, type, lhs, rhs, offsets, gather,
                               bias, scatter, scale, transposeRhs, activation,
                               layout, alpha, limit, upBias);
 }

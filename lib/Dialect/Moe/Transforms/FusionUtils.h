@@ -34,7 +34,7 @@ struct ExpertGemmParts {
   /// Matches `v`'s defining op; false when it is neither GEMM form.
   bool match(Value v);
   /// Builds the expert_gemm these parts describe, with result `type`.
-  ExpertGemmOp build(PatternRewriter &rewriter, Location loc, Type type) const;
+  ExpertGemmOp build(OpBuilder &builder, Location loc, Type type) const;
 };
 
 /// Applies a fusion pass's patterns in one post-order walk: every pattern

@@ -12,15 +12,34 @@
 #ifndef MOE_MLIR_DIALECT_MOE_TRANSFORMS_TRANSFORMS_H
 #define MOE_MLIR_DIALECT_MOE_TRANSFORMS_TRANSFORMS_H
 
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
 #include "mlir/IR/PatternMatch.h"
 
 #include <functional>
+#include <utility>
 
 namespace mlir {
 namespace moe {
 
 /// moe.ffn -> the primitive chain of docs/Contract.md section 3.
 void populateMoeDecomposePatterns(RewritePatternSet &patterns);
+
+/// The forms each lowering implements once: moe.grouped_matmul is a
+/// moe.expert_gemm without fused stages, moe.route_dispatch is moe.route
+/// followed by moe.dispatch. Both rewrites keep the semantics exactly
+/// (a lowering with its own route_dispatch kernel gives its pattern a
+/// higher benefit than the split).
+///
+/// Replaces `op` by the equivalent moe.expert_gemm and returns it.
+ExpertGemmOp replaceWithExpertGemm(RewriterBase &rewriter, GroupedMatmulOp op);
+/// Replaces `op` by moe.route + moe.dispatch on the route's indices and
+/// returns both.
+std::pair<RouteOp, DispatchOp>
+replaceWithRouteAndDispatch(RewriterBase &rewriter, RouteDispatchOp op);
+/// Patterns applying the two rewrites above (convert-moe-to-linalg and
+/// convert-moe-to-gpu start from these forms).
+void populateMoeFusedFormPatterns(RewritePatternSet &patterns);
 
 /// The fusions the moe-fuse-* patterns perform.
 enum class MoeFusionKind {

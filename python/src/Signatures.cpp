@@ -163,8 +163,8 @@ nb::list describeFunctions(ModuleOp module, const AsmParserState *asmState,
     if (auto ffn = dyn_cast_or_null<moe::FfnOp>(single)) {
       static const char *const kRoles[] = {
           "x", "logits", "w_up", "w_down", "bias", "w_up_bias", "w_down_bias"};
-      Value operands[] = {ffn.getX(),       ffn.getLogits(),  ffn.getWUp(),
-                          ffn.getWDown(),   ffn.getBias(),    ffn.getWUpBias(),
+      Value operands[] = {ffn.getX(),        ffn.getLogits(), ffn.getWUp(),
+                          ffn.getWDown(),    ffn.getBias(),   ffn.getWUpBias(),
                           ffn.getWDownBias()};
       for (auto [role, operand] : llvm::zip_equal(kRoles, operands)) {
         auto arg = dyn_cast_or_null<BlockArgument>(operand);

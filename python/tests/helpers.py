@@ -72,3 +72,19 @@ def round_trip(module):
     generic = moe_mlir.Module.parse(module.get_asm(generic=True), module.context)
     assert str(generic) == text
     return again
+
+
+def gpu_toolchain_or_skip():
+    """Skips the calling test unless compile_gpu can run here: the runtime
+    archive, the CUDA driver stub and ptxas (no GPU needed)."""
+    import pytest
+    from moe_mlir import gpu
+
+    try:
+        gpu.find_runtime_library()
+        gpu.find_cuda_library_dir()
+    except gpu.CompileError as exc:
+        pytest.skip(str(exc))
+    home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    if not os.path.exists(os.path.join(home, "bin", "ptxas")):
+        pytest.skip("no ptxas under %s" % home)

@@ -136,23 +136,37 @@ def test_bad_pipelines():
 
 
 def test_failing_pipeline_leaves_module_unchanged():
-    # The device-memory pass rejects host constants used outside kernels
-    # (before anything needs the CUDA toolkit).
+    # The device-memory pass rejects mutable host globals used outside
+    # kernels (before anything needs the CUDA toolkit); constants are fine.
     m = Module.parse(
-        """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
-  %0 = arith.addf %a, %c : tensor<4xf32>
-  return %0 : tensor<4xf32>
+        """memref.global "private" @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+func.func @f() -> memref<4xf32> {
+  %g = memref.get_global @table : memref<4xf32>
+  return %g : memref<4xf32>
 }""",
-        name="const.mlir",
+        name="global.mlir",
     )
     before = str(m)
     with pytest.raises(MLIRError) as info:
         m.run_pipeline("moe-lower-to-nvvm")
     assert info.value.summary == "pass pipeline 'moe-lower-to-nvvm' failed"
-    assert info.value.diagnostics[0].startswith("const.mlir:2:")
-    assert "host constant" in info.value.diagnostics[0]
+    assert info.value.diagnostics[0].startswith("global.mlir:3:")
+    assert "host global 'table'" in info.value.diagnostics[0]
     assert str(m) == before
+
+
+def test_constants_lower_to_nvvm():
+    # A tensor constant read by the layer is a device buffer of the library.
+    m = Module.parse(
+        """func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = arith.addf %a, %c : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}"""
+    )
+    text = str(m.run_pipeline("moe-lower-to-nvvm{format=llvm}"))
+    assert "llvm.call @moeRuntimeUploadConstant" in text
+    assert "llvm.mlir.global_ctors" in text
 
 
 def test_unregistered_op():

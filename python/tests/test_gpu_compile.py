@@ -492,14 +492,9 @@ def test_pipeline_text_and_option_checks():
 
 
 def _toolchain_or_skip():
-    try:
-        gpu.find_runtime_library()
-        gpu.find_cuda_library_dir()
-    except gpu.CompileError as exc:
-        pytest.skip(str(exc))
-    home = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
-    if not os.path.exists(os.path.join(home, "bin", "ptxas")):
-        pytest.skip("no ptxas under %s" % home)
+    from helpers import gpu_toolchain_or_skip
+
+    gpu_toolchain_or_skip()
 
 
 def _backends():

@@ -24,6 +24,9 @@
 #   SKIP_PYFLOW=1           leave out OUT/pyflow (test/GPU/build_python_flow.py,
 #                           built when the moe_mlir package is importable)
 #   PYFLOW_ARGS             extra build_python_flow.py arguments (e.g. --all)
+#   SKIP_HF=1               leave out OUT/hfparity (test/GPU/build_hf_parity.py:
+#                           the presets at small sizes for the comparison with
+#                           the Hugging Face blocks, hf_parity_check.py)
 #
 # Exits non-zero if a case file is stale, fails to verify, or a build fails
 # (every build is still attempted; their logs are in OUT_DIR/logs/).
@@ -171,6 +174,22 @@ elif [ -z "$ONLY" ]; then
   rm -rf "$OUT/pyflow"   # never carry stale Python-flow artifacts
 fi
 
+# The Hugging Face parity check (hf_parity_check.py) into OUT/hfparity.
+hf_status=skipped
+if [ "${SKIP_HF:-0}" != 1 ] && [ -z "$ONLY" ] && [ "$pyflow_status" != skipped ]; then
+  echo "--- building the Hugging Face parity artifacts into $OUT/hfparity"
+  if "$PY" "$HERE/build_hf_parity.py" "$OUT/hfparity" > "$OUT/logs/hfparity.log" 2>&1; then
+    hf_status=0
+    sed 's/^/     /' "$OUT/logs/hfparity.log"
+  else
+    hf_status=1; status=1
+    echo "FAIL build_hf_parity.py -- logs/hfparity.log:"
+    tail -n 30 "$OUT/logs/hfparity.log" | sed 's/^/     /'
+  fi
+elif [ -z "$ONLY" ]; then
+  rm -rf "$OUT/hfparity"
+fi
+
 commit="$(git -C "$REPO" rev-parse HEAD)"
 # Dirty: tracked changes or untracked files, not counting the output folder.
 excl=()
@@ -193,6 +212,7 @@ echo "$commit" > "$OUT/COMMIT"
   echo "fused:    $FUSED_PIPELINE"
   echo "cases:    ${cases[*]}"
   echo "pyflow:   $pyflow_status"
+  echo "hfparity: $hf_status"
   echo "status:   $status"
 } > "$OUT/BUILD.txt"
 

@@ -134,6 +134,7 @@ _CONFIG_FIELDS = [
     ("group_score", lambda m: m.route.get("group_score", "max")),
     ("scaling", lambda m: m.route.get("scaling", 1.0)),
     ("routing_bias", lambda m: bool(m.bias)),
+    ("expert_bias", lambda m: bool(m.expert_bias)),
     ("activation", lambda m: m.glu["activation"]),
     ("layout", lambda m: m.glu["layout"]),
     ("alpha", lambda m: m.glu.get("alpha", 1.0)),
@@ -245,6 +246,22 @@ def foreign_deps(so):
     ]
 
 
+def ship_runtime(out, scripts):
+    """Puts the runtime package and its wheel (python/runtime/ship.py) and
+    the check `scripts` of this folder into `out`; False when shipping
+    failed."""
+    shipped = subprocess.run(
+        [sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"), out],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        universal_newlines=True,
+    )
+    print(shipped.stdout.rstrip())
+    for f in scripts:
+        shutil.copy(os.path.join(HERE, f), os.path.join(out, f))
+    return shipped.returncode == 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?", default=os.path.join(REPO, "gpu-artifacts", "pyflow"))
@@ -348,6 +365,7 @@ def main(argv=None):
                     E=m.E,
                     k=m.k,
                     bias=bool(m.bias),
+                    expert_bias=bool(getattr(m, "expert_bias", False)),
                     reference=reference_kwargs(G, m),
                     reference_from="gpu_cases.MODELS[%s]" % m.name,
                     signature=manifest.functions[fn].signature(),
@@ -375,17 +393,8 @@ def main(argv=None):
     stale = os.path.join(out, "runtime.py")  # the single file shipped before
     if os.path.exists(stale):
         os.remove(stale)
-    shipped = subprocess.run(
-        [sys.executable, os.path.join(REPO, "python", "runtime", "ship.py"), out],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        universal_newlines=True,
-    )
-    print(shipped.stdout.rstrip())
-    if shipped.returncode != 0:
+    if not ship_runtime(out, ("torch_reference.py", "python_flow_check.py")):
         status = 1
-    for f in ("torch_reference.py", "python_flow_check.py"):
-        shutil.copy(os.path.join(HERE, f), os.path.join(out, f))
     meta = dict(
         commit=commit(),
         built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

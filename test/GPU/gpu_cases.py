@@ -295,8 +295,16 @@ def op_text(op, a, inputs, outputs):
         items = route_attr_items(a) + glu_attr_items(a)
         if a.get("transpose_weights"):
             items.append(("transpose_weights", "true"))
+        expert = ""
+        if "w_up_bias" in v:
+            expert = " expert_bias(%s, %s : %s, %s)" % (
+                v["w_up_bias"],
+                v["w_down_bias"],
+                t["w_up_bias"],
+                t["w_down_bias"],
+            )
         return (
-            "%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
+            "%s = moe.ffn %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
             "layout = %s%s : %s, %s, %s, %s -> %s"
         ) % (
             lhs,
@@ -305,6 +313,7 @@ def op_text(op, a, inputs, outputs):
             v["w_up"],
             v["w_down"],
             opt("bias", "bias"),
+            expert,
             a["k"],
             a["scoring"],
             a["activation"],
@@ -913,6 +922,15 @@ _FFN_SMALL = [
 ]
 # DeepSeek-V3 routes on f32 logits while its activations are bf16.
 _FFN_SMALL.append(("ffn_small_deepseek_like_bf16_f32_logits",) + _FFN_SMALL[1][1:])
+# gpt-oss's per-expert matmul biases (expert_bias), both weight layouts.
+_FFN_SMALL.append(("ffn_small_gpt_oss_like_bf16_expert_bias",) + _FFN_SMALL[2][1:])
+_FFN_SMALL.append(
+    ("ffn_small_gpt_oss_like_bf16_expert_bias_nt",)
+    + _FFN_SMALL[2][1:6]
+    + (False,)
+    + _FFN_SMALL[2][7:]
+)
+_FFN_SMALL.append(("ffn_small_mixtral_like_f32_expert_bias",) + _FFN_SMALL[0][1:])
 for _n, _F, _H, _I, _E, _b, _tw, _a in _FFN_SMALL:
     _ins = [
         A("x", _F, ("T", _H)),
@@ -922,6 +940,8 @@ for _n, _F, _H, _I, _E, _b, _tw, _a in _FFN_SMALL:
     ]
     if _b:
         _ins.append(A("bias", "f32", (_E,)))
+    if "_expert_bias" in _n:
+        _ins += [A("w_up_bias", _F, (_E, 2 * _I)), A("w_down_bias", _F, (_E, _H))]
     _case(_n, "ffn", dict(_a, transpose_weights=_tw), _ins, [A("result", _F, ("T", _H))])
 
 CASES_BY_NAME = {c.name: c for c in OP_CASES}
@@ -935,7 +955,19 @@ assert len(CASES_BY_NAME) == len(OP_CASES), "duplicate case names"
 
 class Model:
     def __init__(
-        self, name, title, H, I, E, k, route, glu, transpose_weights, bias, logits_f="bf16"
+        self,
+        name,
+        title,
+        H,
+        I,
+        E,
+        k,
+        route,
+        glu,
+        transpose_weights,
+        bias,
+        logits_f="bf16",
+        expert_bias=False,
     ):
         self.name = name
         self.title = title
@@ -946,6 +978,7 @@ class Model:
         self.bias = bias  # routing bias tensor<E x f32>
         self.F = "bf16"
         self.logits_f = logits_f  # the router's logits: bf16 or f32
+        self.expert_bias = expert_bias  # w_up_bias E x 2I, w_down_bias E x H
 
     @property
     def attrs(self):
@@ -973,6 +1006,8 @@ class Model:
         ]
         if self.bias:
             ins.append(A("bias", "f32", (self.E,)))
+        if self.expert_bias:
+            ins += [A("w_up_bias", F, (self.E, 2 * self.I)), A("w_down_bias", F, (self.E, self.H))]
         return ins
 
     def route_inputs(self):
@@ -1038,6 +1073,7 @@ MODELS = [
         glu=dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0),
         transpose_weights=False,
         bias=False,
+        expert_bias=True,  # gate_up_proj_bias, down_proj_bias
     ),
     Model(
         "mixtral_8x7b",
@@ -1075,11 +1111,89 @@ MODELS = [
 MODELS_BY_NAME = {m.name: m for m in MODELS}
 
 
+# ----------------------------------------------------------------------------
+# Weights as module constants (cases/ffn_const.mlir)
+# ----------------------------------------------------------------------------
+
+
+class ConstCase:
+    """A moe.ffn whose w_up / w_down are constants of the module: `dense`
+    hex literals (form "dense") or `dense_resource` blobs in the file's
+    resource section (form "resource"). The function takes x and logits;
+    `ref_case` is the same ffn with the weights as arguments (what
+    check_op's reference runs on), `weights()` their values."""
+
+    def __init__(self, name, F, H, I, E, attrs, form):
+        self.name, self.F, self.form = name, F, form
+        self.H, self.I, self.E = H, I, E
+        self.attrs = dict(attrs)
+        self.inputs = [A("x", F, ("T", H)), A("logits", F, ("T", E))]
+        self.outputs = [A("result", F, ("T", H))]
+        tw = self.attrs.get("transpose_weights", False)
+        self.w_args = [
+            A("w_up", F, (E, 2 * I, H) if tw else (E, H, 2 * I)),
+            A("w_down", F, (E, H, I) if tw else (E, I, H)),
+        ]
+        self.ref_case = OpCase(name, "ffn", self.attrs, self.inputs + self.w_args, self.outputs)
+
+    def weights(self):
+        rng = rng_for("const", self.name)
+        up, down = self.w_args
+        return {
+            "w_up": floats(rng, up.shape, self.F, scale=1.0 / np.sqrt(self.H)),
+            "w_down": floats(rng, down.shape, self.F, scale=1.0 / np.sqrt(self.I)),
+        }
+
+    def resource_key(self, arg):
+        return "%s_%s" % (self.name, arg)
+
+    def mlir(self):
+        w = self.weights()
+        ops = []
+        for a in self.w_args:
+            if self.form == "dense":
+                lit = 'dense<"0x%s">' % R.to_bytes(w[a.name], self.F).hex().upper()
+            else:
+                lit = "dense_resource<%s>" % self.resource_key(a.name)
+            ops.append(("%%%s = arith.constant %s : %s" % (a.name, lit, a.mlir_type), []))
+        ops.append((self.ref_case.op_text(), self.outputs))
+        return func_text(self.name, self.inputs, ops)
+
+    def resources(self):
+        """{key: hex blob} of the resource form (alignment prefix first)."""
+        if self.form != "resource":
+            return {}
+        w = self.weights()
+        align = {"f32": 4, "bf16": 2, "f16": 2}[self.F]
+        return {
+            self.resource_key(a.name): "0x%08X" % int.from_bytes(align.to_bytes(4, "little"), "big")
+            + R.to_bytes(w[a.name], self.F).hex().upper()
+            for a in self.w_args
+        }
+
+
+_CONST_ATTRS = dict(k=2, scoring="softmax", normalize=True, activation="silu", layout="concat")
+CONST_CASES = [
+    ConstCase("ffn_const_dense_bf16", "bf16", 64, 32, 8, _CONST_ATTRS, "dense"),
+    ConstCase(
+        "ffn_const_resource_bf16_nt",
+        "bf16",
+        64,
+        32,
+        8,
+        dict(_CONST_ATTRS, transpose_weights=True),
+        "resource",
+    ),
+    ConstCase("ffn_const_resource_f32", "f32", 32, 16, 4, _CONST_ATTRS, "resource"),
+]
+
+
 def case_files():
     """{file name in cases/: [function names]}"""
     out = {"ops.mlir": [c.name for c in OP_CASES]}
     for m in MODELS:
         out["ffn_%s.mlir" % m.name] = ["ffn", "route"]
+    out["ffn_const.mlir"] = [c.name for c in CONST_CASES]
     return out
 
 
@@ -1091,6 +1205,8 @@ def signatures():
     for m in MODELS:
         sig[("ffn_" + m.name, "ffn")] = (m.ffn_inputs(), m.ffn_outputs())
         sig[("ffn_" + m.name, "route")] = (m.route_inputs(), m.route_outputs())
+    for c in CONST_CASES:
+        sig[("ffn_const", c.name)] = (c.inputs, c.outputs)
     return sig
 
 
@@ -1327,6 +1443,9 @@ def gen_inputs(case, T, mode="random", seed=0):
         v["w_down"] = floats(rng, sh["w_down"], F, scale=1.0 / np.sqrt(I))
         if "bias" in sh:
             v["bias"] = R.round_to(rng.normal(0.0, 0.3, size=E), "f32")
+        if "w_up_bias" in sh:
+            v["w_up_bias"] = floats(rng, sh["w_up_bias"], F, scale=0.5)
+            v["w_down_bias"] = floats(rng, sh["w_down_bias"], F, scale=0.2)
     else:
         raise KeyError(op)
     for arg in case.inputs:  # shape sanity
@@ -1583,6 +1702,8 @@ def expected(case, inp, got, out):
             activation=a["activation"],
             layout=a["layout"],
             transpose_weights=a.get("transpose_weights", False),
+            w_up_bias=inp.get("w_up_bias"),
+            w_down_bias=inp.get("w_down_bias"),
             **ra,
             **_glu_kw(a),
         )

@@ -210,7 +210,10 @@ class PresetRunner:
 
     def reference(self, x, lg):
         w_up, w_down = self.weights[0], self.weights[1]
-        y, rr = self.TR.ffn(x, lg, w_up, w_down, self.bias, **self.kw)
+        kw = dict(self.kw)
+        if self.case.get("expert_bias"):  # the last two arguments
+            kw.update(w_up_bias=self.weights[-2], w_down_bias=self.weights[-1])
+        y, rr = self.TR.ffn(x, lg, w_up, w_down, self.bias, **kw)
         return y, rr
 
     def rel(self, got, want):

@@ -17,6 +17,11 @@ Checks, one line each (status, name, build, T, error, tolerance, seconds, notes)
   edge/<fn>                   the same on adversarial inputs: -1 / >= E /
                               int32-extreme ids, duplicates, empty experts,
                               NaN / inf / tied logits, clamped offsets
+  const/<fn>, const/uploads   moe.ffn with its weights as module constants
+                              (cases/ffn_const.mlir, dense and dense_resource)
+                              at T in 0,1,7,64,300 vs reference.py; the
+                              library holds every constant on the device
+                              right after loading and uploads none per call
   route/<model>, ffn/<model>  the four model layers (bf16) at T in
                               1,8,64,512,4096 vs torch_reference.py: routing
                               ids (a mismatch is a near tie only when the
@@ -66,6 +71,8 @@ T_EDGE = [5, 64]
 T_EDGE_SMALL = [64]
 T_FFN = [1, 8, 64, 512, 4096]
 T_FFN_SMALL = [8]
+T_CONST = [0, 1, 7, 64, 300]
+T_CONST_SMALL = [1, 64]
 BIG_T = 38000
 BUILDS = ("unfused", "fused")
 FFN_TOL = 1e-2
@@ -653,6 +660,122 @@ def run_op(res, mods, backend, case, build, T, mode):
         )
 
 
+def run_const(res, mods, backend, build, Ts):
+    """const/<fn>: cases/ffn_const.mlir, moe.ffn with its weights as module
+    constants. The library must hold every constant on the device right
+    after loading (uploaded by its constructor) and upload nothing on the
+    calls; each call is checked against the reference on the same weights,
+    as op/ checks are."""
+    mod = mods.get("ffn_const", build)
+    names = ["const/" + c.name for c in G.CONST_CASES]
+    if isinstance(mod, str):
+        for n in names:
+            res.add(n, build, status="FAIL", detail=mod)
+        return
+    held = mod.device_constants() if hasattr(mod, "device_constants") else None
+    want = 2 * len(G.CONST_CASES)
+    for case in G.CONST_CASES:
+        name = "const/" + case.name
+        w = case.weights()
+        for T in Ts:
+            t0 = time.time()
+            try:
+                inp = G.gen_inputs(case.ref_case, T, "random")
+                inp.update(w)
+                ins = [backend.to_device(inp[a.name], a.dtype) for a in case.inputs]
+                outs = [backend.alloc_out(r.shape_at(T), r.dtype) for r in case.outputs]
+                call_checked(backend, mod, case.name, case.inputs, ins, case.outputs, outs, T)
+                got = {
+                    r.name: backend.to_numpy(o.view, r.dtype) for r, o in zip(case.outputs, outs)
+                }
+                oc = G.check_op(case.ref_case, inp, got)
+                for r, o in zip(case.outputs, outs):
+                    if not backend.guard_ok(o):
+                        oc.fail("%s: wrote past its end (guard region changed)" % r.name)
+                res.add(
+                    name,
+                    build,
+                    T,
+                    "PASS" if oc.ok else "FAIL",
+                    err=oc.err,
+                    tol=G.REL_TOL.get(case.F),
+                    secs=time.time() - t0,
+                    detail=oc.detail,
+                )
+            except ContextLost:
+                raise
+            except Exception as ex:  # noqa: BLE001
+                res.add(
+                    name,
+                    build,
+                    T,
+                    "FAIL",
+                    secs=time.time() - t0,
+                    detail="%s: %s" % (type(ex).__name__, str(ex)[:500]),
+                )
+    if held is None:
+        return res.add("const/uploads", build, status="SKIP", detail="no device_constants()")
+    after = mod.device_constants()
+    ok = held["count"] == want and held["uploads"] == want and after == held
+    res.add(
+        "const/uploads",
+        build,
+        status="PASS" if ok else "FAIL",
+        detail="after loading %s, after %d calls %s (want %d constants, uploaded once)"
+        % (held, len(Ts) * len(G.CONST_CASES), after, want),
+    )
+    run_const_unload(res, backend, so_path(mods.art, "ffn_const", build), build, want)
+
+
+def run_const_unload(res, backend, path, build, want):
+    """const/unload: a private copy of the library loaded, called and
+    unloaded 8 times: each load uploads the constants, each unload frees
+    them (and the kernels): the device's free memory does not shrink."""
+    import shutil
+    import tempfile
+
+    torch = backend.torch
+    t0 = time.time()
+    try:
+        tmp = tempfile.mkdtemp(prefix="moe-const-")
+        free = []
+        holds = []
+        case = G.CONST_CASES[0]
+        for i in range(8):
+            copy = os.path.join(tmp, "copy%d.so" % i)  # a new file: a new load
+            shutil.copy(path, copy)
+            lib = backend.load(copy)
+            holds.append(lib.device_constants()["count"])
+            inp = G.gen_inputs(case.ref_case, 7, "random")
+            ins = [backend.to_device(inp[a.name], a.dtype) for a in case.inputs]
+            outs = [backend.alloc_out(r.shape_at(7), r.dtype) for r in case.outputs]
+            call_checked(backend, lib, case.name, case.inputs, ins, case.outputs, outs, 7)
+            del ins, outs
+            lib.unload()
+            os.remove(copy)
+            torch.cuda.synchronize()
+            free.append(torch.cuda.mem_get_info()[0])
+        shutil.rmtree(tmp, ignore_errors=True)
+        lost = free[1] - free[-1]  # after the first cycle (driver / pool warm-up)
+        ok = all(h == want for h in holds) and lost <= 2 * 2**20
+        res.add(
+            "const/unload",
+            build,
+            status="PASS" if ok else "FAIL",
+            secs=time.time() - t0,
+            detail="8 load/call/unload cycles: constants held after each load %s; "
+            "device free memory %+d bytes from cycle 2 to 8" % (holds, -lost),
+        )
+    except Exception as ex:  # noqa: BLE001
+        res.add(
+            "const/unload",
+            build,
+            status="FAIL",
+            secs=time.time() - t0,
+            detail="%s: %s" % (type(ex).__name__, str(ex)[:500]),
+        )
+
+
 # ----------------------------------------------------------------------------
 # (b) + (c) model layers
 # ----------------------------------------------------------------------------
@@ -674,6 +797,7 @@ class ModelRunner:
         self.stem = "ffn_" + model.name
         self.dev = backend.dev
         self.w_up = self.w_down = self.bias = None
+        self.w_up_bias = self.w_down_bias = None
 
     # -- data ----------------------------------------------------------------
 
@@ -692,6 +816,9 @@ class ModelRunner:
         self.w_up = self.gen("w_up", m.w_up_shape, torch.bfloat16, 1.0 / m.H**0.5)
         self.w_down = self.gen("w_down", m.w_down_shape, torch.bfloat16, 1.0 / m.I**0.5)
         self.bias = self.gen("bias", (m.E,), torch.float32, 0.1) if m.bias else None
+        if m.expert_bias:
+            self.w_up_bias = self.gen("w_up_bias", (m.E, 2 * m.I), torch.bfloat16, 0.5)
+            self.w_down_bias = self.gen("w_down_bias", (m.E, m.H), torch.bfloat16, 0.1)
         torch.cuda.synchronize()
         gib = (self.w_up.numel() + self.w_down.numel()) * 2 / 2**30
         print(
@@ -701,6 +828,7 @@ class ModelRunner:
 
     def free(self):
         self.w_up = self.w_down = self.bias = None
+        self.w_up_bias = self.w_down_bias = None
         self.torch.cuda.synchronize()
         self.torch.cuda.empty_cache()
 
@@ -770,6 +898,8 @@ class ModelRunner:
             limit=None if lim is None else G.f32(lim),
             up_bias=G.f32(g.get("up_bias", 0.0)),
             transpose_weights=self.m.transpose_weights,
+            w_up_bias=self.w_up_bias,
+            w_down_bias=self.w_down_bias,
         )
         kw.update(self.route_kw())
         return kw
@@ -795,7 +925,10 @@ class ModelRunner:
         return [lg] + ([self.bias] if self.bias is not None else [])
 
     def ffn_args(self, x, lg):
-        return [x, lg, self.w_up, self.w_down] + ([self.bias] if self.bias is not None else [])
+        args = [x, lg, self.w_up, self.w_down] + ([self.bias] if self.bias is not None else [])
+        if self.w_up_bias is not None:
+            args += [self.w_up_bias, self.w_down_bias]
+        return args
 
     def time_ffn(self, mod, ins, T, first_secs):
         if self.args.small or first_secs > 5.0:
@@ -1109,6 +1242,9 @@ def main(argv=None):
     if args.list:
         for c in G.OP_CASES:
             print("op/%s\nedge/%s" % (c.name, c.name))
+        for c in G.CONST_CASES:
+            print("const/%s" % c.name)
+        print("const/uploads\nconst/unload")
         for m in G.MODELS:
             print("route/%s\nffn/%s" % (m.name, m.name))
             labels = ["T0", "empty-experts", "nonfinite"]
@@ -1184,6 +1320,12 @@ def main(argv=None):
                         run_op(res, mods, backend, case, build, T, mode)
 
         op_checks("random", t_ops)
+        if not args.dry_run and args.selected("const/"):
+            for build in builds:
+                if res.over_budget():
+                    res.add("const/uploads", build, status="SKIP", detail="time budget")
+                    continue
+                run_const(res, mods, backend, build, T_CONST_SMALL if args.small else T_CONST)
         if run_ffn:
             for m in G.MODELS:
                 mr = ModelRunner(res, mods, backend, m, builds, args)

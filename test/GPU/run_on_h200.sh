@@ -16,6 +16,10 @@
 #        exists: model presets built with the moe_mlir package, called
 #        through moe_mlir_runtime, incl. CUDA-graph capture + replay)
 #
+# 4. python3 hfparity/hf_parity_check.py         (when gpu-artifacts/hfparity
+#        exists: the presets at small sizes against the Hugging Face
+#        transformers blocks, bf16 and f32)
+#
 # Everything lands in $OUT (default ./gpu-results): full/ and small/
 # (results.json, results.md, summary.txt of each run), full.log, small.log,
 # sanitizer-errors.txt, nvidia-smi.txt, pyflow/ and pyflow.log, SUMMARY.md
@@ -25,7 +29,8 @@
 # device command: FULL_BUDGET / SMALL_BUDGET (seconds after which remaining
 # checks are SKIPped, default 300 / 150) and hard timeouts 60 s above them.
 # FULL_ARGS / SMALL_ARGS add arguments (e.g. FULL_ARGS="--only ffn/"),
-# SKIP_FULL=1 / SKIP_SANITIZER=1 / SKIP_PYFLOW=1 leave a run out;
+# SKIP_FULL=1 / SKIP_SANITIZER=1 / SKIP_PYFLOW=1 / SKIP_HF=1 leave a run out;
+# HF_ARGS adds hf_parity_check.py arguments (e.g. HF_ARGS="--T 1,300");
 # PYFLOW_BUDGET (default 180) bounds the Python-flow run, PYFLOW_ARGS adds
 # arguments (e.g. PYFLOW_ARGS="--presets mixtral-8x7b --T 1,64").
 #
@@ -100,6 +105,23 @@ if [ "${SKIP_PYFLOW:-0}" != 1 ]; then
   fi
 fi
 
+hf_rc=skipped
+if [ "${SKIP_HF:-0}" != 1 ]; then
+  echo
+  if [ -f hfparity/hf_parity_check.py ]; then   # (cwd is $ART)
+    read -r -a HF_EXTRA <<< "${HF_ARGS:-}"
+    echo "=== Hugging Face parity"
+    t0=$SECONDS
+    timeout -k 15 300 "$PY" -u hfparity/hf_parity_check.py --dir hfparity --out "$RES/hfparity" \
+      "${HF_EXTRA[@]}" > "$RES/hfparity.log" 2>&1
+    hf_rc=$?
+    echo "=== Hugging Face parity: exit $hf_rc after $(( SECONDS - t0 ))s; $(grep -c '^FAIL' "$RES/hfparity.log") FAIL lines (log: hfparity.log)"
+  else
+    echo "=== Hugging Face parity: no $ART/hfparity (built by build_artifacts.sh)"
+    hf_rc=missing
+  fi
+fi
+
 san_rc=skipped
 san_errors=unknown
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
@@ -132,7 +154,7 @@ fi
 
 # run_gpu_checks: 0 pass, 1 failures, 2 no failure but checks skipped for time
 verdict=PASS
-for rc in "$full_rc" "$san_rc" "$pyflow_rc"; do
+for rc in "$full_rc" "$san_rc" "$pyflow_rc" "$hf_rc"; do
   case "$rc" in
     0|skipped|missing) ;;
     2) [ "$verdict" = PASS ] && verdict=INCOMPLETE ;;
@@ -149,6 +171,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   echo "- full run exit code: $full_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo "- sanitizer run exit code: $san_rc (memcheck errors: $san_errors)"
   echo "- Python flow exit code: $pyflow_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
+  echo "- Hugging Face parity exit code: $hf_rc (0 pass, 1 failures, 124 timeout)"
   echo
   echo "## full run"
   echo
@@ -163,6 +186,16 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
     echo "($pyflow_rc)"
   else
     cat "$RES/pyflow/summary.txt" 2>/dev/null || echo "(no summary: see pyflow.log)"
+  fi
+  echo '```'
+  echo
+  echo "## Hugging Face parity (presets at small sizes vs the transformers blocks)"
+  echo
+  echo '```'
+  if [ "$hf_rc" = skipped ] || [ "$hf_rc" = missing ]; then
+    echo "($hf_rc)"
+  else
+    cat "$RES/hfparity/summary.txt" 2>/dev/null || echo "(no summary: see hfparity.log)"
   fi
   echo '```'
   echo

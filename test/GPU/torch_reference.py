@@ -482,11 +482,15 @@ def ffn(
     rows=None,
     ids=None,
     round_intermediates=True,
+    w_up_bias=None,
+    w_down_bias=None,
 ):
     """moe.ffn as the chain of docs/Contract.md section 3. Returns (y f32 [R, H], RouteResult)
     for the R = len(rows) rows selected (all rows by default). `ids` (i32
     [R, k]) overrides the routing's selection (weights are recomputed from
-    the f32 scores at those ids). With `round_intermediates` the GEMM /
+    the f32 scores at those ids). `w_up_bias` (E x 2I) and `w_down_bias`
+    (E x H) are the expert biases (expert_bias), added to each GEMM's f32
+    result. With `round_intermediates` the GEMM /
     GLU / down-projection results are rounded to x's dtype as the unfused
     chain does."""
     if rows is not None:
@@ -515,9 +519,14 @@ def ffn(
         slots = order[start : start + n]
         start += n
         xe = x[slots // k].float()
-        up = rnd(xe @ _weight(w_up, e, transpose_weights))
-        act = rnd(glu(up, activation, layout, alpha, limit, up_bias))
-        down_all[slots] = rnd(act @ _weight(w_down, e, transpose_weights))
+        up = xe @ _weight(w_up, e, transpose_weights)
+        if w_up_bias is not None:
+            up = up + w_up_bias[e].float()
+        act = rnd(glu(rnd(up), activation, layout, alpha, limit, up_bias))
+        down = act @ _weight(w_down, e, transpose_weights)
+        if w_down_bias is not None:
+            down = down + w_down_bias[e].float()
+        down_all[slots] = rnd(down)
     y = combine(down_all.view(T, k, H), rr.weights)
     return y, rr
 
@@ -624,6 +633,8 @@ def run_case(case, t):
             activation=a["activation"],
             layout=a["layout"],
             transpose_weights=a.get("transpose_weights", False),
+            w_up_bias=t.get("w_up_bias"),
+            w_down_bias=t.get("w_down_bias"),
             **ra,
             **gk,
         )

@@ -217,11 +217,22 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
     `memref.alloc`s. This pass moves them to the device: outside of GPU
     kernels, `memref.alloc` becomes `gpu.alloc`, `memref.dealloc` becomes
     `gpu.dealloc` and `memref.copy` between identity-layout buffers becomes
-    `gpu.memcpy`. A `memref.copy` with a non-identity layout and
-    `memref.get_global` (host constants) outside kernels are reported as
-    errors rather than left to fault on the device.
+    `gpu.memcpy`. A `memref.copy` with a non-identity layout is reported as
+    an error rather than left to fault on the device.
+
+    Host constants read outside kernels (`memref.get_global` of a constant
+    `memref.global`: weights given as `dense` or `dense_resource` tensor
+    constants after bufferization) become device buffers that the compiled
+    library uploads once, when it is loaded, and frees when it is unloaded:
+    the bytes move into an internal LLVM global, a global constructor calls
+    `moeRuntimeUploadConstant` and stores the device pointer in a slot, a
+    global destructor frees it (`moeRuntimeFreeConstant`), and every
+    `memref.get_global` becomes a memref of the slot's pointer. Calls copy
+    nothing and stay CUDA-graph capturable. A resource whose data was
+    elided (`dense_resource<__elided__>`) is uploaded as zeros, with a
+    warning. Mutable or uninitialised host globals are reported as errors.
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }
 
 def MoeGpuAlignWorkgroupMemoryPass

@@ -170,6 +170,26 @@ MOE_CUDA_RUNTIME_EXPORT void mgpuMemset32(void *dst, uint32_t value,
 MOE_CUDA_RUNTIME_EXPORT void mgpuMemset16(void *dst, uint16_t value,
                                           uint64_t count, void *stream);
 
+/// A device copy of the `sizeBytes` host bytes at `host` (a module-level
+/// constant, e.g. weights given as `dense` / `dense_resource`): allocated and
+/// copied synchronously (cuMemAlloc, cuMemcpyHtoD). Called once per constant
+/// from a global constructor of the compiled code (moe-gpu-device-memory), so
+/// a library uploads its constants when it is loaded and never per call.
+/// NULL (error recorded) on failure.                         (ptr, i64) -> ptr
+MOE_CUDA_RUNTIME_EXPORT void *moeRuntimeUploadConstant(const void *host,
+                                                       uint64_t sizeBytes);
+/// Frees a copy made by `moeRuntimeUploadConstant` (from a global destructor:
+/// at process exit, after the driver shut down, it does nothing). NULL is
+/// ignored.                                                       (ptr) -> ()
+MOE_CUDA_RUNTIME_EXPORT void moeRuntimeFreeConstant(void *ptr);
+/// How many constants this runtime (one per compiled library: it is linked
+/// into each) has uploaded and holds now; `*bytes` (if not NULL) receives
+/// their size.
+MOE_CUDA_RUNTIME_EXPORT int64_t moeRuntimeConstantsHeld(int64_t *bytes);
+/// How many uploads `moeRuntimeUploadConstant` has made since the library
+/// was loaded (a test that a call uploads nothing).
+MOE_CUDA_RUNTIME_EXPORT int64_t moeRuntimeConstantUploads(void);
+
 /// Page-locks (cuMemHostRegister) the host memory a ranked memref descriptor
 /// of rank `rank` spans. `descriptor` points to
 /// `{T *allocated; T *aligned; int64_t offset; int64_t sizes[rank];

@@ -6,9 +6,16 @@
 
 #include "moe-mlir/Conversion/Passes.h"
 
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace moe {
@@ -28,6 +35,239 @@ static bool inKernel(Operation *op) {
 }
 
 namespace {
+/// Host constants read outside kernels (`memref.get_global` of a constant
+/// `memref.global`, e.g. weights given as `dense` / `dense_resource` tensor
+/// constants) become device buffers that the compiled library uploads once,
+/// when it is loaded, and frees when it is unloaded:
+///
+///  * the constant's bytes become an internal LLVM global (`__moe_host_<g>`);
+///  * a pointer slot (`__moe_device_<g>`, null-initialised) is filled by a
+///    global constructor that calls `moeRuntimeUploadConstant(host, bytes)`,
+///    and freed by a global destructor (`moeRuntimeFreeConstant`);
+///  * each `memref.get_global` outside kernels becomes a load of the slot
+///    and a memref descriptor of that device pointer (cast back to the
+///    memref type; the LLVM conversion resolves the cast).
+///
+/// Nothing is copied per call, so the calls stay graph-capturable. A
+/// resource whose data was elided (`dense_resource<__elided__>`, in tests)
+/// is uploaded as zeros with a warning.
+class DeviceConstants {
+public:
+  explicit DeviceConstants(ModuleOp module)
+      : module(module), converter(module.getContext()), symbols(module) {}
+
+  /// Replaces `get` by the device copy of its global.
+  LogicalResult replace(memref::GetGlobalOp get, IRRewriter &rewriter);
+
+  /// Emits the constructor and destructor and erases the host globals that
+  /// nothing refers to any more.
+  void finish(IRRewriter &rewriter);
+
+private:
+  struct Entry {
+    LLVM::GlobalOp host;
+    LLVM::GlobalOp slot;
+    uint64_t bytes;
+  };
+  FailureOr<Entry *> entryFor(memref::GlobalOp global, Location useLoc);
+  LLVM::LLVMFuncOp runtimeFunction(OpBuilder &b, StringRef name,
+                                   LLVM::LLVMFunctionType type);
+
+  ModuleOp module;
+  LLVMTypeConverter converter;
+  SymbolTable symbols;
+  llvm::MapVector<Operation *, Entry> entries; // by memref.global
+};
+} // namespace
+
+FailureOr<DeviceConstants::Entry *>
+DeviceConstants::entryFor(memref::GlobalOp global, Location useLoc) {
+  auto it = entries.find(global);
+  if (it != entries.end())
+    return &it->second;
+  MLIRContext *ctx = module.getContext();
+  MemRefType type = global.getType();
+  Type element = type.getElementType();
+  unsigned bits = 0;
+  if (element.isIntOrFloat())
+    bits = element.getIntOrFloatBitWidth();
+  else if (element.isIndex())
+    bits = converter.getIndexTypeBitwidth();
+  if (!bits || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+      type.getMemorySpace())
+    return emitError(useLoc, "moe-gpu-device-memory: host constant '")
+           << global.getSymName() << "' of type " << type
+           << " cannot be put in device memory (only static, identity-layout "
+              "memrefs of integers, floats or index in the default memory "
+              "space)";
+  uint64_t bytes =
+      static_cast<uint64_t>(type.getNumElements()) * ((bits + 7) / 8);
+
+  Type array = converter.convertType(element);
+  for (int64_t dim : llvm::reverse(type.getShape()))
+    array = LLVM::LLVMArrayType::get(array, dim);
+  Attribute value = *global.getInitialValue();
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob) {
+      emitWarning(useLoc, "moe-gpu-device-memory: host constant '")
+          << global.getSymName()
+          << "' has no data (elided resource): uploaded as zeros";
+      value = Attribute();
+    }
+  }
+  if (value && type.getRank() == 0)
+    value = cast<ElementsAttr>(value).getSplatValue<Attribute>();
+
+  OpBuilder b(ctx);
+  b.setInsertionPoint(global);
+  Location loc = global.getLoc();
+  uint64_t alignment =
+      std::max<uint64_t>(global.getAlignment().value_or(0), 16);
+  auto host = LLVM::GlobalOp::create(
+      b, loc, array, /*isConstant=*/true, LLVM::Linkage::Internal,
+      ("__moe_host_" + global.getSymName()).str(), value, alignment);
+  if (!value) {
+    Block *init = b.createBlock(&host.getInitializerRegion());
+    b.setInsertionPointToStart(init);
+    LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, array));
+    b.setInsertionPoint(global);
+  }
+  symbols.insert(host);
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto slot = LLVM::GlobalOp::create(
+      b, loc, ptr, /*isConstant=*/false, LLVM::Linkage::Internal,
+      ("__moe_device_" + global.getSymName()).str(), Attribute(),
+      /*alignment=*/8);
+  Block *init = b.createBlock(&slot.getInitializerRegion());
+  b.setInsertionPointToStart(init);
+  LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr));
+  symbols.insert(slot);
+  return &(entries[global] = Entry{host, slot, bytes});
+}
+
+LogicalResult DeviceConstants::replace(memref::GetGlobalOp get,
+                                       IRRewriter &rewriter) {
+  auto global = symbols.lookup<memref::GlobalOp>(get.getNameAttr().getAttr());
+  if (!global)
+    return get.emitError("moe-gpu-device-memory: no memref.global '")
+           << get.getName() << "' in the module";
+  if (!global.getConstant() || global.isExternal() || global.isUninitialized())
+    return get.emitError("moe-gpu-device-memory: host global '")
+           << get.getName()
+           << "' used outside a kernel is not a constant with a value; only "
+              "constants can be put in device memory";
+  FailureOr<Entry *> entry = entryFor(global, get.getLoc());
+  if (failed(entry))
+    return failure();
+  Location loc = get.getLoc();
+  rewriter.setInsertionPoint(get);
+  auto ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+  Value slot = LLVM::AddressOfOp::create(rewriter, loc, (*entry)->slot);
+  Value device = LLVM::LoadOp::create(rewriter, loc, ptr, slot);
+  MemRefType type = get.getType();
+  Value descriptor =
+      MemRefDescriptor::fromStaticShape(rewriter, loc, converter, type, device);
+  rewriter.replaceOp(
+      get, UnrealizedConversionCastOp::create(rewriter, loc, type, descriptor)
+               .getResult(0));
+  return success();
+}
+
+LLVM::LLVMFuncOp DeviceConstants::runtimeFunction(OpBuilder &b, StringRef name,
+                                                  LLVM::LLVMFunctionType type) {
+  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return fn;
+  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name, type);
+}
+
+void DeviceConstants::finish(IRRewriter &rewriter) {
+  if (entries.empty())
+    return;
+  MLIRContext *ctx = module.getContext();
+  Location loc = module.getLoc();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  auto voidType = LLVM::LLVMVoidType::get(ctx);
+  LLVM::LLVMFuncOp upload =
+      runtimeFunction(b, "moeRuntimeUploadConstant",
+                      LLVM::LLVMFunctionType::get(ptr, {ptr, i64}));
+  LLVM::LLVMFuncOp release = runtimeFunction(
+      b, "moeRuntimeFreeConstant", LLVM::LLVMFunctionType::get(voidType, ptr));
+
+  auto makeFunction = [&](StringRef name, auto body) {
+    auto fn = LLVM::LLVMFuncOp::create(
+        b, loc, name, LLVM::LLVMFunctionType::get(voidType, {}),
+        LLVM::Linkage::Internal);
+    symbols.insert(fn);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(fn.addEntryBlock(b));
+    for (auto &[global, entry] : entries)
+      body(entry);
+    LLVM::ReturnOp::create(b, loc, ValueRange());
+    return fn;
+  };
+  LLVM::LLVMFuncOp ctor =
+      makeFunction("__moe_upload_constants", [&](Entry &entry) {
+        Value host = LLVM::AddressOfOp::create(b, loc, entry.host);
+        Value bytes = LLVM::ConstantOp::create(
+            b, loc, i64, b.getI64IntegerAttr(entry.bytes));
+        Value device =
+            LLVM::CallOp::create(b, loc, upload, ValueRange{host, bytes})
+                .getResult();
+        Value slot = LLVM::AddressOfOp::create(b, loc, entry.slot);
+        LLVM::StoreOp::create(b, loc, device, slot);
+      });
+  LLVM::LLVMFuncOp dtor =
+      makeFunction("__moe_free_constants", [&](Entry &entry) {
+        Value slot = LLVM::AddressOfOp::create(b, loc, entry.slot);
+        Value device = LLVM::LoadOp::create(b, loc, ptr, slot);
+        LLVM::CallOp::create(b, loc, release, ValueRange{device});
+        LLVM::StoreOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr), slot);
+      });
+  // Appended to the module's constructor / destructor lists (one op each).
+  constexpr int32_t kPriority = 65535;
+  struct List {
+    SmallVector<Attribute> fns, data;
+    SmallVector<int32_t> priorities;
+    void add(ArrayAttr f, ArrayAttr p, ArrayAttr d) {
+      llvm::append_range(fns, f);
+      for (Attribute a : p)
+        priorities.push_back(cast<IntegerAttr>(a).getInt());
+      llvm::append_range(data, d);
+    }
+  };
+  List ctors, dtors;
+  for (auto op :
+       llvm::make_early_inc_range(module.getOps<LLVM::GlobalCtorsOp>())) {
+    ctors.add(op.getCtors(), op.getPriorities(), op.getData());
+    op.erase();
+  }
+  for (auto op :
+       llvm::make_early_inc_range(module.getOps<LLVM::GlobalDtorsOp>())) {
+    dtors.add(op.getDtors(), op.getPriorities(), op.getData());
+    op.erase();
+  }
+  ctors.add(b.getArrayAttr(FlatSymbolRefAttr::get(ctor)),
+            b.getI32ArrayAttr(kPriority),
+            b.getArrayAttr(LLVM::ZeroAttr::get(ctx)));
+  dtors.add(b.getArrayAttr(FlatSymbolRefAttr::get(dtor)),
+            b.getI32ArrayAttr(kPriority),
+            b.getArrayAttr(LLVM::ZeroAttr::get(ctx)));
+  LLVM::GlobalCtorsOp::create(b, loc, b.getArrayAttr(ctors.fns),
+                              b.getI32ArrayAttr(ctors.priorities),
+                              b.getArrayAttr(ctors.data));
+  LLVM::GlobalDtorsOp::create(b, loc, b.getArrayAttr(dtors.fns),
+                              b.getI32ArrayAttr(dtors.priorities),
+                              b.getArrayAttr(dtors.data));
+  for (auto &[global, entry] : entries)
+    if (SymbolTable::symbolKnownUseEmpty(global, module))
+      rewriter.eraseOp(global);
+}
+
+namespace {
 struct MoeGpuDeviceMemoryPass
     : mlir::moe::impl::MoeGpuDeviceMemoryPassBase<MoeGpuDeviceMemoryPass> {
   void runOnOperation() override {
@@ -40,6 +280,7 @@ struct MoeGpuDeviceMemoryPass
     });
     IRRewriter rewriter(&getContext());
     bool failed = false;
+    std::optional<DeviceConstants> constants;
     for (Operation *op : work) {
       rewriter.setInsertionPoint(op);
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
@@ -72,13 +313,22 @@ struct MoeGpuDeviceMemoryPass
         gpu::MemcpyOp::create(rewriter, copy.getLoc(), /*asyncToken=*/Type(),
                               ValueRange{}, copy.getTarget(), copy.getSource());
         rewriter.eraseOp(copy);
-      } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
-        global.emitError("moe-gpu-device-memory: host constant '")
-            << global.getName()
-            << "' used outside a kernel is not supported on the device path";
-        failed = true;
+      } else if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
+        if (!constants) {
+          auto module = dyn_cast<ModuleOp>(getOperation());
+          if (!module) {
+            get.emitError("moe-gpu-device-memory: host constants outside "
+                          "kernels need the pass to run on a builtin.module");
+            failed = true;
+            continue;
+          }
+          constants.emplace(module);
+        }
+        failed |= mlir::failed(constants->replace(get, rewriter));
       }
     }
+    if (constants && !failed)
+      constants->finish(rewriter);
     if (failed)
       signalPassFailure();
   }

@@ -698,6 +698,75 @@ extern "C" void mgpuMemset16(void *dst, uint16_t value, uint64_t count,
            resolveStream(stream));
 }
 
+namespace {
+// Module constants held on the device (moeRuntimeUploadConstant).
+std::atomic<int64_t> constantsHeld{0};
+std::atomic<int64_t> constantBytesHeld{0};
+std::atomic<int64_t> constantUploads{0};
+} // namespace
+
+extern "C" void *moeRuntimeUploadConstant(const void *host,
+                                          uint64_t sizeBytes) {
+  if (sizeBytes == 0)
+    return nullptr;
+  if (!host) {
+    recordError("no host data for a %llu-byte constant (in %s)",
+                static_cast<unsigned long long>(sizeBytes), __func__);
+    return nullptr;
+  }
+  ContextGuard guard(__func__);
+  if (!guard.ok())
+    return nullptr;
+  CUdeviceptr pointer = 0;
+  if (!CU_CHECK(cuMemAlloc, &pointer, sizeBytes))
+    return nullptr;
+  if (!CU_CHECK(cuMemcpyHtoD, pointer, host, sizeBytes)) {
+    cuMemFree(pointer);
+    return nullptr;
+  }
+  // counted as the free counts it: the allocation's size
+  size_t allocated = sizeBytes;
+  cuMemGetAddressRange(nullptr, &allocated, pointer);
+  constantsHeld.fetch_add(1);
+  constantBytesHeld.fetch_add(static_cast<int64_t>(allocated));
+  constantUploads.fetch_add(1);
+  return reinterpret_cast<void *>(pointer);
+}
+
+extern "C" void moeRuntimeFreeConstant(void *ptr) {
+  if (!ptr)
+    return;
+  // Runs from a global destructor: at process exit the driver may be gone
+  // (CUDA_ERROR_DEINITIALIZED), which frees everything anyway. The pointer's
+  // own context is made current for the free.
+  auto device = reinterpret_cast<CUdeviceptr>(ptr);
+  CUcontext context = nullptr;
+  CUresult result =
+      cuPointerGetAttribute(&context, CU_POINTER_ATTRIBUTE_CONTEXT, device);
+  if (result == CUDA_ERROR_DEINITIALIZED)
+    return;
+  if (!checkCu(result, "cuPointerGetAttribute", __func__) ||
+      !checkCu(cuCtxPushCurrent(context), "cuCtxPushCurrent", __func__))
+    return;
+  size_t bytes = 0;
+  cuMemGetAddressRange(nullptr, &bytes, device);
+  if (checkCu(cuMemFree(device), "cuMemFree", __func__)) {
+    constantsHeld.fetch_sub(1);
+    constantBytesHeld.fetch_sub(static_cast<int64_t>(bytes));
+  }
+  cuCtxPopCurrent(nullptr);
+}
+
+extern "C" int64_t moeRuntimeConstantsHeld(int64_t *bytes) {
+  if (bytes)
+    *bytes = constantBytesHeld.load();
+  return constantsHeld.load();
+}
+
+extern "C" int64_t moeRuntimeConstantUploads(void) {
+  return constantUploads.load();
+}
+
 extern "C" void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
                                           int64_t elementSizeBytes) {
   setMemRefPageLocked(/*lock=*/true, rank, descriptor, elementSizeBytes,

@@ -288,6 +288,40 @@ class Library:
     # backwards-compatible name
     _check = check_error
 
+    # -- module constants ------------------------------------------------------
+
+    def device_constants(self):
+        """What the library holds of its module constants (weights given as
+        `dense` / `dense_resource` constants), which it uploaded to the
+        device once, when it was loaded: dict(count=, bytes=, uploads=),
+        `uploads` counting every upload since loading (calls make none).
+        None for a library built before the runtime had them."""
+        lib = self._lib
+        try:
+            held, uploads = lib.moeRuntimeConstantsHeld, lib.moeRuntimeConstantUploads
+        except AttributeError:
+            return None
+        held.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        held.restype = ctypes.c_int64
+        uploads.argtypes = []
+        uploads.restype = ctypes.c_int64
+        nbytes = ctypes.c_int64(0)
+        count = held(ctypes.byref(nbytes))
+        return dict(count=int(count), bytes=int(nbytes.value), uploads=int(uploads()))
+
+    def unload(self):
+        """Unloads the library (dlclose): its destructors unload its kernels
+        and free its device constants. The object is unusable afterwards;
+        every tensor the library returned must be gone or copied first."""
+        if self._lib is None:
+            return
+        import _ctypes
+
+        handle = self._lib._handle
+        self._lib = None
+        self._functions = {}
+        _ctypes.dlclose(handle)
+
     # -- calls ---------------------------------------------------------------
 
     def _convert(self, index, arg, contiguous, keep_alive):

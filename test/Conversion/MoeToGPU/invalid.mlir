@@ -37,12 +37,31 @@ func.func @gemm(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: tensor<9xi
 
 // -----
 
-// Host constants cannot be read on the device.
-memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+// Host constants become device buffers (device-constants.mlir); mutable or
+// uninitialised host globals cannot.
+memref.global "private" @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 func.func @host_get_global() -> memref<4xf32> {
-  // expected-error @below {{moe-gpu-device-memory: host constant 'table' used outside a kernel is not supported on the device path}}
+  // expected-error @below {{moe-gpu-device-memory: host global 'table' used outside a kernel is not a constant with a value; only constants can be put in device memory}}
   %g = memref.get_global @table : memref<4xf32>
   return %g : memref<4xf32>
+}
+
+// -----
+
+memref.global "private" @scratch : memref<4xf32> = uninitialized
+func.func @host_get_uninitialized() -> memref<4xf32> {
+  // expected-error @below {{moe-gpu-device-memory: host global 'scratch' used outside a kernel is not a constant with a value; only constants can be put in device memory}}
+  %g = memref.get_global @scratch : memref<4xf32>
+  return %g : memref<4xf32>
+}
+
+// -----
+
+memref.global "private" constant @strided : memref<4xf32, strided<[2]>> = dense<1.0>
+func.func @host_get_strided() -> memref<4xf32, strided<[2]>> {
+  // expected-error @below {{moe-gpu-device-memory: host constant 'strided' of type 'memref<4xf32, strided<[2]>>' cannot be put in device memory (only static, identity-layout memrefs of integers, floats or index in the default memory space)}}
+  %g = memref.get_global @strided : memref<4xf32, strided<[2]>>
+  return %g : memref<4xf32, strided<[2]>>
 }
 
 // -----

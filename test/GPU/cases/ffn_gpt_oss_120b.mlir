@@ -8,8 +8,8 @@
 // @ffn is the layer; @route is its routing alone, so that the checker can
 // tell a routing near-tie from a wrong result.
 
-func.func @ffn(%x: tensor<?x2880xbf16>, %logits: tensor<?x128xbf16>, %w_up: tensor<128x2880x5760xbf16>, %w_down: tensor<128x2880x2880xbf16>) -> tensor<?x2880xbf16> attributes {llvm.emit_c_interface} {
-  %result = moe.ffn %x, %logits, %w_up, %w_down k = 4 scoring = softmax activation = silu layout = interleaved {normalize = true, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x2880xbf16>, tensor<?x128xbf16>, tensor<128x2880x5760xbf16>, tensor<128x2880x2880xbf16> -> tensor<?x2880xbf16>
+func.func @ffn(%x: tensor<?x2880xbf16>, %logits: tensor<?x128xbf16>, %w_up: tensor<128x2880x5760xbf16>, %w_down: tensor<128x2880x2880xbf16>, %w_up_bias: tensor<128x5760xbf16>, %w_down_bias: tensor<128x2880xbf16>) -> tensor<?x2880xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down expert_bias(%w_up_bias, %w_down_bias : tensor<128x5760xbf16>, tensor<128x2880xbf16>) k = 4 scoring = softmax activation = silu layout = interleaved {normalize = true, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x2880xbf16>, tensor<?x128xbf16>, tensor<128x2880x5760xbf16>, tensor<128x2880x2880xbf16> -> tensor<?x2880xbf16>
   return %result : tensor<?x2880xbf16>
 }
 

@@ -393,3 +393,18 @@ func.func @ffn_small_deepseek_like_bf16_f32_logits(%x: tensor<?x128xbf16>, %logi
   %result = moe.ffn %x, %logits, %w_up, %w_down bias(%bias : tensor<16xf32>) k = 4 scoring = sigmoid activation = silu layout = concat {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x128xbf16>, tensor<?x16xf32>, tensor<16x128x128xbf16>, tensor<16x64x128xbf16> -> tensor<?x128xbf16>
   return %result : tensor<?x128xbf16>
 }
+
+func.func @ffn_small_gpt_oss_like_bf16_expert_bias(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x128x64xbf16>, %w_down: tensor<8x64x64xbf16>, %w_up_bias: tensor<8x128xbf16>, %w_down_bias: tensor<8x64xbf16>) -> tensor<?x64xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down expert_bias(%w_up_bias, %w_down_bias : tensor<8x128xbf16>, tensor<8x64xbf16>) k = 2 scoring = softmax activation = silu layout = interleaved {normalize = true, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32, transpose_weights = true} : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>
+  return %result : tensor<?x64xbf16>
+}
+
+func.func @ffn_small_gpt_oss_like_bf16_expert_bias_nt(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x64x128xbf16>, %w_down: tensor<8x64x64xbf16>, %w_up_bias: tensor<8x128xbf16>, %w_down_bias: tensor<8x64xbf16>) -> tensor<?x64xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down expert_bias(%w_up_bias, %w_down_bias : tensor<8x128xbf16>, tensor<8x64xbf16>) k = 2 scoring = softmax activation = silu layout = interleaved {normalize = true, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x128xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>
+  return %result : tensor<?x64xbf16>
+}
+
+func.func @ffn_small_mixtral_like_f32_expert_bias(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, %w_up: tensor<8x64x64xf32>, %w_down: tensor<8x32x64xf32>, %w_up_bias: tensor<8x64xf32>, %w_down_bias: tensor<8x64xf32>) -> tensor<?x64xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.ffn %x, %logits, %w_up, %w_down expert_bias(%w_up_bias, %w_down_bias : tensor<8x64xf32>, tensor<8x64xf32>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true} : tensor<?x64xf32>, tensor<?x8xf32>, tensor<8x64x64xf32>, tensor<8x32x64xf32> -> tensor<?x64xf32>
+  return %result : tensor<?x64xf32>
+}

@@ -41,6 +41,31 @@ static void addTensorCleanupAndBufferize(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
 }
 
+/// The optional ownership-based deallocation, then bufferization.clone
+/// (returning a buffer the function does not own) -> memref.alloc +
+/// memref.copy.
+static void addDeallocation(OpPassManager &pm, bool deallocate) {
+  if (deallocate)
+    bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+/// Host code (scf, math, arith, index, memref, cf, func; with `gpuToLLVM`
+/// the host side of gpu ops too) to the LLVM dialect.
+static void addHostToLLVM(OpPassManager &pm, bool gpuToLLVM) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  if (gpuToLLVM)
+    pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
   pm.addPass(createMoeFuseDispatchPass());
   pm.addPass(createMoeFuseGatherMatmulPass());
@@ -54,11 +79,7 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   // moe -> linalg/scf/tensor/arith/math on tensors, then buffers.
   pm.addPass(createConvertMoeToLinalgPass());
   addTensorCleanupAndBufferize(pm);
-  if (options.deallocate)
-    bufferization::buildBufferDeallocationPipeline(pm);
-  // bufferization.clone (returning a buffer the function does not own)
-  // -> memref.alloc + memref.copy.
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addDeallocation(pm, options.deallocate);
 
   // Loops and scalar code.
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -68,17 +89,7 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   expand.includeBf16 = true; // bf16 <-> f32 without compiler-rt helpers
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToLibmPass()); // erf, tanh, exp: libm
-  pm.addPass(createSCFToControlFlowPass());
-
-  // LLVM dialect.
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  addHostToLLVM(pm, /*gpuToLLVM=*/false);
 }
 
 static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
@@ -184,11 +195,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // Kernels that wait for their predecessor on the device (griddepcontrol)
   // get the name the runtime launches with programmatic serialization.
   pm.addPass(createMoeGpuProgrammaticLaunchPass());
-  if (options.deallocate)
-    bufferization::buildBufferDeallocationPipeline(pm);
-  // bufferization.clone (returning a buffer the function does not own)
-  // -> memref.alloc + memref.copy.
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  addDeallocation(pm, options.deallocate);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createMoeGpuDeviceMemoryPass());
   // Shared buffers with an explicit alignment (LLVM assumes 16 bytes for
@@ -212,16 +219,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
 
   // Host code: one stream per call, LLVM dialect, mgpu* runtime calls.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createGpuToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  addHostToLLVM(pm, /*gpuToLLVM=*/true);
 
   // Device code -> binary (ptxas from the CUDA toolkit), the modules in
   // parallel.

@@ -16,19 +16,22 @@ does not model is left out: shared experts (DeepSeek-V3, one dense FFN next
 to the routed ones) and the router's own linear layer (its output are the
 ``logits``; gpt-oss's router bias is part of it).
 
-Where each operand comes from in the Hugging Face ``transformers``
-checkpoints (per MoE layer; ``experts`` stacked over E where the checkpoint
-keeps one module per expert):
+Where each operand comes from in the Hugging Face ``transformers`` 5.x
+modules (per MoE layer; checked against transformers 5.17 on the H200 by
+test/GPU/hf_parity_check.py: same experts, bf16 within ~7e-3 and f32
+within ~1e-6 of the block run in float32):
 
-- Mixtral-8x7B (``MixtralSparseMoeBlock``): logits = ``gate(x)``; w_up =
-  ``cat(w1, w3)`` per expert (gate rows then up rows: ``concat``), w_down =
-  ``w2``.
-- Qwen3-30B-A3B (``Qwen3MoeSparseMoeBlock``): logits = ``gate(x)``; w_up =
-  ``cat(gate_proj, up_proj)`` per expert, w_down = ``down_proj``.
-- DeepSeek-V3 (``DeepseekV3MoE``, routed experts): logits = ``gate`` linear
-  of x computed in f32 (``logits_dtype="f32"``); bias =
-  ``gate.e_score_correction_bias``; w_up = ``cat(gate_proj, up_proj)``,
-  w_down = ``down_proj``.
+- Mixtral-8x7B (``MixtralSparseMoeBlock``): logits = ``gate(x)`` (the
+  router linear); w_up = ``experts.gate_up_proj`` (E x 2I x H, gate rows
+  then up rows: ``concat``; older checkpoints: ``cat(w1, w3)`` per
+  expert), w_down = ``experts.down_proj`` (E x H x I; ``w2``).
+- Qwen3-30B-A3B (``Qwen3MoeSparseMoeBlock``): logits = ``gate(x)``; w_up
+  = ``experts.gate_up_proj`` (``cat(gate_proj, up_proj)`` per expert),
+  w_down = ``experts.down_proj``; ``norm_topk_prob = true``.
+- DeepSeek-V3 (``DeepseekV3MoE``, routed experts; the shared expert is not
+  part of the layer): logits = the ``gate`` linear of x computed in f32
+  (``logits_dtype="f32"``); bias = ``gate.e_score_correction_bias``; w_up
+  = ``experts.gate_up_proj``, w_down = ``experts.down_proj``.
 - gpt-oss-120b (``GptOssMLP``): logits = ``router(x)`` (its bias
   included); w_up = ``experts.gate_up_proj`` (E x H x 2I, gate and up
   interleaved), w_up_bias = ``experts.gate_up_proj_bias``; w_down =

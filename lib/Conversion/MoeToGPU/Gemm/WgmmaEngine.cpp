@@ -256,8 +256,27 @@ private:
   /// ([token][rhs column], row pitch tileN + 4), then every consumer
   /// thread turns whole 16-byte output chunks of a token row into bias,
   /// GLU, scale, and one store. `tid` counts from the block's first thread.
+  /// Where the token rows this thread stores go (destination, -1 when
+  /// out of the tile or dropped, and routing weight or null).
+  struct SwapTargets {
+    SmallVector<Value> dest, factor;
+  };
+  /// Small-M, before the MMAs: the targets of the token rows of this
+  /// thread's output chunks (chunk u = tid - 128 + i * threads: one token
+  /// per i), so that their dependent loads (scatter index, then routing
+  /// weight) complete under the MMAs instead of in the store loop. Empty
+  /// when the chunks do not split evenly over the threads (the epilogue
+  /// then loads them itself).
+  SwapTargets prefetchSwapTargets(LoweringBuilder &b, Value tid,
+                                  const WorkItem &item);
   void epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
-                       const WorkItem &item, Value acc);
+                       const WorkItem &item, Value acc,
+                       const SwapTargets &targets);
+  /// Output chunks (16 bytes) of one small-M tile, and the consumer
+  /// threads that store them.
+  int64_t swapChunks() const {
+    return outPerTile / (16 / (g.outElem.getIntOrFloatBitWidth() / 8));
+  }
   /// The row table of consumer warpgroup `cw` (64 i32 in the barrier
   /// area's upper half).
   Value rowTableAddress(LoweringBuilder &b, Value cw) {
@@ -692,6 +711,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   RowFactors factors;
   if (staged && !swap)
     factors = prefetchRowTargets(b, ct, cw, item);
+  SwapTargets swapTargets;
+  if (swap)
+    swapTargets = prefetchSwapTargets(b, tid, item);
   // One K step: wait for the stage, its MMAs (the tile's first without
   // accumulating: the accumulators need no zeros), and the release of the
   // step before it, whose group has now finished reading its stage.
@@ -742,7 +764,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                                       b.idx(stages));
   releaseStage(b, ct, last);
   if (swap)
-    epilogueSwapped(b, tid, cw, item, acc);
+    epilogueSwapped(b, tid, cw, item, acc, swapTargets);
   else if (staged)
     epilogueStaged(b, ct, cw, item, acc, factors);
   else
@@ -968,8 +990,46 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   }
 }
 
+WgmmaKernel::SwapTargets
+WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
+                                 const WorkItem &item) {
+  const int64_t threads = 128 * consumers;
+  const int64_t chunks = swapChunks();
+  SwapTargets targets;
+  if ((tileM * chunks) % threads != 0)
+    return targets;
+  Value u0 = b.sub(tid, b.idx(128));
+  SmallVector<Type, 2> types = {b.getI32Type()};
+  if (g.scale)
+    types.push_back(b.getF32Type());
+  for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
+    Value token = arith::DivUIOp::create(
+        b, b.add(u0, b.idx(i * threads)), b.idx(chunks));
+    SmallVector<Value> t = b.ifElse(
+        b.cmpi(CmpI::ult, token, item.tileRows), types,
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
+          SmallVector<Value> out = {
+              b.select(target.valid, b.toI32(target.dest), b.i32(-1))};
+          if (g.scale)
+            out.push_back(target.factor);
+          return out;
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          SmallVector<Value> out = {b.i32(-1)};
+          if (g.scale)
+            out.push_back(b.f32(0.0f));
+          return out;
+        });
+    targets.dest.push_back(t[0]);
+    targets.factor.push_back(g.scale ? t[1] : Value());
+  }
+  return targets;
+}
+
 void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
-                                  const WorkItem &item, Value acc) {
+                                  const WorkItem &item, Value acc,
+                                  const SwapTargets &targets) {
   const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
   const int64_t vec = 16 / outBytes;
   const int64_t pitch = tileN + 4; // f32 per staged token row
@@ -1006,73 +1066,86 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
   // 2. Thread u of the consumers takes output chunks (token, vec columns)
   // u, u + threads, ...: the rhs columns of output column c are 2c, 2c + 1
   // (interleaved GLU), c and tileN / 2 + c (concat), c (plain).
-  const int64_t chunks = outPerTile / vec;
+  const int64_t chunks = swapChunks();
   Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  // Output chunk `chunk` of `token`, whose row goes to `target` (valid).
+  auto storeChunk = [&](LoweringBuilder &b, Value token, Value chunk,
+                        const RowTarget &target) {
+    Value local0 = b.mul(chunk, b.idx(vec));
+    Value col0 = b.add(colBase, local0);
+    SmallVector<Value> values;
+    for (int64_t e = 0; e < vec; ++e) {
+      Value local = b.add(local0, b.idx(e));
+      SmallVector<Value, 2> accs;
+      if (interleaved()) {
+        Value pair = b.mul(local, b.idx(2));
+        accs = {nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, pair)),
+                nvvm::loadShared(b, b.getF32Type(),
+                                 stagedAt(b, token, b.add(pair, b.idx(1))))};
+      } else {
+        accs.push_back(
+            nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
+        if (concat)
+          accs.push_back(nvvm::loadShared(
+              b, b.getF32Type(),
+              stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+      }
+      Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
+      values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
+    }
+    Value whole =
+        b.andi(outVectorOk,
+               b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+    scf::IfOp::create(
+        b, whole,
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          Value offset = b.add(b.mul(target.dest, outStride), col0);
+          nvvm::storeGlobal(
+              b,
+              add64(b, outAddr, nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
+              values);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          for (int64_t e = 0; e < vec; ++e) {
+            Value c = b.add(col0, b.idx(e));
+            when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                 [&](LoweringBuilder &b) {
+                   b.store(values[e], g.out, {target.dest, c});
+                 });
+          }
+          scf::YieldOp::create(b);
+        });
+  };
   Value u0 = b.sub(tid, b.idx(128));
-  forEach(
-      b, u0, b.idx(tileM * chunks), b.idx(threads),
-      [&](LoweringBuilder &b, Value u) {
-        Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
-        Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
-        when(
-            b, b.cmpi(CmpI::ult, token, item.tileRows),
-            [&](LoweringBuilder &b) {
-              RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
-              when(b, target.valid, [&](LoweringBuilder &b) {
-                Value local0 = b.mul(chunk, b.idx(vec));
-                Value col0 = b.add(colBase, local0);
-                SmallVector<Value> values;
-                for (int64_t e = 0; e < vec; ++e) {
-                  Value local = b.add(local0, b.idx(e));
-                  SmallVector<Value, 2> accs;
-                  if (interleaved()) {
-                    Value pair = b.mul(local, b.idx(2));
-                    accs = {nvvm::loadShared(b, b.getF32Type(),
-                                             stagedAt(b, token, pair)),
-                            nvvm::loadShared(
-                                b, b.getF32Type(),
-                                stagedAt(b, token, b.add(pair, b.idx(1))))};
-                  } else {
-                    accs.push_back(nvvm::loadShared(b, b.getF32Type(),
-                                                    stagedAt(b, token, local)));
-                    if (concat)
-                      accs.push_back(nvvm::loadShared(
-                          b, b.getF32Type(),
-                          stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
-                  }
-                  Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
-                  values.push_back(
-                      outputValue(b, g, target.factor, item.expert, c, accs));
-                }
-                Value whole = b.andi(
-                    outVectorOk,
-                    b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
-                scf::IfOp::create(
-                    b, whole,
-                    [&](OpBuilder &nested, Location loc) {
-                      LoweringBuilder b(loc, nested);
-                      Value offset = b.add(b.mul(target.dest, outStride), col0);
-                      nvvm::storeGlobal(
-                          b,
-                          add64(b, outAddr,
-                                nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
-                          values);
-                      scf::YieldOp::create(b);
-                    },
-                    [&](OpBuilder &nested, Location loc) {
-                      LoweringBuilder b(loc, nested);
-                      for (int64_t e = 0; e < vec; ++e) {
-                        Value c = b.add(col0, b.idx(e));
-                        when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-                             [&](LoweringBuilder &b) {
-                               b.store(values[e], g.out, {target.dest, c});
-                             });
-                      }
-                      scf::YieldOp::create(b);
-                    });
-              });
-            });
+  if (!targets.dest.empty()) {
+    // The targets came before the MMAs (prefetchSwapTargets).
+    for (auto [i, dest] : llvm::enumerate(targets.dest)) {
+      Value u = b.add(u0, b.idx(static_cast<int64_t>(i) * threads));
+      Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+      Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+        RowTarget target{b.toIndex(dest), Value(), targets.factor[i]};
+        storeChunk(b, token, chunk, target);
       });
+    }
+  } else {
+    forEach(b, u0, b.idx(tileM * chunks), b.idx(threads),
+            [&](LoweringBuilder &b, Value u) {
+              Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+              Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+              when(b, b.cmpi(CmpI::ult, token, item.tileRows),
+                   [&](LoweringBuilder &b) {
+                     RowTarget target =
+                         rowTarget(b, g, b.add(item.rowStart, token));
+                     when(b, target.valid, [&](LoweringBuilder &b) {
+                       storeChunk(b, token, chunk, target);
+                     });
+                   });
+            });
+  }
   // The next item's fragments overwrite the staging.
   nvvm::namedBarrier(b, b.i32(1), threads);
 }

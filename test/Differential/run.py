@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import cases as C  # noqa: E402
+import op_syntax as OS  # noqa: E402
 import reference as R  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -115,188 +116,17 @@ def result_shapes(case):
     raise KeyError(op)
 
 
-def _attr_dict(items):
-    items = [(k, v) for k, v in items if v is not None]
-    if not items:
-        return ""
-    return " {" + ", ".join("%s = %s" % kv for kv in items) + "}"
-
-
-def _bool(b):
-    return "true" if b else "false"
-
-
-def _route_attr_items(a):
-    items = []
-    if "normalize" in a:
-        items.append(("normalize", _bool(a["normalize"])))
-    if "n_group" in a:
-        items.append(("n_group", "%d : i64" % a["n_group"]))
-        items.append(("topk_group", "%d : i64" % a["topk_group"]))
-    if "group_score" in a:
-        items.append(("group_score", "#moe.group_score<%s>" % a["group_score"]))
-    if "scaling" in a:
-        items.append(("scaling", f32_attr(a["scaling"])))
-    return items
-
-
-def _glu_attr_items(a):
-    items = []
-    for name in ("alpha", "limit", "up_bias"):
-        if name in a:
-            items.append((name, f32_attr(a[name])))
-    return items
+SYNTAX = OS.Syntax(f32=f32_attr, explicit=True)
 
 
 def op_text(case, vals, tys, res, rtys):
-    """The op itself in custom syntax. vals/tys: operand SSA names / types."""
-    op, a = case.op, case.attrs
-    v = dict(zip([t.name for t in case.inputs], vals))
-    t = dict(zip([t.name for t in case.inputs], tys))
-    lhs = ", ".join(res)
-    if op == "topk":
-        return "%s = moe.topk %s k = %d : %s -> %s, %s" % (
-            lhs,
-            v["input"],
-            a["k"],
-            t["input"],
-            rtys[0],
-            rtys[1],
-        )
-    if op == "route":
-        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
-        return "%s = moe.route %s%s k = %d scoring = %s%s : %s -> %s, %s" % (
-            lhs,
-            v["logits"],
-            bias,
-            a["k"],
-            a["scoring"],
-            _attr_dict(_route_attr_items(a)),
-            t["logits"],
-            rtys[0],
-            rtys[1],
-        )
-    if op == "cumsum":
-        return "%s = moe.cumsum %s num_experts = %d : %s -> %s" % (
-            lhs,
-            v["indices"],
-            a["num_experts"],
-            t["indices"],
-            rtys[0],
-        )
-    if op == "get_indices":
-        return "%s = moe.get_indices %s, %s : %s, %s -> %s, %s" % (
-            lhs,
-            v["cumsum"],
-            v["indices"],
-            t["cumsum"],
-            t["indices"],
-            rtys[0],
-            rtys[1],
-        )
-    if op == "get_indptr":
-        return "%s = moe.get_indptr %s num_experts = %d%s : %s -> %s" % (
-            lhs,
-            v["cumsum"],
-            a["num_experts"],
-            _attr_dict([("inclusive", _bool(a["inclusive"]))]),
-            t["cumsum"],
-            rtys[0],
-        )
-    if op in ("gather", "scatter"):
-        return "%s = moe.%s %s[%s] : %s, %s -> %s" % (
-            lhs,
-            op,
-            v["input"],
-            v["indices"],
-            t["input"],
-            t["indices"],
-            rtys[0],
-        )
-    if op == "grouped_matmul":
-        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
-        attrs = _attr_dict([("transpose_rhs", "true")] if a["transpose_rhs"] else [])
-        return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
-            lhs,
-            v["lhs"],
-            v["rhs"],
-            v["offsets"],
-            t["offsets"],
-            bias,
-            attrs,
-            t["lhs"],
-            t["rhs"],
-            rtys[0],
-        )
-    if op == "glu":
-        return "%s = moe.glu %s %s %s%s : %s -> %s" % (
-            lhs,
-            v["input"],
-            a["activation"],
-            a["layout"],
-            _attr_dict(_glu_attr_items(a)),
-            t["input"],
-            rtys[0],
-        )
-    if op == "combine":
-        w = " weights(%s : %s)" % (v["weights"], t["weights"]) if "weights" in v else ""
-        return "%s = moe.combine %s%s : %s -> %s" % (lhs, v["input"], w, t["input"], rtys[0])
-    if op == "indices_to_multihot":
-        return "%s = moe.indices_to_multihot %s, %s num_experts = %d : %s, %s -> %s, %s, %s" % (
-            lhs,
-            v["indices"],
-            v["probs"],
-            a["num_experts"],
-            t["indices"],
-            t["probs"],
-            rtys[0],
-            rtys[1],
-            rtys[2],
-        )
-    if op == "multihot_to_indices":
-        return "%s = moe.multihot_to_indices %s, %s k = %d : %s, %s -> %s" % (
-            lhs,
-            v["probs_multihot"],
-            v["position_map"],
-            a["k"],
-            t["probs_multihot"],
-            t["position_map"],
-            rtys[0],
-        )
-    if op == "ffn":
-        bias = " bias(%s : %s)" % (v["bias"], t["bias"]) if "bias" in v else ""
-        if "w_up_bias" in v:
-            bias += " expert_bias(%s, %s : %s, %s)" % (
-                v["w_up_bias"],
-                v["w_down_bias"],
-                t["w_up_bias"],
-                t["w_down_bias"],
-            )
-        items = _route_attr_items(a) + _glu_attr_items(a)
-        if a.get("transpose_weights"):
-            items.append(("transpose_weights", "true"))
-        return (
-            "%s = moe.ffn %s, %s, %s, %s%s k = %d scoring = %s activation = %s "
-            "layout = %s%s : %s, %s, %s, %s -> %s"
-        ) % (
-            lhs,
-            v["x"],
-            v["logits"],
-            v["w_up"],
-            v["w_down"],
-            bias,
-            a["k"],
-            a["scoring"],
-            a["activation"],
-            a["layout"],
-            _attr_dict(items),
-            t["x"],
-            t["logits"],
-            t["w_up"],
-            t["w_down"],
-            rtys[0],
-        )
-    raise KeyError(op)
+    """The op itself in custom syntax (op_syntax.py). vals/tys: operand SSA
+    names / types; the attributes given in the case are printed, defaults
+    included."""
+    names = [t.name for t in case.inputs]
+    return SYNTAX.op(
+        case.op, case.attrs, dict(zip(names, vals)), dict(zip(names, tys)), ", ".join(res), rtys
+    )
 
 
 SCALAR_CONVERT = {

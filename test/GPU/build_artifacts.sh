@@ -6,8 +6,10 @@
 # For every test/GPU/cases/<name>.mlir builds, with build/bin/moe-aot,
 #   OUT_DIR/<name>.unfused.so   --pipeline "--moe-lower-to-nvvm"
 #   OUT_DIR/<name>.fused.so     --pipeline "--moe-decompose --moe-fuse --moe-lower-to-nvvm"
+# each with its manifest (<name>.<build>.manifest.json, bench/write_manifest.py,
+# when the moe_mlir package is built)
 # and copies what run_gpu_checks.py needs next to them (the Python files,
-# reference.py, cases/*.mlir, the runtime package moe_mlir_runtime/ and its
+# reference.py and op_syntax.py, cases/*.mlir, the runtime package moe_mlir_runtime/ and its
 # wheel), plus COMMIT (`git rev-parse HEAD`, "-dirty"
 # when the work tree has changes) and BUILD.txt (tools, pipelines, times).
 # The folder is then self-contained: carry it to the GPU machine and run
@@ -61,7 +63,8 @@ if ! "$PY" "$HERE/gen_mlir.py" --check; then
 fi
 
 mkdir -p "$OUT/logs" "$OUT/cases"
-rm -f "$OUT"/*.so "$OUT"/logs/* "$OUT"/cases/*.mlir "$OUT"/COMMIT "$OUT"/BUILD.txt
+rm -f "$OUT"/*.so "$OUT"/*.manifest.json "$OUT"/logs/* "$OUT"/cases/*.mlir "$OUT"/COMMIT \
+  "$OUT"/BUILD.txt
 
 cases=()
 for f in "$HERE"/cases/*.mlir; do
@@ -95,8 +98,23 @@ build_one() {
   if [ $rc -eq 0 ] && [ ! -s "$so" ]; then
     echo "moe-aot exited 0 but wrote no $so" >> "$log"; rc=1
   fi
+  # Its manifest (signatures read off the IR, the library's sha256), which
+  # run_gpu_checks.py's sig/ checks compare with gpu_cases.py's table.
+  if [ $rc -eq 0 ] && [ "$MANIFESTS" = 1 ]; then
+    "$PY" "$REPO/bench/write_manifest.py" "$HERE/cases/$name.mlir" "$so" \
+      "--pipeline=$pipeline" >> "$log" 2>&1 || rc=1
+  fi
   echo "$rc $(( SECONDS - t0 ))" > "$OUT/logs/$name.$build.status"
 }
+
+# Manifests need the moe_mlir package (bench/write_manifest.py).
+MANIFESTS=0
+if "$PY" -c "import sys; sys.path.insert(0, '$REPO/build/python_packages'); import moe_mlir.gpu" \
+    > /dev/null 2>&1; then
+  MANIFESTS=1
+else
+  echo "--- no moe_mlir package: libraries without manifests (the sig/ checks are skipped)"
+fi
 
 echo "--- building $(( ${#cases[@]} * 2 )) shared libraries ($JOBS at a time)"
 running=0
@@ -135,7 +153,7 @@ for name in "${cases[@]}"; do
 done
 
 echo "--- copying the harness"
-cp "$REPO/test/Differential/reference.py" "$OUT/"
+cp "$REPO/test/Differential/reference.py" "$REPO/test/Differential/op_syntax.py" "$OUT/"
 for f in "$HERE"/*.py; do
   cp "$f" "$OUT/"
 done

@@ -27,6 +27,7 @@ for _p in (HERE, os.path.join(HERE, "..", "Differential")):
         if _p not in sys.path:
             sys.path.insert(0, _p)
         break
+import op_syntax as OS  # noqa: E402
 import reference as R  # noqa: E402
 
 INT32_MAX = 2**31 - 1
@@ -113,219 +114,25 @@ def func_text(name, inputs, ops):
     return "\n".join(lines)
 
 
-def _attr_dict(items):
-    items = [(k, v) for k, v in items if v is not None]
-    if not items:
-        return ""
-    return " {" + ", ".join("%s = %s" % kv for kv in items) + "}"
-
-
 def _fattr(v):
     return "%s : f32" % repr(float(v))
 
 
-def route_attr_items(a):
-    items = []
-    if a.get("normalize"):
-        items.append(("normalize", "true"))
-    if a.get("n_group", 1) != 1 or a.get("topk_group", 1) != 1:
-        items.append(("n_group", "%d : i64" % a.get("n_group", 1)))
-        items.append(("topk_group", "%d : i64" % a.get("topk_group", 1)))
-    if a.get("group_score", "max") != "max":
-        items.append(("group_score", "#moe.group_score<%s>" % a["group_score"]))
-    if a.get("scaling", 1.0) != 1.0:
-        items.append(("scaling", _fattr(a["scaling"])))
-    return items
-
-
-def glu_attr_items(a):
-    items = []
-    if a.get("alpha", 1.0) != 1.0:
-        items.append(("alpha", _fattr(a["alpha"])))
-    if a.get("limit") is not None:
-        items.append(("limit", _fattr(a["limit"])))
-    if a.get("up_bias", 0.0) != 0.0:
-        items.append(("up_bias", _fattr(a["up_bias"])))
-    return items
+# Attributes that differ from their defaults only (op_syntax.py).
+SYNTAX = OS.Syntax(f32=_fattr)
 
 
 def op_text(op, a, inputs, outputs):
-    v = {x.name: "%" + x.name for x in inputs}
-    t = {x.name: x.mlir_type for x in inputs}
-    lhs = ", ".join("%" + r.name for r in outputs)
-    rt = ", ".join(r.mlir_type for r in outputs)
-
-    def opt(kw, name):
-        return " %s(%s : %s)" % (kw, v[name], t[name]) if name in v else ""
-
-    if op == "topk":
-        return "%s = moe.topk %s k = %d : %s -> %s" % (lhs, v["input"], a["k"], t["input"], rt)
-    if op in ("route", "route_dispatch"):
-        return "%s = moe.%s %s%s k = %d scoring = %s%s : %s -> %s" % (
-            lhs,
-            op,
-            v["logits"],
-            opt("bias", "bias"),
-            a["k"],
-            a["scoring"],
-            _attr_dict(route_attr_items(a)),
-            t["logits"],
-            rt,
-        )
-    if op == "cumsum":
-        return "%s = moe.cumsum %s num_experts = %d : %s -> %s" % (
-            lhs,
-            v["indices"],
-            a["num_experts"],
-            t["indices"],
-            rt,
-        )
-    if op == "get_indices":
-        return "%s = moe.get_indices %s, %s : %s, %s -> %s" % (
-            lhs,
-            v["cumsum"],
-            v["indices"],
-            t["cumsum"],
-            t["indices"],
-            rt,
-        )
-    if op == "get_indptr":
-        return "%s = moe.get_indptr %s num_experts = %d%s : %s -> %s" % (
-            lhs,
-            v["cumsum"],
-            a["num_experts"],
-            _attr_dict([("inclusive", "true")] if a.get("inclusive") else []),
-            t["cumsum"],
-            rt,
-        )
-    if op in ("gather", "scatter"):
-        return "%s = moe.%s %s[%s] : %s, %s -> %s" % (
-            lhs,
-            op,
-            v["input"],
-            v["indices"],
-            t["input"],
-            t["indices"],
-            rt,
-        )
-    if op == "grouped_matmul":
-        return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
-            lhs,
-            v["lhs"],
-            v["rhs"],
-            v["offsets"],
-            t["offsets"],
-            opt("bias", "bias"),
-            _attr_dict([("transpose_rhs", "true")] if a.get("transpose_rhs") else []),
-            t["lhs"],
-            t["rhs"],
-            rt,
-        )
-    if op == "glu":
-        return "%s = moe.glu %s %s %s%s : %s -> %s" % (
-            lhs,
-            v["input"],
-            a["activation"],
-            a["layout"],
-            _attr_dict(glu_attr_items(a)),
-            t["input"],
-            rt,
-        )
-    if op == "combine":
-        return "%s = moe.combine %s%s : %s -> %s" % (
-            lhs,
-            v["input"],
-            opt("weights", "weights"),
-            t["input"],
-            rt,
-        )
-    if op == "indices_to_multihot":
-        return "%s = moe.indices_to_multihot %s, %s num_experts = %d : %s, %s -> %s" % (
-            lhs,
-            v["indices"],
-            v["probs"],
-            a["num_experts"],
-            t["indices"],
-            t["probs"],
-            rt,
-        )
-    if op == "multihot_to_indices":
-        return "%s = moe.multihot_to_indices %s, %s k = %d : %s, %s -> %s" % (
-            lhs,
-            v["probs_multihot"],
-            v["position_map"],
-            a["k"],
-            t["probs_multihot"],
-            t["position_map"],
-            rt,
-        )
-    if op == "dispatch":
-        return "%s = moe.dispatch %s num_experts = %d : %s -> %s" % (
-            lhs,
-            v["indices"],
-            a["num_experts"],
-            t["indices"],
-            rt,
-        )
-    if op == "expert_gemm":
-        g = "[%s : %s]" % (v["gather"], t["gather"]) if "gather" in v else ""
-        items = []
-        if a.get("transpose_rhs"):
-            items.append(("transpose_rhs", "true"))
-        if a.get("activation"):
-            items.append(("activation", "#moe.activation<%s>" % a["activation"]))
-            items.append(("layout", "#moe.glu_layout<%s>" % a["layout"]))
-            items += glu_attr_items(a)
-        return "%s = moe.expert_gemm %s%s, %s offsets(%s : %s)%s%s%s%s : %s, %s -> %s" % (
-            lhs,
-            v["lhs"],
-            g,
-            v["rhs"],
-            v["offsets"],
-            t["offsets"],
-            opt("bias", "bias"),
-            opt("scatter", "scatter"),
-            opt("scale", "scale"),
-            _attr_dict(items),
-            t["lhs"],
-            t["rhs"],
-            rt,
-        )
-    if op == "ffn":
-        items = route_attr_items(a) + glu_attr_items(a)
-        if a.get("transpose_weights"):
-            items.append(("transpose_weights", "true"))
-        expert = ""
-        if "w_up_bias" in v:
-            expert = " expert_bias(%s, %s : %s, %s)" % (
-                v["w_up_bias"],
-                v["w_down_bias"],
-                t["w_up_bias"],
-                t["w_down_bias"],
-            )
-        return (
-            "%s = moe.ffn %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
-            "layout = %s%s : %s, %s, %s, %s -> %s"
-        ) % (
-            lhs,
-            v["x"],
-            v["logits"],
-            v["w_up"],
-            v["w_down"],
-            opt("bias", "bias"),
-            expert,
-            a["k"],
-            a["scoring"],
-            a["activation"],
-            a["layout"],
-            _attr_dict(items),
-            t["x"],
-            t["logits"],
-            t["w_up"],
-            t["w_down"],
-            rt,
-        )
-    raise KeyError(op)
+    """`op` on operands `inputs` (Args, SSA names %<name>) with results
+    `outputs`, in custom syntax."""
+    return SYNTAX.op(
+        op,
+        a,
+        {x.name: "%" + x.name for x in inputs},
+        {x.name: x.mlir_type for x in inputs},
+        ", ".join("%" + r.name for r in outputs),
+        [r.mlir_type for r in outputs],
+    )
 
 
 # ----------------------------------------------------------------------------

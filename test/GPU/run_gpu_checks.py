@@ -9,7 +9,8 @@ Run from inside gpu-artifacts/ (made by test/GPU/build_artifacts.sh):
 Checks, one line each (status, name, build, T, error, tolerance, seconds, notes):
 
   selfcheck/torch_reference   torch_reference.py vs reference.py (float64)
-  sig/<file>                  the .so's case file matches gpu_cases.py's table
+  sig/<file>                  each .so's manifest (from the IR, at build time)
+                              matches gpu_cases.py's table
   op/<fn>                     every function of ops.so at T in 0,1,7,64,300 on
                               fresh random inputs vs reference.py: integers
                               exact, copies exact, computed floats
@@ -330,42 +331,52 @@ def so_path(art, stem, build):
     return os.path.join(art, "%s.%s.so" % (stem, build))
 
 
-_FUNC_RE = re.compile(r"func\.func\s+@([A-Za-z0-9_]+)\((.*?)\)\s*->\s*(.*?)\s+attributes", re.S)
-_TYPE_RE = re.compile(r"tensor<[^>]*>")
+def _dims(shape):
+    return tuple(None if isinstance(d, str) else d for d in shape)
 
 
-def parse_signatures(text):
-    """{fn: ([arg types], [result types])} of the func.func's in `text`."""
-    out = {}
-    for m in _FUNC_RE.finditer(text):
-        out[m.group(1)] = (_TYPE_RE.findall(m.group(2)), _TYPE_RE.findall(m.group(3)))
-    return out
-
-
-def check_signatures(art, res):
-    """The case files copied next to the .so's must match the table."""
+def check_signatures(art, res, builds):
+    """sig/<file>: each library's manifest (written when it was built, from
+    the module's IR, by bench/write_manifest.py) must give every function
+    of the case file the table's argument and result types."""
     sig = G.signatures()
-    files = sorted({stem for stem, _ in sig})
-    for stem in files:
-        path = os.path.join(art, "cases", stem + ".mlir")
-        if not os.path.exists(path):
-            res.add("sig/" + stem, status="SKIP", detail="no %s (cannot cross-check)" % path)
-            continue
-        got = parse_signatures(open(path).read())
-        bad = []
-        for (s, fn), (ins, outs) in sig.items():
-            if s != stem:
+    for stem in sorted({s for s, _ in sig}):
+        for build in builds:
+            path = so_path(art, stem, build)[: -len(".so")] + ".manifest.json"
+            if not os.path.exists(path):
+                res.add(
+                    "sig/" + stem,
+                    build,
+                    status="SKIP",
+                    detail="no %s (built without the moe_mlir package?)" % os.path.basename(path),
+                )
                 continue
-            want = ([a.mlir_type for a in ins], [a.mlir_type for a in outs])
-            if fn not in got:
-                bad.append("@%s missing" % fn)
-            elif got[fn] != want:
-                bad.append("@%s is %s, table says %s" % (fn, got[fn], want))
-        res.add(
-            "sig/" + stem,
-            status="FAIL" if bad else "PASS",
-            detail="; ".join(bad[:5]) + (" (stale artifacts? rebuild)" if bad else ""),
-        )
+            with open(path) as f:
+                functions = json.load(f).get("functions", {})
+            bad = []
+            for (s, fn), (ins, outs) in sig.items():
+                if s != stem:
+                    continue
+                want = (
+                    [(a.dtype, _dims(a.shape)) for a in ins],
+                    [(a.dtype, _dims(a.shape)) for a in outs],
+                )
+                spec = functions.get(fn)
+                if spec is None:
+                    bad.append("@%s missing" % fn)
+                    continue
+                got = (
+                    [(a["dtype"], tuple(a["shape"])) for a in spec["args"]],
+                    [(r["dtype"], tuple(r["shape"])) for r in spec["results"]],
+                )
+                if got != want:
+                    bad.append("@%s is %s, table says %s" % (fn, got, want))
+            res.add(
+                "sig/" + stem,
+                build,
+                status="FAIL" if bad else "PASS",
+                detail="; ".join(bad[:5]) + (" (stale artifacts? rebuild)" if bad else ""),
+            )
 
 
 # ----------------------------------------------------------------------------
@@ -1302,7 +1313,7 @@ def main(argv=None):
                 detail="; ".join(fails[:5]),
             )
         if args.selected("sig/"):
-            check_signatures(args.artifacts, res)
+            check_signatures(args.artifacts, res, builds)
 
         # (a) ops on random inputs, then (b) + (c) the model layers, then
         # (c) ops on edge inputs. T is the outer loop so that a time budget

@@ -129,17 +129,52 @@ def test_route_near_tie():
         fail("near tie not accepted: %s" % oc.detail)
 
 
+def _manifest(stem):
+    """A manifest of case file `stem` as bench/write_manifest.py writes it."""
+    fns = {}
+    for (s, fn), (ins, outs) in G.signatures().items():
+        if s == stem:
+            fns[fn] = {
+                "args": [
+                    {"name": a.name, "dtype": a.dtype, "shape": list(RC._dims(a.shape))}
+                    for a in ins
+                ],
+                "results": [
+                    {"name": r.name, "dtype": r.dtype, "shape": list(RC._dims(r.shape))}
+                    for r in outs
+                ],
+            }
+    return {"format": "moe-mlir-gpu-artifact", "version": 1, "functions": fns}
+
+
 def test_signatures():
-    sig = G.signatures()
-    for stem in sorted({s for s, _ in sig}):
-        text = open(os.path.join(HERE, "cases", stem + ".mlir")).read()
-        got = RC.parse_signatures(text)
-        for (s, fn), (ins, outs) in sig.items():
-            if s != stem:
-                continue
-            want = ([a.mlir_type for a in ins], [a.mlir_type for a in outs])
-            if got.get(fn) != want:
-                fail("signature parse %s @%s: %s vs %s" % (stem, fn, got.get(fn), want))
+    """sig/ checks: manifests that match the table pass, a wrong type or a
+    missing function fails, no manifest is a skip."""
+    stems = sorted({s for s, _ in G.signatures()})
+    with tempfile.TemporaryDirectory() as d:
+        for stem in stems:
+            m = _manifest(stem)
+            if stem == "ops":  # the fused build of ops gets two errors
+                bad = json.loads(json.dumps(m))
+                first = sorted(bad["functions"])[0]
+                bad["functions"][first]["args"][0]["dtype"] = "f16"
+                del bad["functions"][sorted(bad["functions"])[1]]
+                with open(os.path.join(d, "ops.fused.manifest.json"), "w") as f:
+                    json.dump(bad, f)
+            with open(os.path.join(d, "%s.unfused.manifest.json" % stem), "w") as f:
+                json.dump(m, f)
+        res = RC.Results(d, {}, None)
+        RC.check_signatures(d, res, ["unfused", "fused"])
+        status = {(r["name"], r["build"]): (r["status"], r["detail"]) for r in res.rows}
+        for stem in stems:
+            if status[("sig/" + stem, "unfused")][0] != "PASS":
+                fail("sig/%s unfused: %s" % (stem, status[("sig/" + stem, "unfused")]))
+            want = "FAIL" if stem == "ops" else "SKIP"
+            if status[("sig/" + stem, "fused")][0] != want:
+                fail("sig/%s fused: %s, want %s" % (stem, status[("sig/" + stem, "fused")], want))
+        detail = status[("sig/ops", "fused")][1]
+        if "missing" not in detail or "f16" not in detail:
+            fail("sig/ops fused detail: %s" % detail)
 
 
 def test_dry_run():

@@ -1003,8 +1003,8 @@ WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
   if (g.scale)
     types.push_back(b.getF32Type());
   for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
-    Value token = arith::DivUIOp::create(
-        b, b.add(u0, b.idx(i * threads)), b.idx(chunks));
+    Value token =
+        arith::DivUIOp::create(b, b.add(u0, b.idx(i * threads)), b.idx(chunks));
     SmallVector<Value> t = b.ifElse(
         b.cmpi(CmpI::ult, token, item.tileRows), types,
         [&](LoweringBuilder &b) -> SmallVector<Value> {
@@ -1093,9 +1093,8 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
       Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
       values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
     }
-    Value whole =
-        b.andi(outVectorOk,
-               b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+    Value whole = b.andi(
+        outVectorOk, b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
     scf::IfOp::create(
         b, whole,
         [&](OpBuilder &nested, Location loc) {

@@ -84,11 +84,7 @@ def main(argv=None):
         print("build_hf_parity: cannot import moe_mlir: %s" % why, file=sys.stderr)
         return 3
     rt = gpu._rt
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    for f in os.listdir(out):
-        if f.endswith((".so", ".manifest.json")) or f in ("cases.json", "BUILD.txt"):
-            os.remove(os.path.join(out, f))
+    out = BPF.clean_output(args.out)
 
     status, cases, t_all = 0, [], time.time()
     for name in [n for n in args.presets.split(",") if n]:

@@ -246,6 +246,17 @@ def foreign_deps(so):
     ]
 
 
+def clean_output(out):
+    """`out` (absolute) with no library, manifest or listing of an earlier
+    build left in it."""
+    out = os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        if f.endswith((".so", ".manifest.json")) or f in ("cases.json", "BUILD.txt"):
+            os.remove(os.path.join(out, f))
+    return out
+
+
 def ship_runtime(out, scripts):
     """Puts the runtime package and its wheel (python/runtime/ship.py) and
     the check `scripts` of this folder into `out`; False when shipping
@@ -287,11 +298,7 @@ def main(argv=None):
 
     import gpu_cases as G  # numpy only
 
-    out = os.path.abspath(args.out)
-    os.makedirs(out, exist_ok=True)
-    for f in os.listdir(out):
-        if f.endswith((".so", ".manifest.json")) or f in ("cases.json", "BUILD.txt"):
-            os.remove(os.path.join(out, f))
+    out = clean_output(args.out)
 
     if args.source == "presets":
         available = presets_of(pkg)

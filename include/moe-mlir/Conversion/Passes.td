@@ -230,7 +230,9 @@ def MoeGpuDeviceMemoryPass : Pass<"moe-gpu-device-memory"> {
     `memref.get_global` becomes a memref of the slot's pointer. Calls copy
     nothing and stay CUDA-graph capturable. A resource whose data was
     elided (`dense_resource<__elided__>`) is uploaded as zeros, with a
-    warning. Mutable or uninitialised host globals are reported as errors.
+    warning. Mutable or uninitialised host globals, and constants of more
+    than 1.75 GiB in all (beyond what the library's data can hold), are
+    reported as errors.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect"];
 }

@@ -77,6 +77,7 @@ private:
   LLVMTypeConverter converter;
   SymbolTable symbols;
   llvm::MapVector<Operation *, Entry> entries; // by memref.global
+  uint64_t totalBytes = 0;
 };
 } // namespace
 
@@ -102,6 +103,17 @@ DeviceConstants::entryFor(memref::GlobalOp global, Location useLoc) {
               "space)";
   uint64_t bytes =
       static_cast<uint64_t>(type.getNumElements()) * ((bits + 7) / 8);
+  // The library's code reaches its data PC-relative (the small code
+  // model, +-2 GiB): all constants together stay below 1.75 GiB.
+  constexpr uint64_t kMaxTotalBytes = uint64_t(7) << 28;
+  if (totalBytes + bytes > kMaxTotalBytes)
+    return emitError(useLoc, "moe-gpu-device-memory: host constant '")
+           << global.getSymName() << "' (" << bytes
+           << " bytes) makes the module's constants larger than "
+           << kMaxTotalBytes
+           << " bytes, more than a compiled library can hold; pass such "
+              "weights as function arguments";
+  totalBytes += bytes;
 
   Type array = converter.convertType(element);
   for (int64_t dim : llvm::reverse(type.getShape()))

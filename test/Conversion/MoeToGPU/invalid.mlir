@@ -89,3 +89,13 @@ func.func @host_alloc_workgroup() {
   %a = memref.alloc() : memref<4xf32, #gpu.address_space<workgroup>>
   return
 }
+
+// -----
+
+// Constants beyond what a library's data can hold (1.75 GiB in all).
+memref.global "private" constant @big : memref<268435456x2xf32> = dense_resource<__elided__>
+func.func @host_get_too_big() -> memref<268435456x2xf32> {
+  // expected-error @below {{moe-gpu-device-memory: host constant 'big' (2147483648 bytes) makes the module's constants larger than 1879048192 bytes, more than a compiled library can hold; pass such weights as function arguments}}
+  %g = memref.get_global @big : memref<268435456x2xf32>
+  return %g : memref<268435456x2xf32>
+}

@@ -25,8 +25,6 @@ build failed, 3 the moe_mlir package is not importable.
 
 import argparse
 import dataclasses
-import datetime
-import json
 import os
 import sys
 import time
@@ -136,17 +134,11 @@ def main(argv=None):
         status = 1
     meta = dict(
         commit=BPF.commit(),
-        built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        built=BPF.now(),
         hidden=args.hidden,
         intermediate=args.intermediate,
     )
-    with open(os.path.join(out, "cases.json"), "w") as f:
-        json.dump(dict(meta=meta, cases=cases), f, indent=1)
-    with open(os.path.join(out, "BUILD.txt"), "w") as f:
-        for k, v in meta.items():
-            f.write("%-14s %s\n" % (k + ":", v))
-        f.write("%-14s %s\n" % ("cases:", " ".join(c["name"] for c in cases)))
-        f.write("%-14s %d\n" % ("status:", status))
+    BPF.write_listing(out, meta, "cases", cases, status)
     print("--- %s: %d libraries in %.1fs" % (out, len(cases), time.time() - t_all))
     return status if cases else 1
 

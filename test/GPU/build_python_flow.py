@@ -257,6 +257,22 @@ def clean_output(out):
     return out
 
 
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def write_listing(out, meta, key, cases, status):
+    """cases.json ({meta, key: cases}) and BUILD.txt (meta, the case names,
+    the status) of an artifacts folder."""
+    with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump({"meta": meta, key: cases}, f, indent=1)
+    with open(os.path.join(out, "BUILD.txt"), "w") as f:
+        for k, v in meta.items():
+            f.write("%-14s %s\n" % (k + ":", v))
+        f.write("%-14s %s\n" % (key + ":", " ".join(c["name"] for c in cases)))
+        f.write("%-14s %d\n" % ("status:", status))
+
+
 def ship_runtime(out, scripts):
     """Puts the runtime package and its wheel (python/runtime/ship.py) and
     the check `scripts` of this folder into `out`; False when shipping
@@ -404,20 +420,14 @@ def main(argv=None):
         status = 1
     meta = dict(
         commit=commit(),
-        built=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        built=now(),
         source=args.source,
         fuse=args.fuse,
         compiled_with=cases[0]["compiled_with"] if cases else None,
         package=os.path.dirname(gpu.__file__),
         runtime=runtime_src,
     )
-    with open(os.path.join(out, "cases.json"), "w") as f:
-        json.dump(dict(meta=meta, presets=cases), f, indent=1)
-    with open(os.path.join(out, "BUILD.txt"), "w") as f:
-        for k, v in meta.items():
-            f.write("%-14s %s\n" % (k + ":", v))
-        f.write("%-14s %s\n" % ("presets:", " ".join(c["name"] for c in cases)))
-        f.write("%-14s %d\n" % ("status:", status))
+    write_listing(out, meta, "presets", cases, status)
     print(
         "--- %s: %d artifacts in %.1fs (commit %s)"
         % (out, len(cases), time.time() - t_all, meta["commit"])

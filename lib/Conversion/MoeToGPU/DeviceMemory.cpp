@@ -9,6 +9,7 @@
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -60,8 +61,9 @@ public:
   LogicalResult replace(memref::GetGlobalOp get, IRRewriter &rewriter);
 
   /// Emits the constructor and destructor and erases the host globals that
-  /// nothing refers to any more.
-  void finish(IRRewriter &rewriter);
+  /// nothing refers to any more; fails (error emitted) when the module
+  /// declares a runtime entry point with another signature.
+  LogicalResult finish(IRRewriter &rewriter);
 
 private:
   struct Entry {
@@ -70,8 +72,6 @@ private:
     uint64_t bytes;
   };
   FailureOr<Entry *> entryFor(memref::GlobalOp global, Location useLoc);
-  LLVM::LLVMFuncOp runtimeFunction(OpBuilder &b, StringRef name,
-                                   LLVM::LLVMFunctionType type);
 
   ModuleOp module;
   LLVMTypeConverter converter;
@@ -186,16 +186,9 @@ LogicalResult DeviceConstants::replace(memref::GetGlobalOp get,
   return success();
 }
 
-LLVM::LLVMFuncOp DeviceConstants::runtimeFunction(OpBuilder &b, StringRef name,
-                                                  LLVM::LLVMFunctionType type) {
-  if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
-    return fn;
-  return LLVM::LLVMFuncOp::create(b, module.getLoc(), name, type);
-}
-
-void DeviceConstants::finish(IRRewriter &rewriter) {
+LogicalResult DeviceConstants::finish(IRRewriter &rewriter) {
   if (entries.empty())
-    return;
+    return success();
   MLIRContext *ctx = module.getContext();
   Location loc = module.getLoc();
   OpBuilder b(ctx);
@@ -203,11 +196,12 @@ void DeviceConstants::finish(IRRewriter &rewriter) {
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i64 = IntegerType::get(ctx, 64);
   auto voidType = LLVM::LLVMVoidType::get(ctx);
-  LLVM::LLVMFuncOp upload =
-      runtimeFunction(b, "moeRuntimeUploadConstant",
-                      LLVM::LLVMFunctionType::get(ptr, {ptr, i64}));
-  LLVM::LLVMFuncOp release = runtimeFunction(
-      b, "moeRuntimeFreeConstant", LLVM::LLVMFunctionType::get(voidType, ptr));
+  FailureOr<LLVM::LLVMFuncOp> upload = LLVM::lookupOrCreateFn(
+      b, module, "moeRuntimeUploadConstant", {ptr, i64}, ptr);
+  FailureOr<LLVM::LLVMFuncOp> release = LLVM::lookupOrCreateFn(
+      b, module, "moeRuntimeFreeConstant", {ptr}, voidType);
+  if (failed(upload) || failed(release))
+    return failure();
 
   auto makeFunction = [&](StringRef name, auto body) {
     auto fn = LLVM::LLVMFuncOp::create(
@@ -227,7 +221,7 @@ void DeviceConstants::finish(IRRewriter &rewriter) {
         Value bytes = LLVM::ConstantOp::create(
             b, loc, i64, b.getI64IntegerAttr(entry.bytes));
         Value device =
-            LLVM::CallOp::create(b, loc, upload, ValueRange{host, bytes})
+            LLVM::CallOp::create(b, loc, *upload, ValueRange{host, bytes})
                 .getResult();
         Value slot = LLVM::AddressOfOp::create(b, loc, entry.slot);
         LLVM::StoreOp::create(b, loc, device, slot);
@@ -236,7 +230,7 @@ void DeviceConstants::finish(IRRewriter &rewriter) {
       makeFunction("__moe_free_constants", [&](Entry &entry) {
         Value slot = LLVM::AddressOfOp::create(b, loc, entry.slot);
         Value device = LLVM::LoadOp::create(b, loc, ptr, slot);
-        LLVM::CallOp::create(b, loc, release, ValueRange{device});
+        LLVM::CallOp::create(b, loc, *release, ValueRange{device});
         LLVM::StoreOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr), slot);
       });
   // Appended to the module's constructor / destructor lists (one op each).
@@ -277,6 +271,7 @@ void DeviceConstants::finish(IRRewriter &rewriter) {
   for (auto &[global, entry] : entries)
     if (SymbolTable::symbolKnownUseEmpty(global, module))
       rewriter.eraseOp(global);
+  return success();
 }
 
 namespace {
@@ -340,7 +335,7 @@ struct MoeGpuDeviceMemoryPass
       }
     }
     if (constants && !failed)
-      constants->finish(rewriter);
+      failed = mlir::failed(constants->finish(rewriter));
     if (failed)
       signalPassFailure();
   }

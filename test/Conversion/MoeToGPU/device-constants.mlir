@@ -11,6 +11,8 @@
 // CHECK-DAG: llvm.mlir.global internal @__moe_device_weights() {addr_space = 0 : i32, alignment = 8 : i64} : !llvm.ptr
 // CHECK-DAG: llvm.mlir.global internal constant @__moe_host_table(dense<7> : tensor<4xi32>) {addr_space = 0 : i32, alignment = 16 : i64} : !llvm.array<4 x i32>
 // CHECK-DAG: llvm.mlir.global internal @__moe_device_table() {addr_space = 0 : i32, alignment = 8 : i64} : !llvm.ptr
+// CHECK-DAG: llvm.func @moeRuntimeUploadConstant(!llvm.ptr, i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func @moeRuntimeFreeConstant(!llvm.ptr)
 // CHECK-LABEL: func.func @uses(
 // CHECK:      %[[SLOT:[a-z0-9_]+]] = llvm.mlir.addressof @__moe_device_weights : !llvm.ptr
 // CHECK-NEXT: %[[PTR:[a-z0-9_]+]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
@@ -19,8 +21,6 @@
 // CHECK-NOT:  memref.get_global
 // CHECK:      gpu.launch
 // CHECK:      memref.load %[[W]]
-// CHECK: llvm.func @moeRuntimeUploadConstant(!llvm.ptr, i64) -> !llvm.ptr
-// CHECK: llvm.func @moeRuntimeFreeConstant(!llvm.ptr)
 // CHECK-LABEL: llvm.func internal @__moe_upload_constants()
 // CHECK:      %[[H:[a-z0-9_]+]] = llvm.mlir.addressof @__moe_host_weights : !llvm.ptr
 // CHECK-NEXT: %[[N:[a-z0-9_]+]] = llvm.mlir.constant(24 : i64) : i64

@@ -99,3 +99,14 @@ func.func @host_get_too_big() -> memref<268435456x2xf32> {
   %g = memref.get_global @big : memref<268435456x2xf32>
   return %g : memref<268435456x2xf32>
 }
+
+// -----
+
+// A runtime entry point the module already declares with another type.
+// expected-error @+1 {{redefinition of function 'moeRuntimeUploadConstant' of different type '!llvm.func<ptr (ptr, i64)>' is prohibited}}
+llvm.func @moeRuntimeUploadConstant(i32)
+memref.global "private" constant @c : memref<8xf32> = dense<1.5>
+func.func @host_get_with_clashing_runtime() -> memref<8xf32> {
+  %a = memref.get_global @c : memref<8xf32>
+  return %a : memref<8xf32>
+}

@@ -66,6 +66,24 @@ static void addHostToLLVM(OpPassManager &pm, bool gpuToLLVM) {
   pm.addPass(createCanonicalizerPass());
 }
 
+/// The shape rules of the public functions, recorded at the tensor level
+/// (moe ops still there).
+static void addShapeRules(OpPassManager &pm, StringRef mode) {
+  if (mode != "none")
+    pm.addPass(createMoeShapeChecksPass());
+}
+
+/// The recorded rules as code at function entry (memrefs by now).
+static void addShapeChecks(OpPassManager &pm, StringRef mode,
+                           StringRef function) {
+  if (mode == "none")
+    return;
+  MoeEmitShapeChecksPassOptions options;
+  options.mode = mode.str();
+  options.reportFunction = function.str();
+  pm.addPass(createMoeEmitShapeChecksPass(options));
+}
+
 void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
   pm.addPass(createMoeFuseDispatchPass());
   pm.addPass(createMoeFuseGatherMatmulPass());
@@ -77,9 +95,11 @@ void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
 void mlir::moe::buildMoeLowerToCpuPipeline(
     OpPassManager &pm, const MoeLowerToCpuOptions &options) {
   // moe -> linalg/scf/tensor/arith/math on tensors, then buffers.
+  addShapeRules(pm, options.shapeChecks);
   pm.addPass(createConvertMoeToLinalgPass());
   addTensorCleanupAndBufferize(pm);
   addDeallocation(pm, options.deallocate);
+  addShapeChecks(pm, options.shapeChecks, options.shapeCheckFunction);
 
   // Loops and scalar code.
   pm.addPass(createConvertLinalgToLoopsPass());
@@ -137,6 +157,10 @@ mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
            options.chip + "')";
   if (options.optLevel < 0 || options.optLevel > 3)
     return std::string("opt-level must be in [0, 3]");
+  StringRef checks = options.shapeChecks;
+  if (checks != "report" && checks != "abort" && checks != "none")
+    return "shape-checks must be one of report, abort, none (got '" +
+           options.shapeChecks + "')";
   return validateGemmOptions(gemmOptionsOf(options));
 }
 
@@ -168,6 +192,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.warpSelect = gemm.warpSelect;
   kernels.routeDispatchSmall = gemm.routeDispatchSmall;
   kernels.programmaticLaunch = gemm.programmaticLaunch;
+  addShapeRules(pm, options.shapeChecks);
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
@@ -197,6 +222,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   pm.addPass(createMoeGpuProgrammaticLaunchPass());
   addDeallocation(pm, options.deallocate);
   pm.addPass(createCanonicalizerPass());
+  // Checked before any launch; a failed check returns (no kernel runs, no
+  // output is written) after moeRuntimeReportShapeError.
+  addShapeChecks(pm, options.shapeChecks, "moeRuntimeReportShapeError");
   pm.addPass(createMoeGpuDeviceMemoryPass());
   // Shared buffers with an explicit alignment (LLVM assumes 16 bytes for
   // them when vectorising, NVPTX would declare the element's).

@@ -451,7 +451,16 @@ def _compile_aot(text, output, fuse, lower, temp_dir, verbose, keep):
     flags = (["--moe-decompose", "--moe-fuse"] if fuse else []) + [
         "--%s=%s" % (name, options.rstrip("}"))
     ]
-    command = [aot, src, "-o", output, "--pipeline=" + " ".join(shlex.quote(f) for f in flags)]
+    # Locations name the source as the core API does ("<string>"), not the
+    # temporary file: the same library from both backends and every run.
+    command = [
+        aot,
+        src,
+        "-o",
+        output,
+        "--source-name=<string>",
+        "--pipeline=" + " ".join(shlex.quote(f) for f in flags),
+    ]
     runtime_lib = os.environ.get("MOE_MLIR_CUDA_RUNTIME")
     if runtime_lib:
         command += ["--runtime", runtime_lib]

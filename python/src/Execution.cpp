@@ -32,6 +32,9 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
@@ -73,6 +76,40 @@ static size_t elementBytes(const std::string &dtype) {
   if (dtype == "i8" || dtype == "i1")
     return 1;
   return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Run-time shape checks
+//===----------------------------------------------------------------------===//
+
+// The first failed shape check of the current call on this thread (compiled
+// code calls moeRuntimeReportShapeError, resolved to reportShapeError in the
+// JIT, and returns before doing any work).
+thread_local bool shapeCheckFailed = false;
+thread_local std::string shapeCheckMessage;
+
+/// `{0}` / `{1}` of `message` replaced by `a` / `b`.
+static std::string formatShapeMessage(const char *message, int64_t a,
+                                      int64_t b) {
+  std::string out;
+  llvm::StringRef m(message ? message : "shape check failed");
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (m.substr(i).starts_with("{0}") || m.substr(i).starts_with("{1}")) {
+      out += std::to_string(m[i + 1] == '0' ? a : b);
+      i += 2;
+    } else {
+      out += m[i];
+    }
+  }
+  return out;
+}
+
+extern "C" void moePyReportShapeError(const char *message, int64_t a,
+                                      int64_t b) {
+  if (shapeCheckFailed)
+    return;
+  shapeCheckFailed = true;
+  shapeCheckMessage = formatShapeMessage(message, a, b);
 }
 
 //===----------------------------------------------------------------------===//
@@ -187,7 +224,8 @@ PyModule::compileCpu(int optLevel, const std::string &pipeline,
   PassManager pm(ctx, ModuleOp::getOperationName());
   pm.addPass(moe::createMoeEmitCInterfacePass());
   moe::MoeLowerToCpuOptions cpuOptions;
-  cpuOptions.deallocate = true; // returned buffers are owned by the caller
+  cpuOptions.deallocate = true;      // returned buffers are owned by the caller
+  cpuOptions.shapeChecks = "report"; // a Python exception, not an abort
   moe::buildMoeLowerToCpuPipeline(pm, cpuOptions);
   if (failed(pm.run(*copy)))
     diags.fail("moe-lower-to-cpu failed");
@@ -209,6 +247,13 @@ PyModule::compileCpu(int optLevel, const std::string &pipeline,
     collected.push_back(message);
     throw MlirError{"JIT compilation failed", collected};
   }
+  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    symbols[interner("moeRuntimeReportShapeError")] = {
+        llvm::orc::ExecutorAddr::fromPtr(&moePyReportShapeError),
+        llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   (*engine)->initialize();
   return std::make_unique<PyCpuModule>(std::move(*engine), std::move(sigs));
 }
@@ -347,6 +392,7 @@ static nb::list invoke(PyCpuModule &self, const std::string &name,
 
   {
     nb::gil_scoped_release release;
+    shapeCheckFailed = false;
     if (llvm::Error err =
             self.engine->invokePacked("_mlir_ciface_" + name, packed)) {
       nb::gil_scoped_acquire acquire;
@@ -354,6 +400,22 @@ static nb::list invoke(PyCpuModule &self, const std::string &name,
                           "' failed: " + llvm::toString(std::move(err)),
                       {}};
     }
+  }
+  if (shapeCheckFailed) {
+    // The call returned before any work, with empty result buffers: free
+    // them (once each) and raise.
+    shapeCheckFailed = false;
+    std::vector<void *> freed;
+    size_t at = 0;
+    for (const TypeInfo &t : sig.results) {
+      void *allocated = reinterpret_cast<void *>(resultStorage[at]);
+      at += 3 + 2 * t.shape.size();
+      if (allocated && !llvm::is_contained(freed, allocated)) {
+        freed.push_back(allocated);
+        std::free(allocated);
+      }
+    }
+    throw nb::value_error(shapeCheckMessage.c_str());
   }
 
   // Results: one numpy array per memref, owning its allocation.

@@ -82,6 +82,11 @@ static cl::opt<std::string>
     cxx("cxx",
         cl::desc("C++ compiler driver used to link (default: $CXX or c++)"),
         cl::cat(aotCategory));
+static cl::opt<std::string> sourceName(
+    "source-name", cl::value_desc("NAME"),
+    cl::desc("the input's name in locations (diagnostics and the messages of "
+             "run-time shape checks; default: the input path)"),
+    cl::cat(aotCategory));
 static cl::opt<bool> verbose("v", cl::desc("print each step and its time"),
                              cl::cat(aotCategory));
 static cl::alias verboseLong("verbose", cl::aliasopt(verbose),
@@ -214,6 +219,9 @@ LogicalResult compile(MLIRContext &context, const char *argv0,
       openInputFile(inputFilename, &openError);
   if (!input)
     return fail(error, openError);
+  if (!sourceName.empty())
+    input = llvm::MemoryBuffer::getMemBufferCopy(input->getBuffer(),
+                                                 sourceName.getValue());
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

@@ -29,6 +29,19 @@ struct MoeLowerToCpuOptions : public PassPipelineOptions<MoeLowerToCpuOptions> {
       llvm::cl::desc("Insert ownership-based buffer deallocation after "
                      "bufferization"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> shapeChecks{
+      *this, "shape-checks",
+      llvm::cl::desc("Run-time checks that the dynamic sizes of the public "
+                     "functions' arguments agree (moe-shape-checks): abort "
+                     "(message on stderr, abort(); for mlir-runner), report "
+                     "(call shape-check-function and return before any work) "
+                     "or none"),
+      llvm::cl::init("abort")};
+  PassOptions::Option<std::string> shapeCheckFunction{
+      *this, "shape-check-function",
+      llvm::cl::desc("The C function `void (const char *message, int64_t, "
+                     "int64_t)` a failed check calls with shape-checks=report"),
+      llvm::cl::init("moeRuntimeReportShapeError")};
 };
 
 /// Options of `--moe-lower-to-nvvm`.
@@ -181,6 +194,14 @@ struct MoeLowerToNvvmOptions
       llvm::cl::desc("Insert ownership-based buffer deallocation after "
                      "bufferization"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> shapeChecks{
+      *this, "shape-checks",
+      llvm::cl::desc("Run-time checks that the dynamic sizes of the public "
+                     "functions' arguments agree (moe-shape-checks): report "
+                     "(moeRuntimeReportShapeError records the message for "
+                     "moeRuntimeGetLastError and the call returns before "
+                     "any launch), abort (message on stderr, abort()) or none"),
+      llvm::cl::init("report")};
 };
 
 /// Why `options` cannot build a pipeline (bad format, chip, opt level or

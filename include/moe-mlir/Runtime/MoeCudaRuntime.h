@@ -66,6 +66,14 @@ MOE_CUDA_RUNTIME_EXPORT const char *moeRuntimeGetLastError(void);
 /// Forgets the recorded error.
 MOE_CUDA_RUNTIME_EXPORT void moeRuntimeClearError(void);
 
+/// Called by compiled code when a run-time shape check fails (the dynamic
+/// sizes of a public function's arguments disagree: `x` and `logits` with
+/// different row counts, say): records `message`, with `{0}` and `{1}`
+/// replaced by `a` and `b`, for `moeRuntimeGetLastError`. The compiled
+/// function then returns before it launches anything or writes an output.
+MOE_CUDA_RUNTIME_EXPORT void moeRuntimeReportShapeError(const char *message,
+                                                        int64_t a, int64_t b);
+
 /// Waits for all work of the runtime's context (cuCtxSynchronize), which also
 /// surfaces faults of kernels launched asynchronously. Returns 0 when that
 /// succeeds and no error is recorded, the CUresult of the failure when it

@@ -358,6 +358,23 @@ extern "C" void moeRuntimeClearError(void) {
   lastPrinted[0] = '\0';
 }
 
+extern "C" void moeRuntimeReportShapeError(const char *message, int64_t a,
+                                           int64_t b) {
+  // {0} / {1} in the compiler's message stand for the two sizes.
+  std::string text;
+  const char *m = message ? message : "shape check failed";
+  for (; *m; ++m) {
+    if (m[0] == '{' && (m[1] == '0' || m[1] == '1') && m[2] == '}') {
+      text += std::to_string(m[1] == '0' ? a : b);
+      m += 2;
+    } else {
+      text += *m;
+    }
+  }
+  recordError("shape check failed: %s (no work done, no output written)",
+              text.c_str());
+}
+
 extern "C" int moeRuntimeSynchronize(void) {
   ContextGuard guard(__func__);
   if (!guard.ok())

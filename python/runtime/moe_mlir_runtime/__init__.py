@@ -51,7 +51,9 @@ message. Kernel faults are asynchronous: they surface at the next
 manifest before anything is launched (`ArgumentError`, a `ValueError`):
 count, dtype, rank, static dimensions, dynamic dimensions that must agree
 (the manifest's symbols, e.g. `T`), device (cuda:0, the runtime's device)
-and contiguity.
+and contiguity. The compiled code checks the dynamic sizes itself as well
+(C callers have no manifest): a mismatch that reaches it is raised as
+`ShapeError` (a `ValueError` and a `RuntimeError`), and nothing ran.
 
 Manifest (`<library stem>.manifest.json` next to the library), written at
 compile time:
@@ -97,6 +99,7 @@ __all__ = [
     "Library",
     "ManifestError",
     "ArgumentError",
+    "ShapeError",
     "manifest_path",
     "memref_descriptor",
     "stream_handle",
@@ -139,6 +142,14 @@ class ManifestError(ValueError):
 
 class ArgumentError(ValueError):
     """Arguments that do not match a function's manifest entry."""
+
+
+class ShapeError(ValueError, RuntimeError):
+    """The compiled function's own run-time shape check failed (dynamic
+    sizes of its arguments that must agree do not): reported by the library
+    through `moeRuntimeReportShapeError` before it launched anything or
+    wrote an output. A `ValueError`, and a `RuntimeError` like every error
+    the runtime records."""
 
 
 def manifest_path(library_path):
@@ -283,7 +294,10 @@ class Library:
         message = self._lib.moeRuntimeGetLastError()
         if message is not None:
             self._lib.moeRuntimeClearError()
-            raise RuntimeError("%s: %s" % (what, message.decode(errors="replace")))
+            text = message.decode(errors="replace")
+            if text.startswith("shape check failed: "):
+                raise ShapeError("%s: %s" % (what, text))
+            raise RuntimeError("%s: %s" % (what, text))
 
     # backwards-compatible name
     _check = check_error

@@ -234,4 +234,99 @@ def MoeCostReportPass : Pass<"moe-cost-report"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Run-time shape checks (run by --moe-lower-to-cpu and --moe-lower-to-nvvm)
+//===----------------------------------------------------------------------===//
+
+def MoeShapeChecksPass : Pass<"moe-shape-checks", "::mlir::ModuleOp"> {
+  let summary = "Record the run-time shape rules of public functions";
+  let description = [{
+    The verifiers check every static shape rule; a dynamic size (`T`, `M`)
+    is only known when the compiled function is called, so a caller can pass
+    `x` with 5 rows and `logits` with 4. This pass works out, for every
+    public function with a body, which dynamic sizes of its tensor
+    arguments must agree and records them as the function attribute
+    `moe.shape_checks`; `--moe-emit-shape-checks` turns that into code at
+    the function's entry, after bufferization, so that a mismatch is
+    reported before any work is done.
+
+    The analysis puts every dynamic dimension of the function's tensors into
+    equivalence classes of sizes with rational ratios (weighted union-find):
+    each moe op contributes its rules (`moe.ffn`: rows of `x`, `logits` and
+    the result are `T`; `moe.cumsum`: the result has `E * T` elements;
+    `moe.get_indices`: its results `T * k`; `moe.scatter`: rows of `input`
+    and `indices` are `M`; `moe.expert_gemm`: `gather`, `scatter`, `scale`
+    and the result have `M` rows; ...), and so do `tensor.cast`,
+    `tensor.empty` / `tensor.expand_shape` sizes read by `tensor.dim`,
+    `tensor.expand_shape` / `tensor.collapse_shape` groups, elementwise ops
+    and destination-style ops (results as their inits). A class that holds
+    two argument dimensions gives an equality check (up to the ratio); a
+    class with a static size gives a check against it. Besides, the `i32`
+    index tensors bound `T * k` and `E * T` below 2^31 (checked where an op
+    builds them from a dynamic `T`), a `moe.get_indices` cumsum argument
+    must be a multiple of `T`, a `moe.get_indptr` one a multiple of `E`, and
+    no argument size may be negative.
+
+    Each record is a dictionary: `kind` (`eq`, `const`, `multiple`, `max`,
+    `nonneg`), `lhs` (`[argument, dimension]`), `rhs` (the same, for `eq`
+    and `multiple`), `num` / `den` (`eq`: `size(lhs) * den == size(rhs) *
+    num`; `max`: `size(lhs) * num <= value * den`), `value`, and `message`,
+    the error text with `{0}` and `{1}` standing for the two sizes:
+
+    ```mlir
+    func.func @ffn(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, ...)
+        attributes {moe.shape_checks = [{kind = "eq", lhs = array<i64: 1, 0>,
+          rhs = array<i64: 0, 0>, num = 1 : i64, den = 1 : i64,
+          message = "@ffn: dimension 0 of argument 1 ('logits' of moe.ffn at
+          layer.mlir:3:8) is {0}, but dimension 0 of argument 0 ('x' of
+          moe.ffn at layer.mlir:3:8) is {1}: they must be equal (T)"}, ...]}
+    ```
+
+    Values the ops define behaviour for (ids out of range, offsets beyond
+    `M`) are data, not shapes, and are not checked.
+  }];
+}
+
+def MoeEmitShapeChecksPass : Pass<"moe-emit-shape-checks", "::mlir::ModuleOp"> {
+  let summary = "Check the recorded shape rules at function entry (memref level)";
+  let description = [{
+    For every function with a `moe.shape_checks` attribute (see
+    `--moe-shape-checks`) whose arguments are now memrefs, emits the checks
+    at the function's entry (`memref.dim` of the arguments) and removes the
+    attribute. Argument positions are those of the tensor-level function
+    (bufferization keeps them; out-parameters are appended).
+
+    - `mode=report` (the default; `--moe-lower-to-nvvm` and the Python CPU
+      JIT): the entry block branches to a failure block per check, which
+      calls `report-function(message, lhs, rhs)` (a C function
+      `void (const char *, int64_t, int64_t)`; the message has `{0}` /
+      `{1}` for the two sizes) and returns at once, before any kernel
+      launch, allocation or write of an output (results are returned as
+      empty buffers, of zero size where dynamic). The CUDA runtime's
+      `moeRuntimeReportShapeError` records the message for
+      `moeRuntimeGetLastError`.
+    - `mode=abort` (`--moe-lower-to-cpu`'s default, for `mlir-runner`,
+      which has no reporting function): the failure block prints the
+      message with the sizes to stderr (`dprintf(2, ...)`, which an abort
+      does not lose) and calls `abort()`.
+
+    A record that does not describe the function (argument out of range,
+    not a ranked memref, bad kind) is an error.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"report\"",
+           "report (call report-function and return) or abort (print to stderr, abort())">,
+    Option<"reportFunction", "report-function", "std::string",
+           /*default=*/"\"moeRuntimeReportShapeError\"",
+           "The C function a failed check calls in report mode">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // MOE_MLIR_DIALECT_MOE_TRANSFORMS_PASSES_TD

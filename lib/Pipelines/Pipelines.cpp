@@ -127,6 +127,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
   gemm.wgmmaWideSwapRows = options.wgmmaWideSwapRows;
   gemm.wgmmaWideSwapTileM = options.wgmmaWideSwapTileM;
+  gemm.wgmmaConsumerSkew = options.wgmmaConsumerSkew;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -185,6 +186,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
   kernels.wgmmaWideSwapRows = gemm.wgmmaWideSwapRows;
   kernels.wgmmaWideSwapTileM = gemm.wgmmaWideSwapTileM;
+  kernels.wgmmaConsumerSkew = gemm.wgmmaConsumerSkew;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

@@ -167,6 +167,13 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaWideSwapTileM", "wgmma-wide-swap-tile-m", "int64_t",
            /*default=*/"32",
            "Tokens per tile of the wide small-M kernel: 32 or 64">,
+    Option<"wgmmaConsumerSkew", "wgmma-consumer-skew", "int64_t",
+           /*default=*/"-1",
+           "Main Hopper kernel: K steps by which the second consumer "
+           "warpgroup starts each tile after the first, so that one "
+           "warpgroup's epilogue overlaps the other's MMAs (-1: cost model; "
+           "0: both in step; at most wgmma-stages - 1, and 0 when a tile "
+           "has fewer K steps than stages)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

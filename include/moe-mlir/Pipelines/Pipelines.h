@@ -148,6 +148,12 @@ struct MoeLowerToNvvmOptions
       *this, "wgmma-wide-swap-tile-m",
       llvm::cl::desc("Tokens per tile of the wide small-M kernel: 32 or 64"),
       llvm::cl::init(32)};
+  PassOptions::Option<int64_t> wgmmaConsumerSkew{
+      *this, "wgmma-consumer-skew",
+      llvm::cl::desc("Main Hopper kernel: K steps by which the second "
+                     "consumer warpgroup starts each tile after the first "
+                     "(-1: cost model; 0: in step)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -98,6 +98,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
     gemmOptions.wgmmaWideSwapRows = wgmmaWideSwapRows;
     gemmOptions.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
+    gemmOptions.wgmmaConsumerSkew = wgmmaConsumerSkew;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

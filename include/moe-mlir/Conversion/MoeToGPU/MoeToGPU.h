@@ -60,6 +60,10 @@ struct MoeGemmOptions {
   /// expert (-1: cost model; 0: none).
   int64_t wgmmaWideSwapRows = -1;
   int64_t wgmmaWideSwapTileM = 32;
+  /// Main Hopper kernel: K steps by which the second consumer warpgroup
+  /// starts each tile after the first (-1: cost model; 0: in step), so
+  /// that one warpgroup's epilogue runs while the other's MMAs do.
+  int64_t wgmmaConsumerSkew = -1;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

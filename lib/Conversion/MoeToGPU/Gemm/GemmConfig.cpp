@@ -90,6 +90,9 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (options.wgmmaWideSwapTileM != 32 && options.wgmmaWideSwapTileM != 64)
     return "wgmma-wide-swap-tile-m must be 32 or 64 (got " +
            std::to_string(options.wgmmaWideSwapTileM) + ")";
+  if (options.wgmmaConsumerSkew < -1 || options.wgmmaConsumerSkew > 7)
+    return "wgmma-consumer-skew must be -1 (cost model) or in [0, 7] (got " +
+           std::to_string(options.wgmmaConsumerSkew) + ")";
   if (options.wgmmaSwapTileN != 0 && options.wgmmaSwapTileN != 64 &&
       options.wgmmaSwapTileN != 128)
     return "wgmma-swap-tile-n must be 64 or 128 (got " +
@@ -194,6 +197,8 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   config.cluster =
       options.wgmmaCluster ? options.wgmmaCluster : (clusterable ? 2 : 1);
   config.programmatic = options.programmaticLaunch;
+  config.consumerSkew =
+      options.wgmmaConsumerSkew >= 0 ? options.wgmmaConsumerSkew : 0;
   return config;
 }
 
@@ -229,6 +234,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
                                    int64_t tileM) {
   GemmKernelConfig config = main;
   config.swapAB = true;
+  config.consumerSkew = 0;
   config.swapRows = rows;
   config.cluster = 1;
   config.stagedEpilogue = false;

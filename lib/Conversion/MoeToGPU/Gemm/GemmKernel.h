@@ -81,6 +81,10 @@ struct GemmKernelConfig {
   bool stagedEpilogue = true; // wgmma: output through shared memory
   int64_t cluster = 1;        // wgmma: CTAs per cluster (2: weight multicast
                               // when the host launches it in clusters)
+  /// wgmma main kernel: K steps the second consumer warpgroup starts each
+  /// tile after the first (0: in step). The engine takes 0 where a tile
+  /// has fewer K steps than stages, and at most stages - 1.
+  int64_t consumerSkew = 0;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the

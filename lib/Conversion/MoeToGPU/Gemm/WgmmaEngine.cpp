@@ -117,7 +117,10 @@ public:
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
-        locateEach(config.swapAB) {}
+        locateEach(config.swapAB),
+        skew(config.swapAB || consumers != 2 || kSteps < config.stages
+                 ? 0
+                 : std::min(config.consumerSkew, config.stages - 1)) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -310,6 +313,18 @@ private:
   /// per item, a dependent load each, while the weight stream stalled
   /// (DeepSeek-V3 T=1 243 -> 194 us, bench/NOTES.md v34).
   const bool locateEach;
+  /// K steps by which consumer warpgroup 1 starts each tile after
+  /// warpgroup 0 (config.consumerSkew where it applies, else 0): warpgroup
+  /// 0 arrives on named barrier kSkewBarrier once it has issued that many
+  /// steps of a tile, and warpgroup 1 waits for it before its first. Each
+  /// warpgroup's epilogue then runs while the other one's MMAs do (both
+  /// in step, the tensor cores idle during the common epilogue). No
+  /// deadlock: what warpgroup 0 waits for at step skew < stages was
+  /// released in the previous tile; no arrival overtakes a wait: with
+  /// kSteps >= stages, warpgroup 0 cannot reach step skew of the next
+  /// tile before warpgroup 1 released a step of this one.
+  const int64_t skew;
+  static constexpr int64_t kSkewBarrier = 3;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
@@ -753,12 +768,26 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     }
     return acc;
   };
+  // Skewed warpgroups (see `skew`): warpgroup 1 waits here for warpgroup
+  // 0's arrival after its first `skew` steps (predicated instructions, no
+  // branch between the MMAs).
+  if (skew)
+    nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, b.idx(1)), kSkewBarrier,
+                            256, /*arrive=*/false);
   Value acc = kStep(b, zero, LLVM::PoisonOp::create(b, accType), true);
-  acc = b.forLoop(
-      b.idx(1), b.idx(kSteps), {acc},
-      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-        return {kStep(b, kt, in[0], false)};
-      })[0];
+  auto steps = [&](int64_t from, int64_t to, Value acc) {
+    return b.forLoop(
+        b.idx(from), b.idx(to), {acc},
+        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+          return {kStep(b, kt, in[0], false)};
+        })[0];
+  };
+  if (skew) {
+    acc = steps(1, skew, acc);
+    nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
+                            /*arrive=*/true);
+  }
+  acc = steps(skew ? skew : 1, kSteps, acc);
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(b, b.add(item.step, b.idx(kSteps - 1)),
                                       b.idx(stages));

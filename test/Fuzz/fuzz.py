@@ -20,6 +20,13 @@ A mutant applies 1-3 text mutations to a seed:
   operand    two SSA names of a line swapped
   token      a token deleted
 
+or, for half of the mutations, one that keeps the function consistent
+more often (so that the pipelines see it, not only the verifiers):
+
+  shape-all  one dimension size replaced in every tensor type
+  dtype-all  one element type replaced everywhere
+  attr-value an integer attribute (k, num_groups, ...) set to a small value
+
 and is run through moe-opt: parsing and verifying alone, then one pipeline drawn from
 --moe-decompose --moe-fuse, --moe-lower-to-cpu (plain and fused) and
 --moe-lower-to-nvvm (plain and fused, format=llvm: no ptxas; format=ptx
@@ -93,7 +100,50 @@ def seed_modules():
     return out
 
 
+def mutate_consistently(rng, text):
+    """A mutation of the whole function that keeps it well-formed more
+    often than a local one, so that the pipelines, not only the verifiers,
+    see the mutants: one dimension size replaced in every tensor type
+    (H, E, k or I of a layer, made smaller, larger, 1 or dynamic), one
+    element type replaced everywhere, or an integer attribute (k,
+    num_groups, topk_groups, ...) set to a small value."""
+    choice = rng.random()
+    if choice < 0.45:
+        sizes = sorted(
+            {d for m in re.finditer(r"tensor<([^>]*)>", text) for d in m.group(1).split("x")[:-1]}
+            - {"?"}
+        )
+        if sizes:
+            old = rng.choice(sizes)
+            new = rng.choice(["?", "1", "2", "3", "8", "16", "24", "64", "96", "130", "256"])
+
+            def retype(m):
+                dims = m.group(1).split("x")
+                dims = [new if i < len(dims) - 1 and d == old else d for i, d in enumerate(dims)]
+                return "tensor<%s>" % "x".join(dims)
+
+            return "shape-all", re.sub(r"tensor<([^>]*)>", retype, text)
+    if choice < 0.7:
+        present = sorted(set(re.findall(r"(?<=[x<\s])(f32|bf16|f16)(?![\w])", text)))
+        if present:
+            old = rng.choice(present)
+            new = rng.choice([t for t in ("f32", "bf16", "f16", "f64") if t != old])
+            return "dtype-all", re.sub(r"(?<=[x<\s])%s(?![\w])" % old, new, text)
+    spots = list(re.finditer(r"\b(\w+) = (-?\d+)(?= ?:? ?i?\d*[,}\s])", text))
+    if spots:
+        m = rng.choice(spots)
+        value = rng.choice(["0", "1", "2", "3", "4", "8", "9", "-1"])
+        return "attr-value", text[: m.start(2)] + value + text[m.end(2) :]
+    return mutate_local(rng, text)
+
+
 def mutate_once(rng, text):
+    if rng.random() < 0.5:
+        return mutate_consistently(rng, text)
+    return mutate_local(rng, text)
+
+
+def mutate_local(rng, text):
     kind = rng.choice(
         [
             "number",

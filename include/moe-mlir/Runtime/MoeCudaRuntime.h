@@ -61,6 +61,12 @@ MOE_CUDA_RUNTIME_EXPORT void *moeRuntimeGetStream(void);
 
 /// The first error recorded since the last `moeRuntimeClearError`, or NULL.
 /// The string stays valid until the next `moeRuntimeClearError`.
+///
+/// Once a thread has recorded an error (a failed allocation, say), the
+/// runtime issues no more work from that thread (launches, copies, fills and
+/// allocations are skipped; frees still run, so nothing leaks) until the
+/// thread calls `moeRuntimeGetLastError` or `moeRuntimeClearError`: the rest
+/// of the failed call does not run kernels on buffers that do not exist.
 MOE_CUDA_RUNTIME_EXPORT const char *moeRuntimeGetLastError(void);
 
 /// Forgets the recorded error.

@@ -50,6 +50,16 @@ char errorMessage[kMessageCapacity];
 // (say, launching from a module that did not load) prints it once.
 char lastPrinted[kMessageCapacity];
 
+// Set when this thread records an error, cleared when it reads or clears
+// the error (moeRuntimeGetLastError / moeRuntimeClearError). While set, the
+// thread issues no more work (launches, copies, fills, allocations): after
+// a failed allocation the rest of the call would otherwise launch kernels on
+// a null buffer, an illegal address that kills the context for good.
+thread_local bool failedInThread = false;
+
+/// Whether this thread must not issue work (see failedInThread).
+bool skippedAfterFailure() { return failedInThread; }
+
 void recordError(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 void recordError(const char *format, ...) {
@@ -59,6 +69,7 @@ void recordError(const char *format, ...) {
   vsnprintf(message, sizeof(message), format, args);
   va_end(args);
 
+  failedInThread = true;
   std::lock_guard<std::mutex> lock(errorMutex);
   if (!errorRecorded) {
     errorRecorded = true;
@@ -347,11 +358,13 @@ extern "C" void moeRuntimeSetStream(void *cuStream) {
 extern "C" void *moeRuntimeGetStream(void) { return embedderStream; }
 
 extern "C" const char *moeRuntimeGetLastError(void) {
+  failedInThread = false;
   std::lock_guard<std::mutex> lock(errorMutex);
   return errorRecorded ? errorMessage : nullptr;
 }
 
 extern "C" void moeRuntimeClearError(void) {
+  failedInThread = false;
   std::lock_guard<std::mutex> lock(errorMutex);
   errorRecorded = false;
   errorMessage[0] = '\0';
@@ -510,6 +523,8 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                                  int32_t sharedMemBytes, void *stream,
                                  void **params, void **extra,
                                  int64_t /*paramsCount*/) {
+  if (skippedAfterFailure())
+    return;
   if (!function) {
     recordError("kernel function is null, launch skipped; did the module "
                 "load fail? (in %s)",
@@ -542,6 +557,8 @@ extern "C" void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
                                         intptr_t blockY, intptr_t blockZ,
                                         int32_t sharedMemBytes, void *stream,
                                         void **params, void **extra) {
+  if (skippedAfterFailure())
+    return;
   if (!function) {
     recordError("kernel function is null, launch skipped; did the module "
                 "load fail? (in %s)",
@@ -660,7 +677,7 @@ extern "C" void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
                 __func__);
     return nullptr;
   }
-  if (sizeBytes == 0)
+  if (sizeBytes == 0 || skippedAfterFailure())
     return nullptr;
   ContextGuard guard(__func__);
   if (!guard.ok())
@@ -683,7 +700,7 @@ extern "C" void mgpuMemFree(void *ptr, void *stream) {
 
 extern "C" void mgpuMemcpy(void *dst, void *src, uint64_t sizeBytes,
                            void *stream) {
-  if (sizeBytes == 0)
+  if (sizeBytes == 0 || skippedAfterFailure())
     return;
   ContextGuard guard(__func__);
   if (!guard.ok())
@@ -695,7 +712,7 @@ extern "C" void mgpuMemcpy(void *dst, void *src, uint64_t sizeBytes,
 
 extern "C" void mgpuMemset32(void *dst, uint32_t value, uint64_t count,
                              void *stream) {
-  if (count == 0)
+  if (count == 0 || skippedAfterFailure())
     return;
   ContextGuard guard(__func__);
   if (!guard.ok())
@@ -706,7 +723,7 @@ extern "C" void mgpuMemset32(void *dst, uint32_t value, uint64_t count,
 
 extern "C" void mgpuMemset16(void *dst, uint16_t value, uint64_t count,
                              void *stream) {
-  if (count == 0)
+  if (count == 0 || skippedAfterFailure())
     return;
   ContextGuard guard(__func__);
   if (!guard.ok())

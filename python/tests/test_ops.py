@@ -406,6 +406,26 @@ def test_ffn(rng, dtype, variant):
     check_ffn(run(m, *args, pipeline="moe-decompose,moe-fuse"), args, dtype, attrs)
 
 
+@pytest.mark.parametrize("variant", ["mixtral-like", "deepseek-like"])
+def test_more_than_1024_experts(rng, variant):
+    """A field bug class (docs/FieldBugs.md): more experts than one
+    1024-thread block scans. E = 2048, k = 8, fused and unfused, against
+    the float64 reference (routing ids compared through it, offsets of
+    mostly empty experts)."""
+    T, H, I, E = 300, 16, 8, 2048
+    attrs = dict(FFNS[variant], k=8)
+    if variant == "deepseek-like":
+        attrs.update(n_group=16, topk_group=4)
+    transpose = attrs.get("transpose_weights", False)
+    with_bias = variant == "deepseek-like"
+    args = ffn_inputs(rng, T, H, I, E, "f32", transpose, with_bias)
+    inputs = [TensorType([None, H], "f32"), TensorType([None, E], "f32")]
+    inputs += [TensorType(list(a.shape), "f32") for a in args[2:]]
+    m = build(inputs, lambda f, x, lg, up, down, *b: f.ffn(x, lg, up, down, *b, **attrs))
+    check_ffn(run(m, *args), args, "f32", attrs)
+    check_ffn(run(m, *args, pipeline="moe-decompose,moe-fuse"), args, "f32", attrs)
+
+
 def test_primitive_chain_matches_ffn(rng):
     """route -> cumsum -> get_indices -> get_indptr -> gather -> matmul ->
     glu -> matmul -> scatter -> expand -> combine, built op by op, computes

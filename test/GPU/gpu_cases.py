@@ -914,6 +914,22 @@ MODELS = [
         bias=True,
         logits_f="f32",
     ),
+    # A field bug class (docs/FieldBugs.md): more experts than one
+    # 1024-thread block scans (routing, dispatch offsets), most of them
+    # empty at small T. Small H / I: the experts, not the GEMMs, are the
+    # point.
+    Model(
+        "many_experts",
+        "2048 experts",
+        H=256,
+        I=256,
+        E=2048,
+        k=8,
+        route=dict(scoring="softmax", normalize=True),
+        glu=dict(activation="silu", layout="interleaved"),
+        transpose_weights=True,
+        bias=False,
+    ),
 ]
 MODELS_BY_NAME = {m.name: m for m in MODELS}
 

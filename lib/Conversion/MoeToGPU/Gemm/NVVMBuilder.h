@@ -264,21 +264,15 @@ inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
 
 /// `bar.sync id, threads` (or `bar.arrive` with `arrive`) executed only
 /// where `predicate` (i1, uniform per warp) holds, as one predicated PTX
-/// instruction: no branch for ptxas to see between a warpgroup's wgmma
-/// (a branch there can make it serialise them, bench/NOTES.md v14).
+/// instruction (nvvm.inline_ptx with a predicate): no branch for ptxas to
+/// see between a warpgroup's wgmma (a branch there can make it serialise
+/// them, bench/NOTES.md v14).
 inline void predicatedBarrier(LoweringBuilder &b, Value predicate, int64_t id,
                               int64_t threads, bool arrive) {
-  std::string ptx = "{\n .reg .pred p;\n setp.ne.b32 p, $0, 0;\n @p " +
-                    std::string(arrive ? "bar.arrive " : "bar.sync ") +
-                    std::to_string(id) + ", " + std::to_string(threads) +
-                    ";\n}";
-  Value flag = arith::ExtUIOp::create(b, b.getI32Type(), predicate);
-  LLVM::InlineAsmOp::create(b, Type(), ValueRange{flag}, ptx, "r",
-                            /*has_side_effects=*/true,
-                            /*is_align_stack=*/false,
-                            LLVM::tailcallkind::TailCallKind::None,
-                            /*asm_dialect=*/LLVM::AsmDialectAttr(),
-                            /*operand_attrs=*/ArrayAttr());
+  std::string ptx = std::string(arrive ? "bar.arrive " : "bar.sync ") +
+                    std::to_string(id) + ", " + std::to_string(threads) + ";";
+  NVVM::InlinePtxOp::create(b, TypeRange{}, ValueRange{}, ValueRange{}, ptx,
+                            predicate);
 }
 
 inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {

@@ -48,6 +48,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -88,28 +89,16 @@ static size_t elementBytes(const std::string &dtype) {
 thread_local bool shapeCheckFailed = false;
 thread_local std::string shapeCheckMessage;
 
-/// `{0}` / `{1}` of `message` replaced by `a` / `b`.
-static std::string formatShapeMessage(const char *message, int64_t a,
-                                      int64_t b) {
-  std::string out;
-  llvm::StringRef m(message ? message : "shape check failed");
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (m.substr(i).starts_with("{0}") || m.substr(i).starts_with("{1}")) {
-      out += std::to_string(m[i + 1] == '0' ? a : b);
-      i += 2;
-    } else {
-      out += m[i];
-    }
-  }
-  return out;
-}
-
 extern "C" void moePyReportShapeError(const char *message, int64_t a,
                                       int64_t b) {
   if (shapeCheckFailed)
     return;
   shapeCheckFailed = true;
-  shapeCheckMessage = formatShapeMessage(message, a, b);
+  // A printf format of the two sizes (moe-emit-shape-checks).
+  char text[4096];
+  std::snprintf(text, sizeof(text), message ? message : "shape check failed",
+                static_cast<long long>(a), static_cast<long long>(b));
+  shapeCheckMessage = text;
 }
 
 //===----------------------------------------------------------------------===//

@@ -74,8 +74,9 @@ MOE_CUDA_RUNTIME_EXPORT void moeRuntimeClearError(void);
 
 /// Called by compiled code when a run-time shape check fails (the dynamic
 /// sizes of a public function's arguments disagree: `x` and `logits` with
-/// different row counts, say): records `message`, with `{0}` and `{1}`
-/// replaced by `a` and `b`, for `moeRuntimeGetLastError`. The compiled
+/// different row counts, say): records `message`, a printf format of the
+/// two sizes (`%lld` each, written by moe-emit-shape-checks) applied to
+/// `a` and `b`, for `moeRuntimeGetLastError`. The compiled
 /// function then returns before it launches anything or writes an output.
 MOE_CUDA_RUNTIME_EXPORT void moeRuntimeReportShapeError(const char *message,
                                                         int64_t a, int64_t b);

@@ -373,19 +373,12 @@ extern "C" void moeRuntimeClearError(void) {
 
 extern "C" void moeRuntimeReportShapeError(const char *message, int64_t a,
                                            int64_t b) {
-  // {0} / {1} in the compiler's message stand for the two sizes.
-  std::string text;
-  const char *m = message ? message : "shape check failed";
-  for (; *m; ++m) {
-    if (m[0] == '{' && (m[1] == '0' || m[1] == '1') && m[2] == '}') {
-      text += std::to_string(m[1] == '0' ? a : b);
-      m += 2;
-    } else {
-      text += *m;
-    }
-  }
-  recordError("shape check failed: %s (no work done, no output written)",
-              text.c_str());
+  // The compiler's message is a printf format of the two sizes
+  // (moe-emit-shape-checks).
+  char text[kMessageCapacity];
+  std::snprintf(text, sizeof(text), message ? message : "shape check failed",
+                static_cast<long long>(a), static_cast<long long>(b));
+  recordError("shape check failed: %s (no work done, no output written)", text);
 }
 
 extern "C" int moeRuntimeSynchronize(void) {

@@ -86,3 +86,20 @@ func.func @layout(%x: memref<?xf32, strided<[?], offset: ?>>) -> memref<?xf32, s
     {kind = "nonneg", lhs = array<i64: 0, 0>, message = "m"}]} {
   return %x : memref<?xf32, strided<[?], offset: ?>>
 }
+
+// -----
+
+// The message becomes a printf format of the sizes in this order.
+// expected-error @+1 {{invalid 'moe.shape_checks': a message may hold '{0}' and then '{1}', each once}}
+func.func @order(%x: memref<?xf32>, %y: memref<?xf32>) attributes {moe.shape_checks = [
+    {kind = "eq", lhs = array<i64: 0, 0>, rhs = array<i64: 1, 0>, message = "{1} vs {0}"}]} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{invalid 'moe.shape_checks': a message may hold '{0}' and then '{1}', each once}}
+func.func @twice(%x: memref<?xf32>) attributes {moe.shape_checks = [
+    {kind = "nonneg", lhs = array<i64: 0, 0>, message = "{0} and {0}"}]} {
+  return
+}

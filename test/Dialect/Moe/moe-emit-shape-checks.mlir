@@ -5,7 +5,8 @@
 // Report mode: each check branches to a block that reports and returns
 // (an empty result buffer) before the body runs; the result's record does
 // not apply (the result is returned, not an out-parameter).
-// CHECK-DAG: llvm.mlir.global internal constant @__moe_shape_check_f_0("@f: rows {0} vs {1}\00")
+// The message as a printf format of the two sizes (no newline).
+// CHECK-DAG: llvm.mlir.global internal constant @__moe_shape_check_f_0("@f: rows %lld vs %lld\00")
 // CHECK-DAG: func.func private @moeRuntimeReportShapeError(!llvm.ptr, i64, i64)
 // CHECK-LABEL: func.func @f(
 // CHECK-SAME: %[[X:.*]]: memref<?x4xf32>, %[[L:.*]]: memref<?x8xf32>) -> memref<?x4xf32>

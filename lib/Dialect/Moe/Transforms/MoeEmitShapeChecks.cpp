@@ -93,23 +93,34 @@ FailureOr<SmallVector<Check>> parseChecks(func::FuncOp func, Attribute attr) {
       return fail("an 'eq' record needs 'rhs' and positive 'num' / 'den'");
     if (c.kind == "multiple" && !c.rhs && c.value < 1)
       return fail("a 'multiple' record needs 'rhs' or a positive 'value'");
+    // The message becomes a printf format with the sizes in this order.
+    StringRef m = c.message;
+    size_t first = m.find("{0}"), second = m.find("{1}");
+    if ((first != StringRef::npos &&
+         m.find("{0}", first + 1) != StringRef::npos) ||
+        (second != StringRef::npos &&
+         m.find("{1}", second + 1) != StringRef::npos) ||
+        (second != StringRef::npos &&
+         (first == StringRef::npos || second < first)))
+      return fail("a message may hold '{0}' and then '{1}', each once");
     checks.push_back(std::move(c));
   }
   return checks;
 }
 
-/// `{0}` / `{1}` of a message replaced by `a` / `b`.
-std::string substitute(StringRef message, StringRef a, StringRef b) {
+/// A record's message as a printf format for the two sizes: `{0}` / `{1}`
+/// -> `%lld`, a literal `%` -> `%%`.
+std::string printfFormat(StringRef message) {
   std::string out;
   for (size_t i = 0; i < message.size(); ++i) {
-    if (message.substr(i).starts_with("{0}")) {
-      out += a;
-      i += 2;
-    } else if (message.substr(i).starts_with("{1}")) {
-      out += b;
+    if (message.substr(i).starts_with("{0}") ||
+        message.substr(i).starts_with("{1}")) {
+      out += "%lld";
       i += 2;
     } else {
       out += message[i];
+      if (message[i] == '%')
+        out += '%';
     }
   }
   return out;
@@ -241,17 +252,6 @@ FailureOr<func::FuncOp> Emitter::reportDeclaration() {
   return f;
 }
 
-/// `message` as a printf format: `{0}` / `{1}` -> `%lld`, `%` -> `%%`.
-static std::string printfFormat(StringRef message) {
-  std::string escaped;
-  for (char c : message) {
-    escaped += c;
-    if (c == '%')
-      escaped += '%';
-  }
-  return substitute(escaped, "%lld", "%lld") + "\n";
-}
-
 /// The external function `name` of LLVM type `type`, declared when missing.
 static FailureOr<LLVM::LLVMFuncOp>
 libcFunction(func::FuncOp func, StringRef name, LLVM::LLVMFunctionType type) {
@@ -279,7 +279,8 @@ LogicalResult Emitter::emitFailure(OpBuilder &b, const Check &c, unsigned index,
   std::string name = base;
   for (int n = 0; SymbolTable::lookupSymbolIn(module, name); ++n)
     name = base + "_" + std::to_string(n);
-  std::string text = report ? c.message : printfFormat(c.message);
+  // Both modes pass the message as a printf format of the two sizes.
+  std::string text = printfFormat(c.message) + (report ? "" : "\n");
   text.push_back('\0');
   if (report) {
     FailureOr<func::FuncOp> callee = reportDeclaration();

@@ -388,8 +388,38 @@ ArrayAttr SizeClasses::records(Builder &b) {
 /// Dimension `i` of `v`.
 Dim dim(Value v, unsigned i = 0) { return {v, i}; }
 
+/// The one dynamic dimension of reassociation group `group` of `type` and
+/// the product of the group's other (static) sizes; no dimension when the
+/// group has none or several dynamic ones, or a static size 0.
+std::pair<std::optional<unsigned>, int64_t>
+soleDynamicDim(RankedTensorType type, ArrayRef<int64_t> group) {
+  std::optional<unsigned> dynamic;
+  int64_t product = 1;
+  for (int64_t i : group) {
+    if (!type.isDynamicDim(i)) {
+      product *= type.getDimSize(i);
+    } else if (dynamic) {
+      return {std::nullopt, 0};
+    } else {
+      dynamic = i;
+    }
+  }
+  if (product <= 0)
+    return {std::nullopt, 0};
+  return {dynamic, product};
+}
+
 /// The rules of one op.
 void addRules(Operation *op, SizeClasses &sizes) {
+  // Dimension `i` of `result` is `size`; when that is a tensor.dim of a
+  // constant index, the two dimensions are equal.
+  auto equalToDimSource = [&](Value result, unsigned i, OpFoldResult size) {
+    if (auto v = dyn_cast<Value>(size))
+      if (auto d = v.getDefiningOp<tensor::DimOp>())
+        if (auto index = d.getConstantIndex())
+          sizes.equal(dim(result, i),
+                      dim(d.getSource(), static_cast<unsigned>(*index)));
+  };
   auto describe = [&](std::initializer_list<std::pair<Value, StringRef>> l) {
     for (auto [v, name] : l)
       if (v)
@@ -518,56 +548,25 @@ void addRules(Operation *op, SizeClasses &sizes) {
       })
       .Case([&](tensor::EmptyOp o) {
         for (auto [i, size] : llvm::enumerate(o.getMixedSizes()))
-          if (auto v = dyn_cast<Value>(size))
-            if (auto d = v.getDefiningOp<tensor::DimOp>())
-              if (auto index = d.getConstantIndex())
-                sizes.equal(dim(o.getResult(), i),
-                            dim(d.getSource(), static_cast<unsigned>(*index)));
+          equalToDimSource(o.getResult(), i, size);
       })
       .Case([&](tensor::ExpandShapeOp o) {
-        auto out = o.getResultType();
         SmallVector<OpFoldResult> shape = o.getMixedOutputShape();
         for (auto [src, group] : llvm::enumerate(o.getReassociationIndices())) {
-          int64_t product = 1;
-          std::optional<unsigned> dynamicOut;
-          bool several = false;
-          for (int64_t i : group) {
-            if (auto v = dyn_cast<Value>(shape[i]))
-              if (auto d = v.getDefiningOp<tensor::DimOp>())
-                if (auto index = d.getConstantIndex())
-                  sizes.equal(
-                      dim(o.getResult(), i),
-                      dim(d.getSource(), static_cast<unsigned>(*index)));
-            if (out.isDynamicDim(i)) {
-              several = dynamicOut.has_value();
-              dynamicOut = i;
-            } else {
-              product *= out.getDimSize(i);
-            }
-          }
-          if (dynamicOut && !several && product > 0)
-            sizes.equal(dim(o.getSrc(), src), dim(o.getResult(), *dynamicOut),
+          for (int64_t i : group)
+            equalToDimSource(o.getResult(), i, shape[i]);
+          // The one dynamic result dimension of the group is the source
+          // dimension over the product of the others.
+          if (auto [d, product] = soleDynamicDim(o.getResultType(), group); d)
+            sizes.equal(dim(o.getSrc(), src), dim(o.getResult(), *d),
                         Ratio::of(product, 1));
         }
       })
       .Case([&](tensor::CollapseShapeOp o) {
-        auto in = o.getSrcType();
-        for (auto [res, group] : llvm::enumerate(o.getReassociationIndices())) {
-          int64_t product = 1;
-          std::optional<unsigned> dynamicIn;
-          bool several = false;
-          for (int64_t i : group) {
-            if (in.isDynamicDim(i)) {
-              several = dynamicIn.has_value();
-              dynamicIn = i;
-            } else {
-              product *= in.getDimSize(i);
-            }
-          }
-          if (dynamicIn && !several && product > 0)
-            sizes.equal(dim(o.getResult(), res), dim(o.getSrc(), *dynamicIn),
+        for (auto [res, group] : llvm::enumerate(o.getReassociationIndices()))
+          if (auto [d, product] = soleDynamicDim(o.getSrcType(), group); d)
+            sizes.equal(dim(o.getResult(), res), dim(o.getSrc(), *d),
                         Ratio::of(product, 1));
-        }
       })
       .Default([&](Operation *other) {
         // Elementwise ops: every ranked operand and result has one shape.

@@ -271,7 +271,8 @@ def MoeShapeChecksPass : Pass<"moe-shape-checks", "::mlir::ModuleOp"> {
     `nonneg`), `lhs` (`[argument, dimension]`), `rhs` (the same, for `eq`
     and `multiple`), `num` / `den` (`eq`: `size(lhs) * den == size(rhs) *
     num`; `max`: `size(lhs) * num <= value * den`), `value`, and `message`,
-    the error text with `{0}` and `{1}` standing for the two sizes:
+    the error text with `{0}` and `{1}` standing for the two sizes (in that
+    order, each at most once):
 
     ```mlir
     func.func @ffn(%x: tensor<?x64xf32>, %logits: tensor<?x8xf32>, ...)
@@ -299,8 +300,9 @@ def MoeEmitShapeChecksPass : Pass<"moe-emit-shape-checks", "::mlir::ModuleOp"> {
     - `mode=report` (the default; `--moe-lower-to-nvvm` and the Python CPU
       JIT): the entry block branches to a failure block per check, which
       calls `report-function(message, lhs, rhs)` (a C function
-      `void (const char *, int64_t, int64_t)`; the message has `{0}` /
-      `{1}` for the two sizes) and returns at once, before any kernel
+      `void (const char *, int64_t, int64_t)`; the message is a printf
+      format of the two sizes: `{0}` / `{1}` as `%lld`, `%` as `%%`) and
+      returns at once, before any kernel
       launch, allocation or write of an output (results are returned as
       empty buffers, of zero size where dynamic). The CUDA runtime's
       `moeRuntimeReportShapeError` records the message for

@@ -30,6 +30,9 @@
 # checks are SKIPped, default 300 / 150) and hard timeouts 60 s above them.
 # FULL_ARGS / SMALL_ARGS add arguments (e.g. FULL_ARGS="--only ffn/"),
 # SKIP_FULL=1 / SKIP_SANITIZER=1 / SKIP_PYFLOW=1 / SKIP_HF=1 leave a run out;
+# SAN_TOOL picks the compute-sanitizer tool of run 2 (memcheck, the
+# default; racecheck: shared-memory hazards; initcheck: reads of global
+# memory never written; synccheck: barrier misuse);
 # HF_ARGS adds hf_parity_check.py arguments (e.g. HF_ARGS="--T 1,300");
 # PYFLOW_BUDGET (default 180) bounds the Python-flow run, PYFLOW_ARGS adds
 # arguments (e.g. PYFLOW_ARGS="--presets mixtral-8x7b --T 1,64").
@@ -60,6 +63,12 @@ SMALL_BUDGET="${SMALL_BUDGET:-150}"
 read -r -a FULL_EXTRA <<< "${FULL_ARGS:-}"
 read -r -a SMALL_EXTRA <<< "${SMALL_ARGS:-}"
 PY="${PYTHON:-python3}"
+SAN_TOOL="${SAN_TOOL:-memcheck}"
+case "$SAN_TOOL" in
+  memcheck|racecheck|initcheck|synccheck) ;;
+  *) echo "run_on_h200: SAN_TOOL must be memcheck, racecheck, initcheck or synccheck (got '$SAN_TOOL')" >&2
+     exit 2 ;;
+esac
 
 echo "=== artifacts: $ART (commit $(cat "$ART/COMMIT" 2>/dev/null || echo unknown))"
 echo "=== results:   $RES"
@@ -137,10 +146,10 @@ if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
     echo "=== compute-sanitizer not found: sanitizer run skipped"
     san_rc=missing
   else
-    echo "=== compute-sanitizer memcheck, --small (budget ${SMALL_BUDGET}s): $SAN"
+    echo "=== compute-sanitizer $SAN_TOOL, --small (budget ${SMALL_BUDGET}s): $SAN"
     t0=$SECONDS
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 15 $(( SMALL_BUDGET + 60 )) \
-      "$SAN" --tool memcheck --error-exitcode 1 --print-limit 100 \
+      "$SAN" --tool "$SAN_TOOL" --error-exitcode 1 --print-limit 100 \
       "$PY" -u run_gpu_checks.py --small --out "$RES/small" --budget "$SMALL_BUDGET" \
       "${SMALL_EXTRA[@]}" > "$RES/small.log" 2>&1
     san_rc=$?
@@ -169,7 +178,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "- env: $(cat "$RES/env.txt" 2>/dev/null | tail -n 1)"
   echo "- full run exit code: $full_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
-  echo "- sanitizer run exit code: $san_rc (memcheck errors: $san_errors)"
+  echo "- sanitizer run exit code: $san_rc ($SAN_TOOL errors: $san_errors)"
   echo "- Python flow exit code: $pyflow_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo "- Hugging Face parity exit code: $hf_rc (0 pass, 1 failures, 124 timeout)"
   echo
@@ -199,7 +208,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   fi
   echo '```'
   echo
-  echo "## compute-sanitizer memcheck, --small"
+  echo "## compute-sanitizer $SAN_TOOL, --small"
   echo
   echo '```'
   cat "$RES/small/summary.txt" 2>/dev/null || echo "(no summary: see small.log)"

@@ -124,8 +124,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaEpilogue", "wgmma-epilogue", "std::string",
            /*default=*/"\"auto\"",
            "Hopper GEMM output path: auto (cost model), staged (fragments "
-           "through shared memory, rows written with 16-byte stores), direct "
-           "(element stores from the fragments)">,
+           "through shared memory, rows written with 16-byte stores), bulk "
+           "(through shared memory, rows copied out by cp.async.bulk while "
+           "the next tile's MMAs run), direct (element stores from the "
+           "fragments)">,
     Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "

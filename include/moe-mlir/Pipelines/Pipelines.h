@@ -102,8 +102,9 @@ struct MoeLowerToNvvmOptions
   PassOptions::Option<std::string> wgmmaEpilogue{
       *this, "wgmma-epilogue",
       llvm::cl::desc("Hopper GEMM output path: auto (cost model), staged "
-                     "(through shared memory, 16-byte row stores), direct "
-                     "(element stores from the fragments)"),
+                     "(through shared memory, 16-byte row stores), bulk "
+                     "(through shared memory, rows by cp.async.bulk), "
+                     "direct (element stores from the fragments)"),
       llvm::cl::init("auto")};
   PassOptions::Option<int64_t> wgmmaCluster{
       *this, "wgmma-cluster",

@@ -90,7 +90,7 @@
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
-// PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
+// PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
 // PASS-TM: error: convert-moe-to-gpu: wgmma-tile-m must be 64 or 128 (got 96)
 // PASS-CL: error: convert-moe-to-gpu: wgmma-cluster must be 0 (cost model), 1 or 2 (got 3)
 // OP-CL-TMA: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
@@ -106,7 +106,7 @@
 // PASS-SMEM64: error: convert-moe-to-gpu: wgmma-stages 6 with a 64 x 256 tile needs more than 227 KiB of shared memory
 
 // PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
-// PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, direct (got 'foo')
+// PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
 // PIPE-CL: error: moe-lower-to-nvvm: wgmma-cluster must be 0 (cost model), 1 or 2 (got -1)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)

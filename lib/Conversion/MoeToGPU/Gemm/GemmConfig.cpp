@@ -69,8 +69,9 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (options.warpSelect != "i64" && options.warpSelect != "i32")
     return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
   StringRef epilogue = options.wgmmaEpilogue;
-  if (epilogue != "auto" && epilogue != "staged" && epilogue != "direct")
-    return "wgmma-epilogue must be one of auto, staged, direct (got '" +
+  if (epilogue != "auto" && epilogue != "staged" && epilogue != "bulk" &&
+      epilogue != "direct")
+    return "wgmma-epilogue must be one of auto, staged, bulk, direct (got '" +
            options.wgmmaEpilogue + "')";
   if (options.wgmmaCluster < 0 || options.wgmmaCluster > 2)
     return "wgmma-cluster must be 0 (cost model), 1 or 2 (got " +
@@ -105,7 +106,8 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   // reports (on the op) stages that do not fit the tile it picks.
   int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
   int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
-  int64_t staging = epilogue == "staged" ? wgmmaEpilogueBytes(tm) : 0;
+  int64_t staging =
+      epilogue == "staged" || epilogue == "bulk" ? wgmmaEpilogueBytes(tm) : 0;
   if (options.wgmmaStages &&
       kSharedOverheadBytes + staging +
               options.wgmmaStages * wgmmaStageBytes(tm, tn) >
@@ -167,6 +169,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   // and expf per element, they ran 7-20% slower staged).
   StringRef epilogue = options.wgmmaEpilogue;
   config.stagedEpilogue = epilogue != "direct";
+  config.bulkStores = epilogue == "bulk";
   int64_t staging =
       config.stagedEpilogue ? wgmmaEpilogueBytes(config.tileM) : 0;
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
@@ -238,6 +241,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   config.swapRows = rows;
   config.cluster = 1;
   config.stagedEpilogue = false;
+  config.bulkStores = false;
   config.tileM = tileM;
   config.tileN = options.wgmmaSwapTileN ? options.wgmmaSwapTileN : 64;
   // 64 weight rows: one consumer warpgroup, 256 threads, two blocks per

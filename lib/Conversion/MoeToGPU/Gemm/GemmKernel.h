@@ -79,8 +79,13 @@ struct GemmKernelConfig {
   int64_t numSMs = 132; // persistent grid size
   bool rhsTma = true;   // wgmma: rhs tiles by TMA (else cp.async)
   bool stagedEpilogue = true; // wgmma: output through shared memory
-  int64_t cluster = 1;        // wgmma: CTAs per cluster (2: weight multicast
-                              // when the host launches it in clusters)
+  /// wgmma staged epilogue: the staged rows leave by cp.async.bulk (one
+  /// or two copies per row, issued by the consumers, which go on to the
+  /// next tile while the copy engine reads the staging) instead of 16-byte
+  /// stores from the consumer threads.
+  bool bulkStores = false;
+  int64_t cluster = 1; // wgmma: CTAs per cluster (2: weight multicast
+                       // when the host launches it in clusters)
   /// wgmma main kernel: K steps the second consumer warpgroup starts each
   /// tile after the first (0: in step). The engine takes 0 where a tile
   /// has fewer K steps than stages, and at most stages - 1.

@@ -256,6 +256,25 @@ inline void copySharedToGlobal16(LoweringBuilder &b, Value src, Value dst) {
   Value v = LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
   LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
 }
+/// cp.async.bulk of `size` bytes (i32, a multiple of 16) from shared
+/// address `src` to global address `dst` (both 16-byte aligned), in this
+/// thread's current bulk async-group.
+inline void bulkCopySharedToGlobal(LoweringBuilder &b, Value src, Value dst,
+                                   Value size) {
+  NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
+      b, globalPtr(b, dst), sharedPtr(b, src), size, /*l2CacheHint=*/Value(),
+      /*byteMask=*/Value());
+}
+/// Closes this thread's current bulk async-group (possibly empty).
+inline void bulkCommit(LoweringBuilder &b) {
+  NVVM::CpAsyncBulkCommitGroupOp::create(b);
+}
+/// Waits until this thread's bulk async-groups have read their sources
+/// (`read`) or completed.
+inline void bulkWait(LoweringBuilder &b, bool read) {
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
+                                       read ? b.getUnitAttr() : UnitAttr());
+}
 /// bar.sync `id` (i32), `threads`: a barrier of part of the block.
 inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
   NVVM::BarrierOp::create(b, Type(), id, b.i32(threads),

@@ -107,9 +107,10 @@ public:
               Value rhsMap, UncoveredFill fill)
       : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM),
         tileN(config.tileN), stages(config.stages), numSMs(config.numSMs),
-        staged(config.stagedEpilogue), cluster(config.cluster),
-        swap(config.swapAB), ctasPerSM(config.ctasPerSM),
-        programmatic(config.programmatic),
+        staged(config.stagedEpilogue),
+        bulk(config.stagedEpilogue && config.bulkStores && !config.swapAB),
+        cluster(config.cluster), swap(config.swapAB),
+        ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
@@ -244,6 +245,9 @@ private:
   /// Routing weights of a thread's two fragment rows (null without scale).
   struct RowFactors {
     Value h[2];
+    /// Bulk stores: the destination (i32, -1 when out of the tile or
+    /// dropped) of the row whose copy this thread issues, row ct / 2.
+    Value bulkDest;
   };
   /// Staged epilogue, before the MMAs: the destination of each of the
   /// warpgroup's 64 rows (-1 when out of the tile or dropped) into its
@@ -291,6 +295,9 @@ private:
   UncoveredFill fill; // zeroed by the consumers first (Unread: none)
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
+  /// Staged rows leave by cp.async.bulk (config.bulkStores; see
+  /// epilogueStaged).
+  const bool bulk;
   const int64_t cluster;
   /// Small-M form (config.swapAB): rhs rows on the wgmma M side.
   const bool swap;
@@ -861,6 +868,19 @@ WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
   // Routing weights of the thread's two fragment rows (rows past the
   // tile: 0).
   RowFactors factors;
+  if (bulk) {
+    Value r = b.add(wgRow0, arith::ShRUIOp::create(b, ct, b.idx(1)));
+    factors.bulkDest = b.ifElse(
+        b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          RowTarget t = rowTarget(b, g, b.add(item.rowStart, r),
+                                  /*withFactor=*/false);
+          return {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.i32(-1)};
+        })[0];
+  }
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value row0 =
@@ -915,12 +935,28 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
         nvvm::opaque(b, add64(b, staging,
                               nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
                                                    b.idx(kEpilogueRowBytes)))));
+  // Where 16-byte chunk `chunk` of staging row `row` lies: at chunk
+  // chunk ^ (row % 8) (staged), or, with bulk stores, rotated to chunk
+  // (chunk + row % 8) % 16, so that a row's bytes stay in order (one
+  // contiguous piece, or two when the rotation wraps) for the copy engine.
+  // Both put the 8 rows of a fragment store in 8 different bank groups.
+  auto physicalChunk = [&](LoweringBuilder &b, Value chunk, Value key) {
+    if (bulk)
+      return arith::AndIOp::create(b, b.add(chunk, key), b.idx(15)).getResult();
+    return arith::XOrIOp::create(b, chunk, key).getResult();
+  };
   auto sharedAddress = [&](LoweringBuilder &b, int64_t h, int64_t cl,
                            Value dynamic) -> Value {
     int64_t bytes = cl * outBytes;
     if (outBytes == 2) {
       // dynamic * 2 + bytes % 16 < 16: no carry out of the chunk.
       Value key = b.add(b.mul(swizzle, b.idx(16)), b.mul(dynamic, b.idx(2)));
+      if (bulk) {
+        // Rows are 256-byte aligned: the rotation is an add within them.
+        Value within = arith::AndIOp::create(b, b.add(key, b.idx(bytes)),
+                                             b.idx(kEpilogueRowBytes - 1));
+        return arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, within));
+      }
       Value threadBase =
           arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
       return arith::XOrIOp::create(b, threadBase, nvvm::i64(b, bytes));
@@ -928,8 +964,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     Value all = b.add(b.idx(bytes), b.mul(dynamic, b.idx(outBytes)));
     Value chunk = arith::ShRUIOp::create(b, all, b.idx(4));
     Value within = arith::AndIOp::create(b, all, b.idx(15));
-    Value physical = b.add(
-        b.mul(arith::XOrIOp::create(b, chunk, swizzle), b.idx(16)), within);
+    Value physical =
+        b.add(b.mul(physicalChunk(b, chunk, swizzle), b.idx(16)), within);
     return add64(b, rowBase[h], nvvm::toI64(b, physical));
   };
   auto outValue = [&](LoweringBuilder &b, int64_t h, Value c,
@@ -938,8 +974,15 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     return outputValue(b, g, factor[h], item.expert, col, v);
   };
 
+  Value wgBarrier = b.toI32(b.add(cw, b.idx(1)));
   for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
     const int64_t width = std::min(passCols, outPerTile - lo);
+    // Bulk stores: the copies issued from the staging (the previous pass's,
+    // or the previous tile's) have read it before anyone overwrites it.
+    if (bulk) {
+      nvvm::bulkWait(b, /*read=*/true);
+      nvvm::namedBarrier(b, wgBarrier, 128);
+    }
     // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
     // rows of a column at once, so its bias is read once and not kept.
     Value dynamic = quadColumn(b, quad);
@@ -959,63 +1002,120 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                           columns);
       }
     }
-    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
+    // The copy engine (async proxy) reads what these generic stores wrote.
+    if (bulk)
+      nvvm::fenceProxyAsyncShared(b);
+    nvvm::namedBarrier(b, wgBarrier, 128);
 
     // 2. Staging -> out: 16-byte chunks, a row's chunks in consecutive
     // threads (coalesced; scattered rows are still whole segments).
     const int64_t chunksPerRow = width * outBytes / 16;
     const int64_t rowsPerIter = 128 / chunksPerRow;
-    Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
-    Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
-    // A loop, not unrolled: the accumulators of later passes are live.
-    forEach(
-        b, rsub, b.idx(64), b.idx(rowsPerIter),
-        [&](LoweringBuilder &b, Value rowW) {
-          // Written before the MMAs (prefetchRowTargets), ordered by the
-          // barrier above: -1 for rows past the tile or dropped.
-          Value dest = nvvm::loadShared(
-              b, b.getI32Type(),
-              add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
-          when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
-            Value destRow = b.toIndex(dest);
-            Value col =
-                b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
-            Value physical = arith::XOrIOp::create(
-                b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
-            Value src = add64(
-                b, staging,
-                nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
-                                     b.mul(physical, b.idx(16)))));
-            Value whole =
-                b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
-            scf::IfOp::create(
-                b, b.andi(whole, outVectorOk),
-                [&](OpBuilder &nested, Location loc) {
-                  LoweringBuilder b(loc, nested);
-                  Value offset = b.add(b.mul(destRow, outStride), col);
-                  nvvm::copySharedToGlobal16(
-                      b, src,
-                      add64(b, outAddr,
-                            nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
-                  scf::YieldOp::create(b);
-                },
-                [&](OpBuilder &nested, Location loc) {
-                  LoweringBuilder b(loc, nested);
-                  for (int64_t e = 0; e < vec; ++e) {
-                    Value c = b.add(col, b.idx(e));
-                    when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-                         [&](LoweringBuilder &b) {
-                           Value v = nvvm::loadShared(
-                               b, g.outElem, add64(b, src, e * outBytes));
-                           b.store(v, g.out, {destRow, c});
-                         });
-                  }
-                  scf::YieldOp::create(b);
-                });
+    auto threadStores = [&](LoweringBuilder &b) {
+      Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
+      Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
+      // A loop, not unrolled: the accumulators of later passes are live.
+      forEach(
+          b, rsub, b.idx(64), b.idx(rowsPerIter),
+          [&](LoweringBuilder &b, Value rowW) {
+            // Written before the MMAs (prefetchRowTargets), ordered by the
+            // barrier above: -1 for rows past the tile or dropped.
+            Value dest = nvvm::loadShared(
+                b, b.getI32Type(),
+                add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
+            when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+              Value destRow = b.toIndex(dest);
+              Value col =
+                  b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
+              Value physical = physicalChunk(
+                  b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
+              Value src = add64(
+                  b, staging,
+                  nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                       b.mul(physical, b.idx(16)))));
+              Value whole =
+                  b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
+              scf::IfOp::create(
+                  b, b.andi(whole, outVectorOk),
+                  [&](OpBuilder &nested, Location loc) {
+                    LoweringBuilder b(loc, nested);
+                    Value offset = b.add(b.mul(destRow, outStride), col);
+                    nvvm::copySharedToGlobal16(
+                        b, src,
+                        add64(b, outAddr,
+                              nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
+                    scf::YieldOp::create(b);
+                  },
+                  [&](OpBuilder &nested, Location loc) {
+                    LoweringBuilder b(loc, nested);
+                    for (int64_t e = 0; e < vec; ++e) {
+                      Value c = b.add(col, b.idx(e));
+                      when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                           [&](LoweringBuilder &b) {
+                             Value v = nvvm::loadShared(
+                                 b, g.outElem, add64(b, src, e * outBytes));
+                             b.store(v, g.out, {destRow, c});
+                           });
+                    }
+                    scf::YieldOp::create(b);
+                  });
+            });
           });
+      // The next pass (or item) overwrites the staging, and the next
+      // item's prefetchRowTargets the row table.
+      nvvm::namedBarrier(b, wgBarrier, 128);
+    };
+    if (!bulk) {
+      threadStores(b);
+      continue;
+    }
+    // Bulk stores of whole rows (aligned output, no column past outN in
+    // this pass; else the thread stores): thread ct copies row ct / 2's
+    // piece ct % 2. Row r's chunks start at chunk r % 8 of its 256 bytes
+    // and wrap: piece 0 is the first min(C, 16 - r % 8) chunks, piece 1
+    // the rest (from the row's start), C = chunksPerRow.
+    Value bulkOk =
+        b.andi(outVectorOk, b.cmpi(CmpI::ule, b.add(colBase, b.idx(lo + width)),
+                                   b.idx(g.outN)));
+    scf::IfOp::create(
+        b, bulkOk,
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          Value rowW = arith::ShRUIOp::create(b, ct, b.idx(1));
+          Value second = b.cmpi(
+              CmpI::eq, arith::AndIOp::create(b, ct, b.idx(1)), b.idx(1));
+          Value rot = arith::AndIOp::create(b, rowW, b.idx(7));
+          Value first = b.minIdx(b.idx(chunksPerRow),
+                                 b.sub(b.idx(kEpilogueRowBytes / 16), rot));
+          Value chunks =
+              b.select(second, b.sub(b.idx(chunksPerRow), first), first);
+          Value srcChunk = b.select(second, b.idx(0), rot);
+          Value colOff = b.select(second, b.mul(first, b.idx(vec)), b.idx(0));
+          Value dest = factors.bulkDest;
+          when(b,
+               b.andi(b.cmpi(CmpI::sge, dest, b.i32(0)),
+                      b.cmpi(CmpI::ugt, chunks, b.idx(0))),
+               [&](LoweringBuilder &b) {
+                 Value col = b.add(b.add(colBase, b.idx(lo)), colOff);
+                 Value offset = b.add(b.mul(b.toIndex(dest), outStride), col);
+                 Value src = add64(
+                     b, staging,
+                     nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                          b.mul(srcChunk, b.idx(16)))));
+                 nvvm::bulkCopySharedToGlobal(
+                     b, src,
+                     add64(b, outAddr,
+                           nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
+                     b.toI32(b.mul(chunks, b.idx(16))));
+               });
+          nvvm::bulkCommit(b);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          threadStores(b);
+          scf::YieldOp::create(b);
         });
-    // The next pass (or item) overwrites the staging.
-    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
   }
 }
 
@@ -1279,6 +1379,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
                     [&](LoweringBuilder &b, const WorkItem &item) {
                       consumeTile(b, tid, cw, item);
                     });
+        // The last tile's row copies have read the staging (and written
+        // the output) before the block's shared memory is released.
+        if (bulk)
+          nvvm::bulkWait(b, /*read=*/false);
         scf::YieldOp::create(b);
       });
   // No CTA leaves while its peer may still arrive on its barriers or

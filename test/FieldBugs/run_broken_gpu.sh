@@ -55,19 +55,6 @@ verdict() { # NAME RC(0 = the check passed)
   fi
 }
 
-if [ -d "$BROKEN/no-barrier-before-placement" ]; then
-  echo "=== no-barrier-before-placement"
-  racecheck "$BROKEN/no-barrier-before-placement" race-broken --only '^ffn/'
-  verdict no-barrier-before-placement $?
-  echo "=== the same racecheck on $GOOD (must be clean)"
-  if racecheck "$GOOD" race-good --only '^ffn/(qwen3|many)'; then echo "CLEAN $GOOD"; else echo "NOT CLEAN $GOOD"; status=1; fi
-fi
-if [ -d "$BROKEN/i32-output-offset" ]; then
-  echo "=== i32-output-offset"
-  checks "$BROKEN/i32-output-offset" i32 --only 'T38000'
-  verdict i32-output-offset $?
-  grep -E '^(PASS|FAIL)' "$RES/i32.log" | head -n 4
-fi
 if [ -d "$BROKEN/no-uncovered-fill" ]; then
   echo "=== no-uncovered-fill"
   checks "$BROKEN/no-uncovered-fill" fill --small --only 'grouped_matmul'
@@ -79,5 +66,20 @@ if [ -d "$BROKEN/scan-one-bucket-per-thread" ]; then
   checks "$BROKEN/scan-one-bucket-per-thread" scan --small --only 'many_experts'
   verdict scan-one-bucket-per-thread $?
   grep -c '^FAIL' "$RES/scan.log" | sed 's/^/    failing checks: /'
+fi
+if [ -d "$BROKEN/no-barrier-before-placement" ]; then
+  echo "=== no-barrier-before-placement"
+  racecheck "$BROKEN/no-barrier-before-placement" race-broken --only '^ffn/'
+  verdict no-barrier-before-placement $?
+fi
+if [ -d "$BROKEN/i32-output-offset" ]; then
+  echo "=== i32-output-offset"
+  checks "$BROKEN/i32-output-offset" i32 --only 'T38000'
+  verdict i32-output-offset $?
+  grep -E '^(PASS|FAIL)' "$RES/i32.log" | head -n 4
+fi
+if [ -d "$BROKEN/no-barrier-before-placement" ]; then
+  echo "=== the same racecheck on $GOOD (must be clean)"
+  if racecheck "$GOOD" race-good --only '^ffn/(qwen3|many)'; then echo "CLEAN $GOOD"; else echo "NOT CLEAN $GOOD"; status=1; fi
 fi
 exit $status

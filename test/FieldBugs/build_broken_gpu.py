@@ -46,8 +46,10 @@ BUGS = {
             (
                 WGMMA,
                 "                    Value offset = b.add(b.mul(destRow, outStride), col);\n",
-                "                    Value offset = b.toIndex(\n"
-                "                        b.toI32(b.add(b.mul(destRow, outStride), col)));\n",
+                (
+                    "                    Value offset = b.toIndex(b.add(\n"
+                    "                        b.mul(b.toI32(destRow), b.toI32(outStride)), b.toI32(col)));\n"
+                ),
             )
         ],
     ),

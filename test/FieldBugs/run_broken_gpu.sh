@@ -42,7 +42,7 @@ racecheck() { # DIR NAME ARGS...
     > "$RES/$name.log" 2>&1
   local rc=$?
   local errors
-  errors="$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$RES/$name.log" | tail -n 1 | grep -Eo '[0-9]+$' || echo unknown)"
+  errors="$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$RES/$name.log" | tail -n 1 | grep -Eo '[0-9]+' || echo unknown)"
   echo "    racecheck exit $rc, hazards reported: $errors"
   [ "$rc" = 0 ] && [ "$errors" = 0 ]
 }

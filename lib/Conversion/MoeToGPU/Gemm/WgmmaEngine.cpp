@@ -848,9 +848,10 @@ WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
                                                         Value ct, Value cw,
                                                         const WorkItem &item) {
   Value wgRow0 = b.mul(cw, b.idx(64));
-  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
-    Value r = b.add(wgRow0, ct);
-    Value dest = b.ifElse(
+  // Destination (i32) of the warpgroup's row r: -1 when past the tile or
+  // dropped.
+  auto destOf = [&](LoweringBuilder &b, Value r) {
+    return b.ifElse(
         b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
         [&](LoweringBuilder &b) -> SmallVector<Value> {
           RowTarget t = rowTarget(b, g, b.add(item.rowStart, r),
@@ -860,27 +861,19 @@ WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
         [&](LoweringBuilder &b) -> SmallVector<Value> {
           return {b.i32(-1)};
         })[0];
+  };
+  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
     nvvm::storeShared(
         b,
         add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
-        {dest});
+        {destOf(b, b.add(wgRow0, ct))});
   });
+  RowFactors factors;
+  if (bulk)
+    factors.bulkDest =
+        destOf(b, b.add(wgRow0, arith::ShRUIOp::create(b, ct, b.idx(1))));
   // Routing weights of the thread's two fragment rows (rows past the
   // tile: 0).
-  RowFactors factors;
-  if (bulk) {
-    Value r = b.add(wgRow0, arith::ShRUIOp::create(b, ct, b.idx(1)));
-    factors.bulkDest = b.ifElse(
-        b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          RowTarget t = rowTarget(b, g, b.add(item.rowStart, r),
-                                  /*withFactor=*/false);
-          return {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {b.i32(-1)};
-        })[0];
-  }
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value row0 =

@@ -128,6 +128,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaWideSwapRows = options.wgmmaWideSwapRows;
   gemm.wgmmaWideSwapTileM = options.wgmmaWideSwapTileM;
   gemm.wgmmaConsumerSkew = options.wgmmaConsumerSkew;
+  gemm.wgmmaIdleSkip = options.wgmmaIdleSkip;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -187,6 +188,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaWideSwapRows = gemm.wgmmaWideSwapRows;
   kernels.wgmmaWideSwapTileM = gemm.wgmmaWideSwapTileM;
   kernels.wgmmaConsumerSkew = gemm.wgmmaConsumerSkew;
+  kernels.wgmmaIdleSkip = gemm.wgmmaIdleSkip;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

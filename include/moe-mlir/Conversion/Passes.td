@@ -176,6 +176,13 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "warpgroup's epilogue overlaps the other's MMAs (-1: cost model; "
            "0: both in step; at most wgmma-stages - 1, and 0 when a tile "
            "has fewer K steps than stages)">,
+    Option<"wgmmaIdleSkip", "wgmma-idle-skip", "bool", /*default=*/"false",
+           "Main Hopper kernel: a consumer warpgroup whose 64 rows of a "
+           "tile are all past the expert's end (an expert's short last "
+           "tile) skips the tile's MMAs after the first K step and only "
+           "waits for and releases the stages; the two consumer "
+           "warpgroups then meet (named barrier) before the epilogue "
+           "(bench/NOTES.md v45)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -155,6 +155,13 @@ struct MoeLowerToNvvmOptions
                      "consumer warpgroup starts each tile after the first "
                      "(-1: cost model; 0: in step)"),
       llvm::cl::init(-1)};
+  PassOptions::Option<bool> wgmmaIdleSkip{
+      *this, "wgmma-idle-skip",
+      llvm::cl::desc("Main Hopper kernel: a consumer warpgroup whose 64 "
+                     "rows of a tile are all past the expert's end skips "
+                     "the tile's MMAs after the first K step (it only "
+                     "waits for and releases the stages)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -99,6 +99,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaWideSwapRows = wgmmaWideSwapRows;
     gemmOptions.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
     gemmOptions.wgmmaConsumerSkew = wgmmaConsumerSkew;
+    gemmOptions.wgmmaIdleSkip = wgmmaIdleSkip;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

@@ -1,5 +1,5 @@
 // RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-consumer-skew=2 wgmma-swap-rows=0" | FileCheck %s
-// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-consumer-skew=0 wgmma-swap-rows=0" | FileCheck %s --check-prefix=NONE \
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-consumer-skew=0 wgmma-idle-skip=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=NONE \
 // RUN:   --implicit-check-not=bar.sync --implicit-check-not=bar.arrive
 // RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-consumer-skew=7 wgmma-swap-rows=0" | FileCheck %s --check-prefix=CAPPED
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-consumer-skew=8" 2>&1 | FileCheck %s --check-prefix=RANGE

@@ -64,6 +64,9 @@ struct MoeGemmOptions {
   /// starts each tile after the first (-1: cost model; 0: in step), so
   /// that one warpgroup's epilogue runs while the other's MMAs do.
   int64_t wgmmaConsumerSkew = -1;
+  /// Main Hopper kernel: a consumer warpgroup with no rows in a tile
+  /// skips its MMAs after the first K step.
+  bool wgmmaIdleSkip = false;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

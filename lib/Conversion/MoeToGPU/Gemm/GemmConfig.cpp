@@ -202,6 +202,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   config.programmatic = options.programmaticLaunch;
   config.consumerSkew =
       options.wgmmaConsumerSkew >= 0 ? options.wgmmaConsumerSkew : 0;
+  config.idleSkip = options.wgmmaIdleSkip && config.consumerSkew == 0;
   return config;
 }
 
@@ -238,6 +239,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   GemmKernelConfig config = main;
   config.swapAB = true;
   config.consumerSkew = 0;
+  config.idleSkip = false;
   config.swapRows = rows;
   config.cluster = 1;
   config.stagedEpilogue = false;

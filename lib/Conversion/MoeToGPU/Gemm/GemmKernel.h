@@ -90,6 +90,11 @@ struct GemmKernelConfig {
   /// tile after the first (0: in step). The engine takes 0 where a tile
   /// has fewer K steps than stages, and at most stages - 1.
   int64_t consumerSkew = 0;
+  /// wgmma main kernel: a consumer warpgroup whose rows of the tile are
+  /// all past its end runs only the first K step's MMAs and then waits
+  /// for and releases the stages (a runtime loop bound, no branch around
+  /// the wgmma: ptxas serialises those, C7520). Not with consumerSkew.
+  bool idleSkip = false;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the

@@ -121,7 +121,10 @@ public:
         locateEach(config.swapAB),
         skew(config.swapAB || consumers != 2 || kSteps < config.stages
                  ? 0
-                 : std::min(config.consumerSkew, config.stages - 1)) {}
+                 : std::min(config.consumerSkew, config.stages - 1)),
+        idleSkip(config.idleSkip && !config.swapAB && skew == 0 &&
+                 kSteps > 1),
+        resync(consumers == 2) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -331,7 +334,13 @@ private:
   /// kSteps >= stages, warpgroup 0 cannot reach step skew of the next
   /// tile before warpgroup 1 released a step of this one.
   const int64_t skew;
+  /// A consumer warpgroup without rows in the tile stops its MMAs after
+  /// the first K step (consumeTile).
+  const bool idleSkip;
+  const bool resync;
   static constexpr int64_t kSkewBarrier = 3;
+  /// Idle skip: the consumer warpgroups' barrier after each tile's MMAs.
+  static constexpr int64_t kResyncBarrier = 4;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
@@ -794,11 +803,46 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
                             /*arrive=*/true);
   }
-  acc = steps(skew ? skew : 1, kSteps, acc);
+  // Idle skip: a warpgroup none of whose 64 rows is in the tile (an
+  // expert's short last tile, or a CTA of a pair without one) issues the
+  // MMAs of the first step only, then, after its last wgmma has
+  // completed, waits for each remaining stage and releases it (the wait
+  // keeps its arrivals in the stage's current phase). The MMA loop's bound
+  // is a runtime value rather than a branch around it: ptxas serialises
+  // wgmma in a divergent path (C7520, bench/NOTES.md v14), not under a
+  // loop bound. Such a tile then costs the other warpgroup's MMAs alone,
+  // about half of a full one.
+  Value mmaSteps = b.idx(kSteps);
+  if (idleSkip) {
+    Value hasRows = b.cmpi(CmpI::ugt, item.tileRows, b.mul(cw, b.idx(64)));
+    mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
+  }
+  if (idleSkip)
+    acc = b.forLoop(b.idx(1), mmaSteps, b.idx(1), {acc},
+                    [&](LoweringBuilder &b, Value kt,
+                        ValueRange in) -> SmallVector<Value> {
+                      return {kStep(b, kt, in[0], false)};
+                    })[0];
+  else
+    acc = steps(skew ? skew : 1, kSteps, acc);
   nvvm::wgmmaWait(b, 0);
-  Value last = arith::RemUIOp::create(b, b.add(item.step, b.idx(kSteps - 1)),
-                                      b.idx(stages));
+  Value last = arith::RemUIOp::create(
+      b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
   releaseStage(b, ct, last);
+  if (idleSkip)
+    forEach(b, mmaSteps, b.idx(kSteps), b.idx(1),
+            [&](LoweringBuilder &b, Value kt) {
+              Value step = b.add(item.step, kt);
+              auto [s, round] = stageOf(b, step);
+              nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+              releaseStage(b, ct, s);
+            });
+  // Idle skip: the two consumer warpgroups meet before the epilogue, so
+  // that a warpgroup that skipped its MMAs does not start the next tile's
+  // K steps ahead of the other (a lasting skew, which v43 measured
+  // slower: bench/NOTES.md v45).
+  if (idleSkip && resync)
+    nvvm::namedBarrier(b, b.i32(kResyncBarrier), 256);
   if (swap)
     epilogueSwapped(b, tid, cw, item, acc, swapTargets);
   else if (staged)

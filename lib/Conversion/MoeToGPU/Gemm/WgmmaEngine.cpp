@@ -122,8 +122,7 @@ public:
         skew(config.swapAB || consumers != 2 || kSteps < config.stages
                  ? 0
                  : std::min(config.consumerSkew, config.stages - 1)),
-        idleSkip(config.idleSkip && !config.swapAB && skew == 0 &&
-                 kSteps > 1),
+        idleSkip(config.idleSkip && !config.swapAB && skew == 0 && kSteps > 1),
         resync(consumers == 2) {}
 
   void emit(LoweringBuilder &b);
@@ -818,11 +817,11 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
   }
   if (idleSkip)
-    acc = b.forLoop(b.idx(1), mmaSteps, b.idx(1), {acc},
-                    [&](LoweringBuilder &b, Value kt,
-                        ValueRange in) -> SmallVector<Value> {
-                      return {kStep(b, kt, in[0], false)};
-                    })[0];
+    acc = b.forLoop(
+        b.idx(1), mmaSteps, b.idx(1), {acc},
+        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+          return {kStep(b, kt, in[0], false)};
+        })[0];
   else
     acc = steps(skew ? skew : 1, kSteps, acc);
   nvvm::wgmmaWait(b, 0);

@@ -56,7 +56,11 @@ struct MoeGpuModuleToBinaryPass
       return;
     }
 
-    // Balance by size (operations in the module), largest first.
+    // One container per module, largest (operations in the module) first:
+    // the thread pool hands the next container to the first free thread,
+    // so the longest compilations start first and the rest fill in around
+    // them (a static split by size left one thread idle for up to a few
+    // hundred ms, since ptxas time is not proportional to size).
     auto sizeOf = [](gpu::GPUModuleOp m) {
       int64_t n = 0;
       m->walk([&](Operation *) { ++n; });
@@ -67,12 +71,8 @@ struct MoeGpuModuleToBinaryPass
       bySize.push_back({sizeOf(m), m});
     llvm::stable_sort(bySize,
                       [](auto &a, auto &b) { return a.first > b.first; });
-    unsigned parts = std::min<unsigned>(threads, gpuModules.size());
     OpBuilder builder(ctx);
     SmallVector<ModuleOp> containers;
-    SmallVector<int64_t> load(parts, 0);
-    for (unsigned i = 0; i < parts; ++i)
-      containers.push_back(ModuleOp::create(builder, module.getLoc()));
     // Where the binaries go: before the first op after the first module
     // that is not a module itself (that one stays in place).
     SmallVector<std::string> order;
@@ -83,11 +83,9 @@ struct MoeGpuModuleToBinaryPass
       ++next;
     OpBuilder::InsertPoint anchor(module.getBody(), next);
     for (auto &[size, m] : bySize) {
-      unsigned least =
-          std::min_element(load.begin(), load.end()) - load.begin();
-      load[least] += size;
-      m->moveBefore(containers[least].getBody(),
-                    containers[least].getBody()->end());
+      containers.push_back(ModuleOp::create(builder, module.getLoc()));
+      m->moveBefore(containers.back().getBody(),
+                    containers.back().getBody()->end());
     }
     LogicalResult result =
         failableParallelForEach(ctx, containers, [&](ModuleOp container) {

@@ -24,6 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROUTING = "lib/Conversion/MoeToGPU/RoutingToGPU.cpp"
 WGMMA = "lib/Conversion/MoeToGPU/Gemm/WgmmaEngine.cpp"
 FILLS = "lib/Conversion/MoeToGPU/ExpertComputeToGPU.cpp"
+RUNTIME = "lib/Runtime/CUDA/MoeCudaRuntime.cpp"
+KERNELS = "lib/Conversion/MoeToGPU/KernelBuilder.cpp"
 
 # name -> (what, case regex for ONLY, [(file, text, replacement)])
 BUGS = {
@@ -37,6 +39,52 @@ BUGS = {
                 "        gpu::BarrierOp::create(b);\n        // Phase 4: placement.\n",
                 "        // Phase 4: placement.\n",
             )
+        ],
+    ),
+    "atomic-placement": (
+        "the fused route + dispatch kernel places each slot at an atomic "
+        "per-expert cursor, so slot positions follow thread timing and change "
+        "between runs",
+        "^ops$",
+        [
+            (
+                ROUTING,
+                (
+                    "          Value pos =\n"
+                    "              b.add(b.add(b.load(offs, {bk}), b.load(earlierBlocks, {bk})),\n"
+                    "                    b.add(b.load(counts, {w, bk}), before));\n"
+                ),
+                (
+                    "          (void)before;\n"
+                    "          Value pos = b.add(\n"
+                    "              memref::AtomicRMWOp::create(b, arith::AtomicRMWKind::addi,\n"
+                    "                                          b.i32(1), offs, ValueRange{bk})\n"
+                    "                  .getResult(),\n"
+                    "              b.load(earlierBlocks, {bk}));\n"
+                ),
+            )
+        ],
+    ),
+    "launch-empty-grid": (
+        "kernels are launched with the grid their sizes give, 0 blocks at "
+        "T = 0 (no clamp to one block in the lowering, no skip in the "
+        "runtime), which CUDA rejects",
+        "^ops$",
+        [
+            (
+                KERNELS,
+                "  Value gx = b.maxIdx(gridX, one);\n",
+                "  Value gx = gridX;\n",
+            ),
+            (
+                RUNTIME,
+                (
+                    "  if (gridX == 0 || gridY == 0 || gridZ == 0)\n"
+                    "    return;\n"
+                    "  if (!checkLaunchDims(__func__, {gridX, gridY, gridZ, blockX, blockY, blockZ}))\n"
+                ),
+                "  if (!checkLaunchDims(__func__, {gridX, gridY, gridZ, blockX, blockY, blockZ}))\n",
+            ),
         ],
     ),
     "i32-output-offset": (
@@ -84,7 +132,7 @@ def run(cmd, **kw):
 
 
 def tools():
-    return run(["ninja", "-C", "build", "moe-opt", "moe-aot"])
+    return run(["ninja", "-C", "build", "moe-opt", "moe-aot", "MoeCudaRuntimeStatic"])
 
 
 def main():

@@ -12,7 +12,10 @@
 #                                checks (small T: the fused route + dispatch
 #                                kernel); also run on GOOD_DIR (default
 #                                gpu-artifacts), where it must be clean
+#   launch-empty-grid            the op/ checks (T = 0 among their sizes)
 #   i32-output-offset            edge/ffn-deepseek_v3-T38000 (T = 38,000)
+#   atomic-placement             the route_dispatch checks (slot positions
+#                                compared exactly with the stable order)
 #   no-uncovered-fill            the grouped_matmul checks (edge offsets
 #                                leave rows uncovered; outputs poisoned)
 #   scan-one-bucket-per-thread   the many_experts checks (E = 2048)
@@ -71,6 +74,19 @@ if [ -d "$BROKEN/no-barrier-before-placement" ]; then
   echo "=== no-barrier-before-placement"
   racecheck "$BROKEN/no-barrier-before-placement" race-broken --only '^ffn/'
   verdict no-barrier-before-placement $?
+fi
+if [ -d "$BROKEN/atomic-placement" ]; then
+  echo "=== atomic-placement"
+  checks "$BROKEN/atomic-placement" atomic --small --only 'route_dispatch'
+  verdict atomic-placement $?
+  grep -c '^FAIL' "$RES/atomic.log" | sed 's/^/    failing checks: /'
+fi
+if [ -d "$BROKEN/launch-empty-grid" ]; then
+  echo "=== launch-empty-grid"
+  checks "$BROKEN/launch-empty-grid" empty-grid --small --only '^op/'
+  verdict launch-empty-grid $?
+  grep -c '^FAIL' "$RES/empty-grid.log" | sed 's/^/    failing checks: /'
+  grep -E '^FAIL' "$RES/empty-grid.log" | grep -c ' T=0 ' | sed 's/^/    of them at T = 0: /'
 fi
 if [ -d "$BROKEN/i32-output-offset" ]; then
   echo "=== i32-output-offset"

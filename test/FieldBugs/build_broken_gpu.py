@@ -93,10 +93,10 @@ BUGS = {
         [
             (
                 WGMMA,
-                "                    Value offset = b.add(b.mul(destRow, outStride), col);\n",
+                "    Value offset = b.add(b.mul(row, outStride), col);\n",
                 (
-                    "                    Value offset = b.toIndex(b.add(\n"
-                    "                        b.mul(b.toI32(destRow), b.toI32(outStride)), b.toI32(col)));\n"
+                    "    Value offset = b.toIndex(\n"
+                    "        b.add(b.mul(b.toI32(row), b.toI32(outStride)), b.toI32(col)));\n"
                 ),
             )
         ],

@@ -202,7 +202,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   config.programmatic = options.programmaticLaunch;
   config.consumerSkew =
       options.wgmmaConsumerSkew >= 0 ? options.wgmmaConsumerSkew : 0;
-  config.idleSkip = options.wgmmaIdleSkip && config.consumerSkew == 0;
+  config.idleSkip = options.wgmmaIdleSkip;
   return config;
 }
 

@@ -150,6 +150,14 @@ private:
     return 1024 + stages * stageBytes() +
            (staged ? consumers * kWgmmaStagingBytes : 0);
   }
+  /// Global address of output element (row, col): 64-bit arithmetic (the
+  /// i32 form overflows past 2^31 elements, docs/FieldBugs.md).
+  Value outputAddress(LoweringBuilder &b, Value row, Value col) const {
+    Value offset = b.add(b.mul(row, outStride), col);
+    int64_t elemBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+    return arith::AddIOp::create(
+        b, outAddr, nvvm::toI64(b, b.mul(offset, b.idx(elemBytes))));
+  }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 1024 + stages * stageBytes()),
                  mul64(b, nvvm::toI64(b, cw), kWgmmaStagingBytes));
@@ -790,15 +798,15 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, b.idx(1)), kSkewBarrier,
                             256, /*arrive=*/false);
   Value acc = kStep(b, zero, LLVM::PoisonOp::create(b, accType), true);
-  auto steps = [&](int64_t from, int64_t to, Value acc) {
+  auto steps = [&](int64_t from, Value to, Value acc) {
     return b.forLoop(
-        b.idx(from), b.idx(to), {acc},
+        b.idx(from), to, {acc},
         [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
           return {kStep(b, kt, in[0], false)};
         })[0];
   };
   if (skew) {
-    acc = steps(1, skew, acc);
+    acc = steps(1, b.idx(skew), acc);
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
                             /*arrive=*/true);
   }
@@ -816,14 +824,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     Value hasRows = b.cmpi(CmpI::ugt, item.tileRows, b.mul(cw, b.idx(64)));
     mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
   }
-  if (idleSkip)
-    acc = b.forLoop(
-        b.idx(1), mmaSteps, b.idx(1), {acc},
-        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-          return {kStep(b, kt, in[0], false)};
-        })[0];
-  else
-    acc = steps(skew ? skew : 1, kSteps, acc);
+  acc = steps(skew ? skew : 1, mmaSteps, acc);
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(
       b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
@@ -1075,11 +1076,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                   b, b.andi(whole, outVectorOk),
                   [&](OpBuilder &nested, Location loc) {
                     LoweringBuilder b(loc, nested);
-                    Value offset = b.add(b.mul(destRow, outStride), col);
-                    nvvm::copySharedToGlobal16(
-                        b, src,
-                        add64(b, outAddr,
-                              nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))));
+                    nvvm::copySharedToGlobal16(b, src,
+                                               outputAddress(b, destRow, col));
                     scf::YieldOp::create(b);
                   },
                   [&](OpBuilder &nested, Location loc) {
@@ -1133,15 +1131,12 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       b.cmpi(CmpI::ugt, chunks, b.idx(0))),
                [&](LoweringBuilder &b) {
                  Value col = b.add(b.add(colBase, b.idx(lo)), colOff);
-                 Value offset = b.add(b.mul(b.toIndex(dest), outStride), col);
                  Value src = add64(
                      b, staging,
                      nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
                                           b.mul(srcChunk, b.idx(16)))));
                  nvvm::bulkCopySharedToGlobal(
-                     b, src,
-                     add64(b, outAddr,
-                           nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
+                     b, src, outputAddress(b, b.toIndex(dest), col),
                      b.toI32(b.mul(chunks, b.idx(16))));
                });
           nvvm::bulkCommit(b);
@@ -1264,11 +1259,7 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
         b, whole,
         [&](OpBuilder &nested, Location loc) {
           LoweringBuilder b(loc, nested);
-          Value offset = b.add(b.mul(target.dest, outStride), col0);
-          nvvm::storeGlobal(
-              b,
-              add64(b, outAddr, nvvm::toI64(b, b.mul(offset, b.idx(outBytes)))),
-              values);
+          nvvm::storeGlobal(b, outputAddress(b, target.dest, col0), values);
           scf::YieldOp::create(b);
         },
         [&](OpBuilder &nested, Location loc) {

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -50,6 +51,32 @@ static void addDeallocation(OpPassManager &pm, bool deallocate) {
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
+/// The same for the GPU pipeline, where the kernels are already outlined:
+/// the upstream deallocation pipeline (bufferization::
+/// buildBufferDeallocationPipeline) with its per-function passes
+/// (cleanups, realloc expansion, simplification) nested on the host
+/// functions. They have nothing to do in the gpu.modules (kernels allocate
+/// nothing), which hold most of the IR: run at module level they walk
+/// (and canonicalize) every kernel four more times. The kernels' PTX is
+/// the same either way.
+static void addHostDeallocation(OpPassManager &pm, bool deallocate) {
+  if (deallocate) {
+    memref::ExpandReallocPassOptions expand;
+    expand.emitDeallocs = false;
+    pm.addNestedPass<func::FuncOp>(memref::createExpandReallocPass(expand));
+    pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+    pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+    OpPassManager &host = pm.nest<func::FuncOp>();
+    host.addPass(createCanonicalizerPass());
+    host.addPass(bufferization::createBufferDeallocationSimplificationPass());
+    pm.addPass(bufferization::createLowerDeallocationsPass());
+    OpPassManager &cleanup = pm.nest<func::FuncOp>();
+    cleanup.addPass(createCSEPass());
+    cleanup.addPass(createCanonicalizerPass());
+  }
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
 /// Host code (scf, math, arith, index, memref, cf, func; with `gpuToLLVM`
 /// the host side of gpu ops too) to the LLVM dialect.
 static void addHostToLLVM(OpPassManager &pm, bool gpuToLLVM) {
@@ -63,7 +90,12 @@ static void addHostToLLVM(OpPassManager &pm, bool gpuToLLVM) {
   if (gpuToLLVM)
     pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
+  // With gpuToLLVM the kernels (in gpu.modules) were cleaned up by their
+  // own pipeline already: only the host functions here.
+  if (gpuToLLVM)
+    pm.addNestedPass<LLVM::LLVMFuncOp>(createCanonicalizerPass());
+  else
+    pm.addPass(createCanonicalizerPass());
 }
 
 /// The shape rules of the public functions, recorded at the tensor level
@@ -224,8 +256,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // Kernels that wait for their predecessor on the device (griddepcontrol)
   // get the name the runtime launches with programmatic serialization.
   pm.addPass(createMoeGpuProgrammaticLaunchPass());
-  addDeallocation(pm, options.deallocate);
-  pm.addPass(createCanonicalizerPass());
+  addHostDeallocation(pm, options.deallocate);
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   // Checked before any launch; a failed check returns (no kernel runs, no
   // output is written) after moeRuntimeReportShapeError.
   addShapeChecks(pm, options.shapeChecks, "moeRuntimeReportShapeError");

@@ -425,7 +425,8 @@ def _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose):
     for pipeline in steps:
         if verbose:
             print("compile_gpu: [core] run_pipeline(%r)" % pipeline)
-        _core_step(pipeline, m.run_pipeline, pipeline)
+        # verified once on the result, as moe-aot does
+        _core_step(pipeline, m.run_pipeline, pipeline, False)
     obj = os.path.join(temp_dir, "module.o")
     if verbose:
         print("compile_gpu: [core] emit_object(%r)" % obj)

@@ -177,15 +177,17 @@ class Module:
         """Runs the verifiers; raises MLIRError with their diagnostics."""
         self._m.verify()
 
-    def run_pipeline(self, pipeline: str) -> "Module":
+    def run_pipeline(self, pipeline: str, verify_each: bool = True) -> "Module":
         """Runs a textual pass pipeline on the module, in place, and returns
         the module. The syntax is MLIR's (``parsePassPipeline``):
         ``"moe-decompose,moe-fuse"``,
         ``"moe-lower-to-cpu{deallocate=false}"``,
         ``"moe-lower-to-nvvm{chip=sm_90a}"``, or a full
-        ``"builtin.module(...)"``. On failure the module is unchanged and
-        MLIRError carries the diagnostics."""
-        self._m.run_pipeline(pipeline)
+        ``"builtin.module(...)"``. With ``verify_each`` (the default) the
+        verifiers run after every pass; without it, once on the result
+        (faster; ``compile_gpu`` does that). On failure the module is
+        unchanged and MLIRError carries the diagnostics."""
+        self._m.run_pipeline(pipeline, verify_each)
         return self
 
     def clone(self) -> "Module":

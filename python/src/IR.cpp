@@ -301,11 +301,12 @@ void parsePipelineInto(PassManager &pm, const std::string &pipeline) {
   static_cast<OpPassManager &>(pm) = *parsed;
 }
 
-void PyModule::runPipeline(const std::string &pipeline) {
+void PyModule::runPipeline(const std::string &pipeline, bool verifyEach) {
   checkNoOpenBuilders("run a pipeline");
   MLIRContext *ctx = state->getContext();
   PassManager pm(ctx, ModuleOp::getOperationName());
   parsePipelineInto(pm, pipeline);
+  pm.enableVerifier(verifyEach);
   // Transactional: run on a copy so a failing pipeline leaves the module as
   // it was.
   OwningOpRef<ModuleOp> copy = state->module->clone();
@@ -313,6 +314,10 @@ void PyModule::runPipeline(const std::string &pipeline) {
   if (failed(pm.run(*copy)))
     diags.fail("pass pipeline '" + llvm::StringRef(pipeline).trim().str() +
                "' failed");
+  if (!verifyEach && failed(mlir::verify(*copy)))
+    diags.fail("pass pipeline '" + llvm::StringRef(pipeline).trim().str() +
+               "' produced IR that does not verify (run it with "
+               "verify_each=True to find the pass)");
   state->module = std::move(copy);
 }
 

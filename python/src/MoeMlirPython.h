@@ -152,7 +152,7 @@ public:
                         const std::string &sourceName);
   std::string print(bool generic, bool debugInfo) const;
   void verify() const;
-  void runPipeline(const std::string &pipeline);
+  void runPipeline(const std::string &pipeline, bool verifyEach = true);
   PyModule clone() const;
   PyMlirContext context() const { return PyMlirContext(state->context); }
 

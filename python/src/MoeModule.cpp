@@ -111,6 +111,7 @@ NB_MODULE(_moe, m) {
            nb::arg("debug_info"))
       .def("verify", &PyModule::verify)
       .def("run_pipeline", &PyModule::runPipeline, nb::arg("pipeline"),
+           nb::arg("verify_each") = true,
            nb::call_guard<nb::gil_scoped_release>())
       .def("clone", &PyModule::clone)
       .def_prop_ro("context", &PyModule::context)

@@ -115,6 +115,11 @@ def test_run_pipeline_in_place_and_clone():
     # Upstream passes and the full anchored syntax work too.
     copy.run_pipeline("builtin.module(moe-decompose,canonicalize,cse)")
     copy.verify()
+    # Verified once at the end instead of after every pass: the same result.
+    once, each = layer_module(), layer_module()
+    once.run_pipeline("moe-decompose,moe-fuse,canonicalize", verify_each=False)
+    each.run_pipeline("moe-decompose,moe-fuse,canonicalize", verify_each=True)
+    assert str(once) == str(each) and "moe.expert_gemm" in str(once)
 
 
 def test_lower_to_cpu_and_llvm_ir(tmp_path):

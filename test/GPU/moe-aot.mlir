@@ -23,6 +23,12 @@
 // RUN:   | FileCheck %s --check-prefix=NEEDED --implicit-check-not='Shared library'
 // The kernel module is embedded and loaded from a global constructor.
 // RUN: FileCheck %s --check-prefix=IR < %t/temps/moe-aot.ll
+// The verifiers run once on the result by default; --verify-each runs them
+// after every pass, with the same library as the result.
+// RUN: %moe-aot %s -o %t/libscale-verified.so --verify-each \
+// RUN:   --pipeline "%{pipeline}"
+// RUN: llvm-nm -D --defined-only %t/libscale-verified.so \
+// RUN:   | FileCheck %s --check-prefix=SYMS
 
 // STEPS: moe-aot: [pipeline] {{.*}}moe-aot.mlir | convert-scf-to-cf,gpu-kernel-outlining,nvvm-attach-target{chip=sm_90a features=+ptx80 O=3},
 // STEPS: moe-aot: [pipeline] done in

@@ -14,13 +14,13 @@
 // CHECK-LABEL: llvm.func @ffn_mixtral_bf16(
 // CHECK-LABEL: llvm.func @_mlir_ciface_ffn_mixtral_bf16(
 // CHECK-NOT: moe.
-// CHECK: gpu.binary @ffn_mixtral_bf16_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">, properties = {{.*}}, bin = "\7FELF
+// CHECK: gpu.binary @{{[a-z0-9_]+}}_kernel{{(_[0-9]+)?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">, properties = {{.*}}, bin = "\7FELF
 
 // The fused chain launches fewer kernels: route + dispatch (one block),
 // gather-GEMM-GLU, GEMM-scale-scatter, combine (+ output zero fills).
 // FUSED-LABEL: llvm.func @ffn_mixtral_bf16(
 // FUSED-NOT: moe.
-// FUSED: gpu.binary @ffn_mixtral_bf16_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">
+// FUSED: gpu.binary @{{[a-z0-9_]+}}_kernel{{(_[0-9]+)?}} [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">
 
 // With format=ptx the objects carry PTX for sm_90a with 64-bit addresses;
 // with out-params the result is a trailing memref argument.

@@ -11,7 +11,9 @@ PREFIX (repeatable), a kernel line also lists the PTX instructions of the
 kernel that start with PREFIX, per opcode ("| ptx: <opcode> [<immediate
 operands>] x<count>, ..."), e.g. --ptx-insn setmaxnreg --ptx-insn wgmma.
 A pipeline is split like a shell command line (quote an option list that
-holds spaces)."""
+holds spaces). A gpu.binary may hold several kernels (.entry): the lines
+are per kernel, sorted by name (ffn_kernel, ffn_kernel_0, ..., the
+outlining order), and the counts are kernels, not binaries."""
 
 import argparse
 import concurrent.futures
@@ -67,6 +69,42 @@ def ptx_insns(ptx, prefixes):
     return ", ".join(f"{k} x{n}" for k, n in sorted(counts.items()))
 
 
+ENTRY = re.compile(r"^(?:\.visible\s+)?\.entry\s+(\w+)\s*\(", re.M)
+
+
+def entries(ptx):
+    """(name, text) of every kernel (.entry) of a PTX module, the text up to
+    the next kernel (a module may hold several: moe-gpu-module-to-binary
+    merges the kernels into one module per thread)."""
+    found = list(ENTRY.finditer(ptx))
+    return [
+        (m.group(1), ptx[m.start() : found[i + 1].start() if i + 1 < len(found) else len(ptx)])
+        for i, m in enumerate(found)
+    ]
+
+
+def natural_key(name):
+    """ffn_kernel < ffn_kernel_0 < ffn_kernel_2 < ffn_kernel_10 (the
+    kernels' outlining order), with a __pdl suffix ignored."""
+    name = name[: -len("__pdl")] if name.endswith("__pdl") else name
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def ptxas_info(stderr):
+    """ptxas -v's lines per kernel: {name: [lines]} (lines before the first
+    'Compiling entry function' under '')."""
+    out = {"": []}
+    current = ""
+    for line in stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            current = m.group(1)
+            out[current] = []
+            continue
+        out.setdefault(current, []).append(line)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("input")
@@ -101,10 +139,11 @@ def main():
             if res.returncode != 0:
                 print(f"FAILED: {' '.join(cmd)}\n{res.stderr}")
                 return 1
-            kernels = OBJECT.findall(res.stdout)
-            if not kernels:
+            modules = [(name, unescape(ptx)) for name, ptx in OBJECT.findall(res.stdout)]
+            if not modules:
                 print(f"FAILED: no PTX objects from {' '.join(cmd)}")
                 return 1
+            kernels = [k for _, ptx in modules for k in entries(ptx)]
             if args.verbose:
                 print(f"== {pipeline}: {len(kernels)} kernels")
 
@@ -125,27 +164,41 @@ def main():
                     text=True,
                 )
 
-            kernels = [(name, unescape(ptx)) for name, ptx in kernels]
-            jobs = [pool.submit(assemble, name, ptx) for name, ptx in kernels]
-            for (name, ptx), job in zip(kernels, jobs):
-                total += 1
+            jobs = [pool.submit(assemble, name, ptx) for name, ptx in modules]
+            lines = []
+            for (module, ptx), job in zip(modules, jobs):
                 asm = job.result()
+                names = [name for name, _ in entries(ptx)]
+                total += len(names)
                 if asm.returncode != 0:
-                    failed += 1
-                    print(f"FAILED: {name} ({pipeline}): {asm.stderr.strip()}")
-                elif args.verbose:
-                    info = " ".join(
+                    failed += len(names)
+                    print(f"FAILED: {module} ({pipeline}): {asm.stderr.strip()}")
+                    continue
+                if not args.verbose:
+                    continue
+                info = ptxas_info(asm.stderr)
+                for name, text in entries(ptx):
+                    used = " ".join(
                         l.split("info    :")[-1].strip()
-                        for l in asm.stderr.splitlines()
+                        for l in info.get(name, [])
                         if "Used" in l or "spill" in l
                     )
-                    insns = ptx_insns(ptx, args.ptx_insn)
-                    print(f"{name}: {info}" + (f" | ptx: {insns}" if insns else ""))
+                    insns = ptx_insns(text, args.ptx_insn)
+                    kernel_lines = [f"{name}: {used}" + (f" | ptx: {insns}" if insns else "")]
                     # ptxas's performance warnings (e.g. C7520: wgmma
-                    # serialized), one line each.
+                    # serialized), one line each, under the kernel they
+                    # name (or the module's first kernel).
                     for l in asm.stderr.splitlines():
-                        if "Performance Loss" in l:
-                            print(f"{name}: ptxas warning: " + l.split("info    :")[-1].strip())
+                        if "Performance Loss" in l and (
+                            f"'{name}'" in l
+                            or (name == names[0] and not any(f"'{n}'" in l for n in names))
+                        ):
+                            kernel_lines.append(
+                                f"{name}: ptxas warning: " + l.split("info    :")[-1].strip()
+                            )
+                    lines.append((natural_key(name), kernel_lines))
+            for _, kernel_lines in sorted(lines, key=lambda x: x[0]):
+                print("\n".join(kernel_lines))
     print(f"ptxas accepted {total - failed} of {total} kernels for {args.arch}")
     if failed:
         return 1

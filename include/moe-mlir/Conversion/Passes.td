@@ -349,6 +349,17 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     the serial version spend most of a layer's compile time waiting for
     ptxas one kernel at a time. Without multithreading it is the upstream
     transformation.
+
+    With `merge` (the default) the modules are first merged into one per
+    thread (modules with the same attributes only; largest first, each into
+    the group with the fewest operations): every module costs a fixed
+    set-up in LLVM and a ptxas process, about a tenth of a layer's compile
+    time at 13-15 kernels. A group keeps the name of its largest module; a
+    kernel is renamed after the module it came from (`<module>` for a
+    module's only kernel, else `<module>_<kernel>`, with the `__pdl` suffix
+    kept) and the `gpu.launch_func` ops follow; symbols that clash are
+    renamed, identical external declarations shared. Each kernel's code is
+    the same as when it is compiled alone.
   }];
   let options = [
     Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",
@@ -356,6 +367,9 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     Option<"compilationTarget", "format", "std::string",
            /*default=*/"\"fatbin\"",
            "offload, assembly (isa), bin or fatbin, as gpu-module-to-binary">,
+    Option<"merge", "merge", "bool", /*default=*/"true",
+           "merge the gpu.modules into one per thread first (kernels renamed "
+           "after their modules)">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -20,6 +20,157 @@ namespace moe {
 using namespace mlir;
 
 namespace {
+
+/// Operations in `op` (a proxy for its compile time).
+int64_t sizeOf(Operation *op) {
+  int64_t n = 0;
+  op->walk([&](Operation *) { ++n; });
+  return n;
+}
+
+/// Whether `op` is an external function declaration (no body).
+bool isDeclaration(Operation *op) {
+  auto fn = dyn_cast<FunctionOpInterface>(op);
+  return fn && fn.isExternal();
+}
+
+/// Kernels of `module`: its functions that a gpu.launch_func can name.
+SmallVector<Operation *> kernelsOf(gpu::GPUModuleOp module) {
+  SmallVector<Operation *> kernels;
+  for (Operation &op : *module.getBody())
+    if (op.hasAttr(gpu::GPUDialect::getKernelFuncAttrName()) ||
+        op.hasAttr("nvvm.kernel"))
+      kernels.push_back(&op);
+  return kernels;
+}
+
+/// Where the launches of a module's kernels point after the merge: old
+/// "module::kernel" -> the new reference.
+using KernelMap = llvm::StringMap<SymbolRefAttr>;
+
+/// The name a kernel gets in a merged module: `<module>` for a module's
+/// only kernel, `<module>_<kernel>` otherwise; the `__pdl` suffix of
+/// programmatic launches (moe-gpu-programmatic-launch, read by the
+/// runtime) kept.
+std::string mergedKernelName(StringRef module, StringRef kernel,
+                             bool onlyKernel) {
+  std::string name = onlyKernel ? module.str() : (module + "_" + kernel).str();
+  if (kernel.ends_with("__pdl") && !StringRef(name).ends_with("__pdl"))
+    name += "__pdl";
+  return name;
+}
+
+/// Renames the kernels of `from` (a module to be merged into `into`, or
+/// `into` itself) after their module and records their new references.
+void renameKernels(gpu::GPUModuleOp from, gpu::GPUModuleOp into,
+                   KernelMap &moved) {
+  MLIRContext *ctx = from.getContext();
+  SmallVector<Operation *> kernels = kernelsOf(from);
+  for (Operation *kernel : kernels) {
+    StringRef old = SymbolTable::getSymbolName(kernel).getValue();
+    std::string base =
+        mergedKernelName(from.getName(), old, kernels.size() == 1);
+    std::string name = base;
+    for (unsigned i = 0;
+         name != old && (SymbolTable::lookupSymbolIn(into, name) ||
+                         SymbolTable::lookupSymbolIn(from, name));
+         ++i)
+      name = base + "_" + std::to_string(i);
+    auto attr = StringAttr::get(ctx, name);
+    moved[(from.getName() + "::" + old).str()] =
+        SymbolRefAttr::get(into.getNameAttr(), {FlatSymbolRefAttr::get(attr)});
+    if (name == old)
+      continue;
+    if (failed(SymbolTable::replaceAllSymbolUses(kernel, attr, from)))
+      kernel->emitWarning("moe-gpu-module-to-binary: uses not renamed");
+    SymbolTable::setSymbolName(kernel, attr);
+  }
+}
+
+/// Moves the contents of `from` into `into` and erases `from`. Symbols
+/// that clash are renamed (with their uses inside `from`), except
+/// identical external declarations (e.g. a libdevice function), which are
+/// shared.
+void mergeInto(gpu::GPUModuleOp into, gpu::GPUModuleOp from) {
+  MLIRContext *ctx = into.getContext();
+  SymbolTable intoTable(into);
+  for (Operation &op : llvm::make_early_inc_range(*from.getBody())) {
+    auto symbol =
+        op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+    if (Operation *clash = symbol ? intoTable.lookup(symbol) : nullptr) {
+      if (isDeclaration(&op) && isDeclaration(clash) &&
+          OperationEquivalence::isEquivalentTo(
+              &op, clash, OperationEquivalence::ignoreValueEquivalence,
+              /*markEquivalent=*/nullptr,
+              OperationEquivalence::IgnoreLocations)) {
+        op.erase();
+        continue;
+      }
+      std::string name = symbol.getValue().str();
+      for (unsigned i = 0;
+           intoTable.lookup(name) || SymbolTable::lookupSymbolIn(from, name);
+           ++i)
+        name = (symbol.getValue() + "_" + Twine(i)).str();
+      auto attr = StringAttr::get(ctx, name);
+      if (failed(SymbolTable::replaceAllSymbolUses(&op, attr, from)))
+        op.emitWarning("moe-gpu-module-to-binary: uses not renamed");
+      SymbolTable::setSymbolName(&op, attr);
+    }
+    op.moveBefore(into.getBody(), into.getBody()->end());
+    if (symbol)
+      intoTable.insert(&op, into.getBody()->end());
+  }
+  from->erase();
+}
+
+/// Merges `modules` into at most `groups` gpu.modules per set of module
+/// attributes (targets, offloading handler): largest module first, each
+/// into the group with the fewest operations so far; a group keeps the
+/// name of its largest module. Every kernel is renamed after the module
+/// it came from, and the launches follow.
+void mergeModules(ModuleOp top, ArrayRef<gpu::GPUModuleOp> modules,
+                  unsigned groups) {
+  SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
+  for (gpu::GPUModuleOp m : modules)
+    bySize.push_back({sizeOf(m), m});
+  llvm::stable_sort(bySize, [](auto &a, auto &b) { return a.first > b.first; });
+  struct Group {
+    gpu::GPUModuleOp module;
+    int64_t size;
+  };
+  SmallVector<std::pair<DictionaryAttr, SmallVector<Group>>> sets;
+  KernelMap moved;
+  for (auto &[size, m] : bySize) {
+    NamedAttrList attrList(m->getAttrDictionary());
+    attrList.erase(SymbolTable::getSymbolAttrName());
+    DictionaryAttr attrs = attrList.getDictionary(m.getContext());
+    auto *set = llvm::find_if(sets, [&](auto &s) { return s.first == attrs; });
+    if (set == sets.end()) {
+      sets.push_back({attrs, {}});
+      set = std::prev(sets.end());
+    }
+    SmallVector<Group> &gs = set->second;
+    if (gs.size() < groups) {
+      renameKernels(m, m, moved);
+      gs.push_back({m, size});
+      continue;
+    }
+    Group *smallest = llvm::min_element(
+        gs, [](const Group &a, const Group &b) { return a.size < b.size; });
+    renameKernels(m, smallest->module, moved);
+    mergeInto(smallest->module, m);
+    smallest->size += size;
+  }
+  top.walk([&](gpu::LaunchFuncOp launch) {
+    SymbolRefAttr kernel = launch.getKernel();
+    auto it = moved.find((kernel.getRootReference().getValue() +
+                          "::" + kernel.getLeafReference().getValue())
+                             .str());
+    if (it != moved.end())
+      launch.setKernelAttr(it->second);
+  });
+}
+
 struct MoeGpuModuleToBinaryPass
     : mlir::moe::impl::MoeGpuModuleToBinaryPassBase<MoeGpuModuleToBinaryPass> {
   using Base::Base;
@@ -50,6 +201,15 @@ struct MoeGpuModuleToBinaryPass
         module.getBody()->getOps<gpu::GPUModuleOp>());
     unsigned threads =
         ctx->isMultithreadingEnabled() ? ctx->getNumThreads() : 1;
+    // Fewer, larger modules: each module costs a fixed set-up in LLVM (a
+    // target machine, the NVPTX passes) and in ptxas (a process), which for
+    // a layer's 13-15 kernels is a tenth of its compile time. One module
+    // per thread, balanced by size.
+    if (merge && gpuModules.size() > 1) {
+      mergeModules(module, gpuModules, threads);
+      gpuModules.assign(module.getBody()->getOps<gpu::GPUModuleOp>().begin(),
+                        module.getBody()->getOps<gpu::GPUModuleOp>().end());
+    }
     if (threads <= 1 || gpuModules.size() <= 1) {
       if (failed(gpu::transformGpuModulesToBinaries(module, nullptr, options)))
         signalPassFailure();
@@ -57,15 +217,7 @@ struct MoeGpuModuleToBinaryPass
     }
 
     // One container per module, largest (operations in the module) first:
-    // the thread pool hands the next container to the first free thread,
-    // so the longest compilations start first and the rest fill in around
-    // them (a static split by size left one thread idle for up to a few
-    // hundred ms, since ptxas time is not proportional to size).
-    auto sizeOf = [](gpu::GPUModuleOp m) {
-      int64_t n = 0;
-      m->walk([&](Operation *) { ++n; });
-      return n;
-    };
+    // the thread pool hands the next container to the first free thread.
     SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
     for (gpu::GPUModuleOp m : gpuModules)
       bySize.push_back({sizeOf(m), m});

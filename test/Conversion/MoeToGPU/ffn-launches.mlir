@@ -17,7 +17,7 @@
 // programmatically (programmatic-launch, moe-gpu-programmatic-launch: they
 // wait for their predecessor on the device); programmatic-launch=false
 // leaves every launch plain.
-// PDL-COUNT-2: gpu.launch_func {{.*}}::@ffn_kernel__pdl clusters in
+// PDL-COUNT-2: gpu.launch_func {{.*}}::@ffn_kernel{{(_[0-9]+)?}}__pdl clusters in
 // PDL-NOT: gpu.launch_func {{.*}}__pdl
 // NOPDL: llvm.func @ffn(
 

@@ -350,11 +350,12 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     ptxas one kernel at a time. Without multithreading it is the upstream
     transformation.
 
-    With `merge` (the default) the modules are first merged into one per
-    thread (modules with the same attributes only; largest first, each into
-    the group with the fewest operations): every module costs a fixed
-    set-up in LLVM and a ptxas process, about a tenth of a layer's compile
-    time at 13-15 kernels. A group keeps the name of its largest module; a
+    With `modules=N` (default 4; 0 keeps them apart) the modules are first
+    merged into at most N (modules with the same attributes only; largest
+    first, each into the group with the fewest operations): every module
+    costs a fixed set-up in LLVM and a ptxas process. N does not depend on
+    the machine, so the binaries do not either; 4 keeps two or more cores
+    busy with the 13-15 kernels of a layer. A group keeps the name of its largest module; a
     kernel is renamed after the module it came from (`<module>` for a
     module's only kernel, else `<module>_<kernel>`, with the `__pdl` suffix
     kept) and the `gpu.launch_func` ops follow; symbols that clash are
@@ -367,9 +368,10 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     Option<"compilationTarget", "format", "std::string",
            /*default=*/"\"fatbin\"",
            "offload, assembly (isa), bin or fatbin, as gpu-module-to-binary">,
-    Option<"merge", "merge", "bool", /*default=*/"true",
-           "merge the gpu.modules into one per thread first (kernels renamed "
-           "after their modules)">,
+    Option<"modules", "modules", "unsigned", /*default=*/"4",
+           "merge the gpu.modules into at most this many per set of module "
+           "attributes first (kernels renamed after their modules); 0 keeps "
+           "them apart">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }

@@ -202,11 +202,11 @@ struct MoeGpuModuleToBinaryPass
     unsigned threads =
         ctx->isMultithreadingEnabled() ? ctx->getNumThreads() : 1;
     // Fewer, larger modules: each module costs a fixed set-up in LLVM (a
-    // target machine, the NVPTX passes) and in ptxas (a process), which for
-    // a layer's 13-15 kernels is a tenth of its compile time. One module
-    // per thread, balanced by size.
-    if (merge && gpuModules.size() > 1) {
-      mergeModules(module, gpuModules, threads);
+    // target machine, the NVPTX passes) and in ptxas (a process). A fixed
+    // count (not the thread count), so that the binaries are the same on
+    // every machine.
+    if (modules > 0 && gpuModules.size() > modules) {
+      mergeModules(module, gpuModules, modules);
       gpuModules.assign(module.getBody()->getOps<gpu::GPUModuleOp>().begin(),
                         module.getBody()->getOps<gpu::GPUModuleOp>().end());
     }

@@ -1,17 +1,17 @@
-// moe-gpu-module-to-binary merges the gpu.modules into one per thread
-// before compiling them (here one thread: one module): the group is named
+// moe-gpu-module-to-binary merges the gpu.modules into at most `modules`
+// before compiling them (here 1, and 0: apart): the group is named
 // after its largest module, each kernel after the module it came from
 // (its __pdl suffix kept), clashing symbols are renamed with their uses,
 // identical external declarations shared, and the launches follow.
 // Modules with other attributes (another target) stay apart.
 //
-// RUN: moe-opt %s --mlir-disable-threading --moe-gpu-module-to-binary=format=isa \
+// RUN: moe-opt %s --mlir-disable-threading --moe-gpu-module-to-binary="format=isa modules=1" \
 // RUN:   | FileCheck %s
 // RUN: moe-opt %s --mlir-disable-threading \
-// RUN:   --moe-gpu-module-to-binary="format=isa merge=false" \
+// RUN:   --moe-gpu-module-to-binary="format=isa modules=0" \
 // RUN:   | FileCheck %s --check-prefix=APART
 // One declaration of the external function in the merged module:
-// RUN: moe-opt %s --mlir-disable-threading --moe-gpu-module-to-binary=format=isa \
+// RUN: moe-opt %s --mlir-disable-threading --moe-gpu-module-to-binary="format=isa modules=1" \
 // RUN:   | grep -o "extern .func" | wc -l | FileCheck %s --check-prefix=ONE
 // ONE: {{^ *1$}}
 

@@ -426,7 +426,7 @@ def _compile_core(core, module, text, output, fuse, lower, temp_dir, verbose):
         if verbose:
             print("compile_gpu: [core] run_pipeline(%r)" % pipeline)
         # verified once on the result, as moe-aot does
-        _core_step(pipeline, m.run_pipeline, pipeline, False)
+        _core_step(pipeline, m.run_pipeline, pipeline, verify_each=False)
     obj = os.path.join(temp_dir, "module.o")
     if verbose:
         print("compile_gpu: [core] emit_object(%r)" % obj)

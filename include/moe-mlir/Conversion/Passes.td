@@ -342,25 +342,26 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
   let description = [{
     Does what upstream `gpu-module-to-binary` does (every `gpu.module`
     becomes a `gpu.binary` through its target attributes: NVVM -> PTX ->
-    ptxas), but compiles the modules on the context's thread pool: they are
-    split into as many detached containers as there are threads (largest
-    first, balanced by size) and each container is converted on its own
-    thread, then the binaries are moved back. One module per launch makes
-    the serial version spend most of a layer's compile time waiting for
-    ptxas one kernel at a time. Without multithreading it is the upstream
-    transformation.
+    ptxas), but compiles the modules on the context's thread pool: each
+    module goes into its own detached container, the containers are handed
+    out largest first (by operation count) to the first free thread, and
+    the binaries are moved back where the modules were. Compiled one after
+    the other, a layer's kernels would spend most of its compile time
+    waiting for ptxas one kernel at a time. Without multithreading it is
+    the upstream transformation.
 
     With `modules=N` (default 4; 0 keeps them apart) the modules are first
-    merged into at most N (modules with the same attributes only; largest
-    first, each into the group with the fewest operations): every module
-    costs a fixed set-up in LLVM and a ptxas process. N does not depend on
-    the machine, so the binaries do not either; 4 keeps two or more cores
-    busy with the 13-15 kernels of a layer. A group keeps the name of its largest module; a
-    kernel is renamed after the module it came from (`<module>` for a
-    module's only kernel, else `<module>_<kernel>`, with the `__pdl` suffix
-    kept) and the `gpu.launch_func` ops follow; symbols that clash are
-    renamed, identical external declarations shared. Each kernel's code is
-    the same as when it is compiled alone.
+    merged into at most N per set of module attributes (targets, offloading
+    handler): largest first, each into the group with the fewest operations
+    so far. Every module costs a fixed set-up in LLVM and a ptxas process;
+    N does not depend on the machine, so the binaries do not either, and 4
+    keeps two or more cores busy with the 13-15 kernels of a layer. A group
+    keeps the name of its largest module; a kernel is renamed after the
+    module it came from (`<module>` for a module's only kernel, else
+    `<module>_<kernel>`, with the `__pdl` suffix kept) and the
+    `gpu.launch_func` ops follow; symbols that clash are renamed,
+    identical external declarations shared. Each kernel's code is the same
+    as when it is compiled alone.
   }];
   let options = [
     Option<"toolkitPath", "toolkit", "std::string", /*default=*/"\"\"",

@@ -28,6 +28,28 @@ int64_t sizeOf(Operation *op) {
   return n;
 }
 
+/// `modules` with their sizes, largest first (stable).
+SmallVector<std::pair<int64_t, gpu::GPUModuleOp>>
+largestFirst(ArrayRef<gpu::GPUModuleOp> modules) {
+  SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
+  for (gpu::GPUModuleOp m : modules)
+    bySize.push_back({sizeOf(m), m});
+  llvm::stable_sort(bySize, [](auto &a, auto &b) { return a.first > b.first; });
+  return bySize;
+}
+
+/// `base`, or `base_<i>` for the first i that names no symbol of `into`
+/// or `from` (the modules being merged).
+StringAttr uniqueName(StringRef base, gpu::GPUModuleOp into,
+                      gpu::GPUModuleOp from) {
+  std::string name = base.str();
+  for (unsigned i = 0; SymbolTable::lookupSymbolIn(into, name) ||
+                       SymbolTable::lookupSymbolIn(from, name);
+       ++i)
+    name = (base + "_" + Twine(i)).str();
+  return StringAttr::get(into.getContext(), name);
+}
+
 /// Whether `op` is an external function declaration (no body).
 bool isDeclaration(Operation *op) {
   auto fn = dyn_cast<FunctionOpInterface>(op);
@@ -64,22 +86,16 @@ std::string mergedKernelName(StringRef module, StringRef kernel,
 /// `into` itself) after their module and records their new references.
 void renameKernels(gpu::GPUModuleOp from, gpu::GPUModuleOp into,
                    KernelMap &moved) {
-  MLIRContext *ctx = from.getContext();
   SmallVector<Operation *> kernels = kernelsOf(from);
   for (Operation *kernel : kernels) {
-    StringRef old = SymbolTable::getSymbolName(kernel).getValue();
+    StringAttr oldAttr = SymbolTable::getSymbolName(kernel);
+    StringRef old = oldAttr.getValue();
     std::string base =
         mergedKernelName(from.getName(), old, kernels.size() == 1);
-    std::string name = base;
-    for (unsigned i = 0;
-         name != old && (SymbolTable::lookupSymbolIn(into, name) ||
-                         SymbolTable::lookupSymbolIn(from, name));
-         ++i)
-      name = base + "_" + std::to_string(i);
-    auto attr = StringAttr::get(ctx, name);
+    StringAttr attr = base == old ? oldAttr : uniqueName(base, into, from);
     moved[(from.getName() + "::" + old).str()] =
         SymbolRefAttr::get(into.getNameAttr(), {FlatSymbolRefAttr::get(attr)});
-    if (name == old)
+    if (attr == oldAttr)
       continue;
     if (failed(SymbolTable::replaceAllSymbolUses(kernel, attr, from)))
       kernel->emitWarning("moe-gpu-module-to-binary: uses not renamed");
@@ -92,7 +108,6 @@ void renameKernels(gpu::GPUModuleOp from, gpu::GPUModuleOp into,
 /// identical external declarations (e.g. a libdevice function), which are
 /// shared.
 void mergeInto(gpu::GPUModuleOp into, gpu::GPUModuleOp from) {
-  MLIRContext *ctx = into.getContext();
   SymbolTable intoTable(into);
   for (Operation &op : llvm::make_early_inc_range(*from.getBody())) {
     auto symbol =
@@ -106,12 +121,7 @@ void mergeInto(gpu::GPUModuleOp into, gpu::GPUModuleOp from) {
         op.erase();
         continue;
       }
-      std::string name = symbol.getValue().str();
-      for (unsigned i = 0;
-           intoTable.lookup(name) || SymbolTable::lookupSymbolIn(from, name);
-           ++i)
-        name = (symbol.getValue() + "_" + Twine(i)).str();
-      auto attr = StringAttr::get(ctx, name);
+      StringAttr attr = uniqueName(symbol.getValue(), into, from);
       if (failed(SymbolTable::replaceAllSymbolUses(&op, attr, from)))
         op.emitWarning("moe-gpu-module-to-binary: uses not renamed");
       SymbolTable::setSymbolName(&op, attr);
@@ -130,17 +140,13 @@ void mergeInto(gpu::GPUModuleOp into, gpu::GPUModuleOp from) {
 /// it came from, and the launches follow.
 void mergeModules(ModuleOp top, ArrayRef<gpu::GPUModuleOp> modules,
                   unsigned groups) {
-  SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
-  for (gpu::GPUModuleOp m : modules)
-    bySize.push_back({sizeOf(m), m});
-  llvm::stable_sort(bySize, [](auto &a, auto &b) { return a.first > b.first; });
   struct Group {
     gpu::GPUModuleOp module;
     int64_t size;
   };
   SmallVector<std::pair<DictionaryAttr, SmallVector<Group>>> sets;
   KernelMap moved;
-  for (auto &[size, m] : bySize) {
+  for (auto &[size, m] : largestFirst(modules)) {
     NamedAttrList attrList(m->getAttrDictionary());
     attrList.erase(SymbolTable::getSymbolAttrName());
     DictionaryAttr attrs = attrList.getDictionary(m.getContext());
@@ -218,11 +224,6 @@ struct MoeGpuModuleToBinaryPass
 
     // One container per module, largest (operations in the module) first:
     // the thread pool hands the next container to the first free thread.
-    SmallVector<std::pair<int64_t, gpu::GPUModuleOp>> bySize;
-    for (gpu::GPUModuleOp m : gpuModules)
-      bySize.push_back({sizeOf(m), m});
-    llvm::stable_sort(bySize,
-                      [](auto &a, auto &b) { return a.first > b.first; });
     OpBuilder builder(ctx);
     SmallVector<ModuleOp> containers;
     // Where the binaries go: before the first op after the first module
@@ -234,7 +235,7 @@ struct MoeGpuModuleToBinaryPass
     while (next != module.getBody()->end() && isa<gpu::GPUModuleOp>(*next))
       ++next;
     OpBuilder::InsertPoint anchor(module.getBody(), next);
-    for (auto &[size, m] : bySize) {
+    for (auto &[size, m] : largestFirst(gpuModules)) {
       containers.push_back(ModuleOp::create(builder, module.getLoc()));
       m->moveBefore(containers.back().getBody(),
                     containers.back().getBody()->end());

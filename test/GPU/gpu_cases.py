@@ -595,6 +595,42 @@ _EG = [
         (True, False, True, "f32"),
     ),
     ("expert_gemm_wg_cluster_mn_bf16", "bf16", "bf16", 2, 128, 384, {}, (False, True, False, None)),
+    # Tiles narrower than 256 where they divide the columns better (the
+    # cost model, GemmConfig.cpp): 720 rhs columns take 3 tiles of 240 (the
+    # staged epilogue's second pass is 112 columns: 14 chunks per row, 9
+    # rows per round of 128 threads), with the interleaved GLU 120 output
+    # columns per tile (f32: passes of 64 + 56); a concat GLU's 672 take 3
+    # of 224 (halves of 112).
+    (
+        "expert_gemm_wg_tile240_scatter_bf16",
+        "bf16",
+        "bf16",
+        3,
+        192,
+        720,
+        {"transpose_rhs": True},
+        (True, False, True, "f32"),
+    ),
+    (
+        "expert_gemm_wg_tile240_swiglu_f32out",
+        "bf16",
+        "f32",
+        4,
+        136,
+        720,
+        dict(_SWIGLU, transpose_rhs=True),
+        (True, True, True, "f32"),
+    ),
+    (
+        "expert_gemm_wg_tile224_concat_bf16",
+        "bf16",
+        "bf16",
+        3,
+        128,
+        672,
+        dict(transpose_rhs=True, activation="silu", layout="concat"),
+        (True, False, False, None),
+    ),
 ]
 for _n, _F, _O, _E, _K, _N, _a, (_g, _b, _s, _sc) in _EG:
     _tr = _a.get("transpose_rhs", False)

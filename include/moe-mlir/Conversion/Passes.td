@@ -115,7 +115,9 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTileM", "wgmma-tile-m", "int64_t", /*default=*/"0",
            "Hopper GEMM rows per block: 64 or 128 (0: cost model)">,
     Option<"wgmmaTileN", "wgmma-tile-n", "int64_t", /*default=*/"0",
-           "Hopper GEMM rhs columns per block: 64, 128 or 256 (0: cost model)">,
+           "Hopper GEMM rhs columns per block: a multiple of 16 in [64, 256] "
+           "(64, 128 or 256 for [E, K, N] weights, a multiple of 32 with a "
+           "concat GLU; 0: cost model)">,
     Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
            "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
@@ -163,9 +165,9 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "A second small-M kernel with wider token tiles "
            "(wgmma-wide-swap-tile-m), launched when the rows average more "
            "than wgmma-swap-rows and at most this many per expert (-1: cost "
-           "model, 32 for K-major weights and none for MN-major; 0: none); "
-           "at 16-32 rows per expert it was 1.6-4.4% faster than the main "
-           "kernel (bench/NOTES.md v40)">,
+           "model, 32; 0: none); at 16-32 rows per expert it was 1.6-4.4% "
+           "faster than the main kernel with K-major weights, 5-11% with "
+           "MN-major ones (bench/NOTES.md v40, v47)">,
     Option<"wgmmaWideSwapTileM", "wgmma-wide-swap-tile-m", "int64_t",
            /*default=*/"32",
            "Tokens per tile of the wide small-M kernel: 32 or 64">,

@@ -88,8 +88,9 @@ struct MoeLowerToNvvmOptions
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> wgmmaTileN{
       *this, "wgmma-tile-n",
-      llvm::cl::desc("Hopper GEMM rhs columns per block: 64, 128 or 256 (0: "
-                     "cost model)"),
+      llvm::cl::desc("Hopper GEMM rhs columns per block: a multiple of 16 in "
+                     "[64, 256] (64, 128 or 256 for [E, K, N] weights, a "
+                     "multiple of 32 with a concat GLU; 0: cost model)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> wgmmaStages{
       *this, "wgmma-stages",

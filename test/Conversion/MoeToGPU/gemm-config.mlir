@@ -95,7 +95,7 @@
 // PASS-CL: error: convert-moe-to-gpu: wgmma-cluster must be 0 (cost model), 1 or 2 (got 3)
 // OP-CL-TMA: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
 // OP-CL-TN: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
-// PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be 64, 128 or 256 (got 100)
+// PASS-TN: error: convert-moe-to-gpu: wgmma-tile-n must be a multiple of 16 in [64, 256] (got 100)
 // PASS-ST9: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 9)
 // PASS-ST1: error: convert-moe-to-gpu: wgmma-stages must be in [2, 8] (got 1)
 // PASS-SMEM128: error: convert-moe-to-gpu: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
@@ -109,7 +109,7 @@
 // PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
 // PIPE-CL: error: moe-lower-to-nvvm: wgmma-cluster must be 0 (cost model), 1 or 2 (got -1)
-// PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be 64, 128 or 256 (got 100)
+// PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be a multiple of 16 in [64, 256] (got 100)
 // PIPE-ST9: error: moe-lower-to-nvvm: wgmma-stages must be in [2, 8] (got 9)
 // PIPE-SMEM128: error: moe-lower-to-nvvm: wgmma-stages 8 with a 128 x 128 tile needs more than 227 KiB of shared memory
 // PIPE-SMEM256: error: moe-lower-to-nvvm: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory

@@ -197,10 +197,11 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 
 // MN-major weights ([E, K, N]): the small-M kernel too, by default up to
 // 1 row per expert (8 here; wgmma-swap-rows sets it, as for K-major
-// weights): its weights come in the main kernel's MN-major boxes (64
-// columns x 64 K rows, one per consumer warpgroup) and are wgmma's
-// transposed A operand (layout col; the descriptor's leading offset 8192
-// B, a k16 step 2048 B). wgmma-swap-mn-major=false: the main kernel only.
+// weights), and the wide one above it up to 32 (256 here): its weights
+// come in the main kernel's MN-major boxes (64 columns x 64 K rows, one per
+// consumer warpgroup) and are wgmma's transposed A operand (layout col;
+// the descriptor's leading offset 8192 B, a k16 step 2048 B).
+// wgmma-swap-mn-major=false: the main kernel only.
 // DEF-LABEL: func.func @mn_major(
 // DEF: arith.cmpi ule, %{{[a-z0-9_]+}}, %c8{{(_[0-9]+)?}} : index
 // DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
@@ -208,6 +209,10 @@ func.func @plain(%x: tensor<?x128xbf16>, %w: tensor<8x256x128xbf16>, %off: tenso
 // DEF: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF: %c4611686293338849280_i64
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
+// DEF: gpu.terminator
+// DEF: arith.cmpi ule, %{{[a-z0-9_]+}}, %c256{{(_[0-9]+)?}} : index
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c109056_i32 {
+// DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <col>]
 // DEF: gpu.terminator
 // DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}},
 // DEF: return

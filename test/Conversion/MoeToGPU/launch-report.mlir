@@ -13,9 +13,9 @@
 // GEMMs, the combine), at most 8 (4 route + dispatch kernels for more rows,
 // the second GEMM's SIMT fallback with its fill).
 // UNFUSED: moe-cost-report [unfused] @mixtral: 10 compute ops,
-// UNFUSED: moe-gpu-launch-report [unfused] @mixtral: 23 launch sites, 17 to 19 launches per call
+// UNFUSED: moe-gpu-launch-report [unfused] @mixtral: 25 launch sites, 17 to 19 launches per call
 // FUSED: moe-cost-report [fused] @mixtral: 4 compute ops,
-// FUSED: moe-gpu-launch-report [fused] @mixtral: 12 launch sites, 4 to 8 launches per call
+// FUSED: moe-gpu-launch-report [fused] @mixtral: 13 launch sites, 4 to 8 launches per call
 func.func @mixtral(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) -> tensor<?x64xbf16> {
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
       : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>

@@ -354,6 +354,21 @@ func.func @expert_gemm_wg_cluster_mn_bf16(%lhs: tensor<?x128xbf16>, %rhs: tensor
   return %result : tensor<?x384xbf16>
 }
 
+func.func @expert_gemm_wg_tile240_scatter_bf16(%lhs: tensor<?x192xbf16>, %gather: tensor<?xi32>, %rhs: tensor<3x720x192xbf16>, %offsets: tensor<4xi32>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x720xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<4xi32>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true} : tensor<?x192xbf16>, tensor<3x720x192xbf16> -> tensor<?x720xbf16>
+  return %result : tensor<?x720xbf16>
+}
+
+func.func @expert_gemm_wg_tile240_swiglu_f32out(%lhs: tensor<?x136xbf16>, %gather: tensor<?xi32>, %rhs: tensor<4x720x136xbf16>, %offsets: tensor<5xi32>, %bias: tensor<4x720xbf16>, %scatter: tensor<?xi32>, %scale: tensor<?xf32>) -> tensor<?x360xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<5xi32>) bias(%bias : tensor<4x720xbf16>) scatter(%scatter : tensor<?xi32>) scale(%scale : tensor<?xf32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<interleaved>, alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x136xbf16>, tensor<4x720x136xbf16> -> tensor<?x360xf32>
+  return %result : tensor<?x360xf32>
+}
+
+func.func @expert_gemm_wg_tile224_concat_bf16(%lhs: tensor<?x128xbf16>, %gather: tensor<?xi32>, %rhs: tensor<3x672x128xbf16>, %offsets: tensor<4xi32>) -> tensor<?x336xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.expert_gemm %lhs[%gather : tensor<?xi32>], %rhs offsets(%offsets : tensor<4xi32>) {transpose_rhs = true, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>} : tensor<?x128xbf16>, tensor<3x672x128xbf16> -> tensor<?x336xbf16>
+  return %result : tensor<?x336xbf16>
+}
+
 func.func @route_dispatch_softmax_f32(%logits: tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>) attributes {llvm.emit_c_interface} {
   %weights, %indices, %offsets, %reverse_indices, %token_indices = moe.route_dispatch %logits k = 4 scoring = softmax {normalize = true} : tensor<?x32xf32> -> tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>
   return %weights, %indices, %offsets, %reverse_indices, %token_indices : tensor<?x4xf32>, tensor<?x4xi32>, tensor<33xi32>, tensor<?xi32>, tensor<?xi32>

@@ -7,7 +7,9 @@
 // The cost model. The Hopper engine (wgmma) runs wherever the chip has it
 // and the op fits its operand loaders; everything else takes the portable
 // SIMT engine. Tiles: 128 rows (two consumer warpgroups) x 256 rhs columns
-// (128 when the rhs has fewer than 512 columns) x 64 K, as many pipeline
+// (128 when the rhs has fewer than 512 columns; with K-major weights whose
+// columns 256 does not divide, the width in [192, 256] that wastes the
+// fewest, e.g. 240 for gpt-oss-120b's 2880) x 64 K, as many pipeline
 // stages as fit in shared memory (at most 8); 2-CTA clusters sharing the
 // weight tiles when the weights come by TMA and the tile has >= 128
 // columns. Pass options override each choice.
@@ -56,9 +58,10 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       options.wgmmaTileM != 128)
     return "wgmma-tile-m must be 64 or 128 (got " +
            std::to_string(options.wgmmaTileM) + ")";
-  if (options.wgmmaTileN != 0 && options.wgmmaTileN != 64 &&
-      options.wgmmaTileN != 128 && options.wgmmaTileN != 256)
-    return "wgmma-tile-n must be 64, 128 or 256 (got " +
+  if (options.wgmmaTileN != 0 &&
+      (options.wgmmaTileN < 64 || options.wgmmaTileN > 256 ||
+       options.wgmmaTileN % 16 != 0))
+    return "wgmma-tile-n must be a multiple of 16 in [64, 256] (got " +
            std::to_string(options.wgmmaTileN) + ")";
   if (!llvm::is_contained({0, 64, 128, 256}, options.wgmmaSwapL2Promotion))
     return "wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got " +
@@ -159,8 +162,38 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   // 9.9 ms, small T unchanged); narrow GEMMs keep 128.
   int64_t gemmN =
       op.getRhs().getType().getDimSize(op.getTransposeRhs() ? 1 : 2);
+  bool concat =
+      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
+  // Tile widths the operand loaders can fill: MN-major weights come as
+  // boxes (or cp.async rows) of 64 columns, a concat tile's halves as
+  // 16-row groups of the cp.async loader.
+  auto tileNOk = [&](int64_t n) {
+    if (!op.getTransposeRhs())
+      return n == 64 || n == 128 || n == 256;
+    return n % (concat ? 32 : 16) == 0;
+  };
+  if (options.wgmmaTileN && !tileNOk(options.wgmmaTileN))
+    return op.emitOpError("wgmma-tile-n ")
+           << options.wgmmaTileN << " cannot tile this op's weights ("
+           << (op.getTransposeRhs() ? "a concat GLU needs a multiple of 32"
+                                    : "transpose_rhs = false needs 64, 128 "
+                                      "or 256")
+           << ")";
   config.tileN =
       options.wgmmaTileN ? options.wgmmaTileN : (gemmN >= 512 ? 256 : 128);
+  // Wide GEMMs whose columns are not a multiple of 256 (gpt-oss-120b:
+  // 2880 and 5760): the width in [192, 256] with the fewest wasted MMA
+  // columns in the last column tile, each tile priced 16 columns more for
+  // its fixed costs (the lhs rows every tile loads, the epilogue's start).
+  // 2880 = 12 x 240 instead of 11.25 x 256.
+  if (!options.wgmmaTileN && gemmN >= 512 && op.getTransposeRhs()) {
+    auto cost = [&](int64_t n) {
+      return llvm::divideCeil(gemmN, n) * (n + 16);
+    };
+    for (int64_t n = 256; n >= 192; n -= 16)
+      if (tileNOk(n) && cost(n) < cost(config.tileN))
+        config.tileN = n;
+  }
   // The output path: staged through shared memory (whole rows by 16-byte
   // stores; measured on the H200: the down GEMMs 10-37% faster, e.g.
   // Qwen3-30B-A3B T=4096 419 -> 264 us). The GLU GEMMs too since the
@@ -175,8 +208,6 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
                 wgmmaStageBytes(config.tileM, config.tileN);
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
-  bool concat =
-      op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat;
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
   if (options.wgmmaStages > fit)
@@ -224,11 +255,13 @@ constexpr int64_t kSwapRowsDefault = 8;
 constexpr int64_t kSwapRowsMnMajorDefault = 1;
 
 /// Rows per expert up to which the wide small-M kernel (32-token tiles) is
-/// launched above the 16-token one, for K-major weights (bench/NOTES.md
-/// v40: at 16-32 rows per expert, Qwen3-30B-A3B / gpt-oss-120b /
-/// DeepSeek-V3 T=512 and Mixtral-8x7B T=64, 1.6-4.4% faster than the main
-/// kernel; the 16-token kernel stays below, where the 32-token one was up
-/// to 2% slower). MN-major weights: unmeasured, none.
+/// launched above the 16-token one (bench/NOTES.md v40: K-major weights,
+/// at 16-32 rows per expert, Qwen3-30B-A3B / gpt-oss-120b / DeepSeek-V3
+/// T=512 and Mixtral-8x7B T=64, 1.6-4.4% faster than the main kernel; the
+/// 16-token kernel stays below, where the 32-token one was up to 2%
+/// slower). MN-major weights the same, above their 16-token kernel's 1 row
+/// (v47: Qwen3-30B-A3B.nt T=64 339 -> 303 us, T=512 355 -> 336; 64-token
+/// tiles were slower than the main kernel, 364 / 399).
 constexpr int64_t kWideSwapRowsDefault = 32;
 
 /// One small-M configuration beside `main`: `tileM` tokens per tile, up to
@@ -274,8 +307,7 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op, const MoeGemmOptions &options,
                  : kMajor                   ? kSwapRowsDefault
                                             : kSwapRowsMnMajorDefault;
   int64_t wideRows = options.wgmmaWideSwapRows >= 0 ? options.wgmmaWideSwapRows
-                     : kMajor                       ? kWideSwapRowsDefault
-                                                    : 0;
+                                                    : kWideSwapRowsDefault;
   // Weights by TMA only. K-major ([E, N, K]) always; MN-major ([E, K, N]:
   // the transposed A of wgmma, boxes of 64 weight columns) with
   // wgmma-swap-mn-major and without a concat GLU (its gate and up halves of

@@ -1055,9 +1055,9 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
       // (tile-n not a power of two): the threads past the last whole row
       // group store nothing.
       if (128 % chunksPerRow != 0)
-        rsub = b.select(
-            b.cmpi(CmpI::ult, ct, b.idx(rowsPerIter * chunksPerRow)), rsub,
-            b.idx(64));
+        rsub =
+            b.select(b.cmpi(CmpI::ult, ct, b.idx(rowsPerIter * chunksPerRow)),
+                     rsub, b.idx(64));
       // A loop, not unrolled: the accumulators of later passes are live.
       forEach(
           b, rsub, b.idx(64), b.idx(rowsPerIter),

@@ -226,7 +226,10 @@ class Timer:
             self.end.record()
             self.end.synchronize()
             times.append(self.start.elapsed_time(self.end) * 1e3)
-        return dict(us=statistics.median(times), min_us=min(times), runs=len(times))
+        stats = dict(us=statistics.median(times), min_us=min(times), runs=len(times))
+        if os.environ.get("BENCH_DUMP_TIMES"):
+            stats["times"] = [round(t, 1) for t in times]
+        return stats
 
 
 def capture(call, warmup=2):
@@ -367,6 +370,8 @@ class Bench:
         cell[key + "_min_us"] = stats["min_us"]
         cell[key + "_runs"] = stats["runs"]
         cell[key + "_mode"] = mode
+        if "times" in stats:
+            cell[key + "_times"] = stats["times"]
         if check is not None:
             err = max(errs)
             cell[key + "_err"] = err

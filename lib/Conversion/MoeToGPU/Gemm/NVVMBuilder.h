@@ -256,6 +256,16 @@ inline void copySharedToGlobal16(LoweringBuilder &b, Value src, Value dst) {
   Value v = LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
   LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
 }
+/// The 16 bytes at shared address `src` (16-byte aligned) as vector<4xi32>.
+inline Value loadShared16(LoweringBuilder &b, Value src) {
+  auto type = VectorType::get({4}, b.getI32Type());
+  return LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
+}
+/// Stores `v` (16 bytes, from loadShared16) at global address `dst`
+/// (16-byte aligned).
+inline void storeGlobal16(LoweringBuilder &b, Value v, Value dst) {
+  LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
+}
 /// cp.async.bulk of `size` bytes (i32, a multiple of 16) from shared
 /// address `src` to global address `dst` (both 16-byte aligned), in this
 /// thread's current bulk async-group.

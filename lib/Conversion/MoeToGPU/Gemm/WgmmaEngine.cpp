@@ -1058,49 +1058,81 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
         rsub =
             b.select(b.cmpi(CmpI::ult, ct, b.idx(rowsPerIter * chunksPerRow)),
                      rsub, b.idx(64));
-      // A loop, not unrolled: the accumulators of later passes are live.
-      forEach(
-          b, rsub, b.idx(64), b.idx(rowsPerIter),
-          [&](LoweringBuilder &b, Value rowW) {
-            // Written before the MMAs (prefetchRowTargets), ordered by the
-            // barrier above: -1 for rows past the tile or dropped.
-            Value dest = nvvm::loadShared(
-                b, b.getI32Type(),
-                add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
-            when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
-              Value destRow = b.toIndex(dest);
-              Value col =
-                  b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
-              Value physical = physicalChunk(
-                  b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
-              Value src = add64(
-                  b, staging,
-                  nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
-                                       b.mul(physical, b.idx(16)))));
-              Value whole =
-                  b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
-              scf::IfOp::create(
-                  b, b.andi(whole, outVectorOk),
-                  [&](OpBuilder &nested, Location loc) {
-                    LoweringBuilder b(loc, nested);
-                    nvvm::copySharedToGlobal16(b, src,
-                                               outputAddress(b, destRow, col));
-                    scf::YieldOp::create(b);
-                  },
-                  [&](OpBuilder &nested, Location loc) {
-                    LoweringBuilder b(loc, nested);
-                    for (int64_t e = 0; e < vec; ++e) {
-                      Value c = b.add(col, b.idx(e));
-                      when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+      Value col = b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
+      Value whole = b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
+      // Shared address of this thread's chunk of staging row `rowW`.
+      auto stagedChunk = [&](LoweringBuilder &b, Value rowW) {
+        Value physical =
+            physicalChunk(b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
+        return add64(b, staging,
+                     nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                          b.mul(physical, b.idx(16)))));
+      };
+      // Written before the MMAs (prefetchRowTargets), ordered by the
+      // barrier above: -1 for rows past the tile or dropped.
+      auto destOf = [&](LoweringBuilder &b, Value rowW) {
+        return nvvm::loadShared(
+            b, b.getI32Type(),
+            add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
+      };
+      // 16-byte stores (the common case): kStoreUnroll rows per round,
+      // their row-table and staging reads issued together before the
+      // stores, so that the shared-memory latency is paid once per round
+      // rather than twice per row (bench/NOTES.md v49). Rows past the
+      // warpgroup's 64 read row 63 and store nothing. Not unrolled
+      // further: the accumulators of later passes are live.
+      constexpr int64_t kStoreUnroll = 4;
+      scf::IfOp::create(
+          b, b.andi(whole, outVectorOk),
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            forEach(b, rsub, b.idx(64), b.idx(rowsPerIter * kStoreUnroll),
+                    [&](LoweringBuilder &b, Value rowW) {
+                      SmallVector<Value, kStoreUnroll> rows, dests, values;
+                      for (int64_t u = 0; u < kStoreUnroll; ++u) {
+                        Value r = b.add(rowW, b.idx(u * rowsPerIter));
+                        Value in = b.cmpi(CmpI::ult, r, b.idx(64));
+                        Value rc = b.minIdx(r, b.idx(63));
+                        rows.push_back(rc);
+                        dests.push_back(b.select(in, destOf(b, rc), b.i32(-1)));
+                      }
+                      for (int64_t u = 0; u < kStoreUnroll; ++u)
+                        values.push_back(
+                            nvvm::loadShared16(b, stagedChunk(b, rows[u])));
+                      for (int64_t u = 0; u < kStoreUnroll; ++u)
+                        when(b, b.cmpi(CmpI::sge, dests[u], b.i32(0)),
+                             [&](LoweringBuilder &b) {
+                               nvvm::storeGlobal16(
+                                   b, values[u],
+                                   outputAddress(b, b.toIndex(dests[u]), col));
+                             });
+                    });
+            scf::YieldOp::create(b);
+          },
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            // Element stores: columns past outN, or an output whose rows
+            // are not 16-byte aligned.
+            forEach(b, rsub, b.idx(64), b.idx(rowsPerIter),
+                    [&](LoweringBuilder &b, Value rowW) {
+                      Value dest = destOf(b, rowW);
+                      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)),
                            [&](LoweringBuilder &b) {
-                             Value v = nvvm::loadShared(
-                                 b, g.outElem, add64(b, src, e * outBytes));
-                             b.store(v, g.out, {destRow, c});
+                             Value destRow = b.toIndex(dest);
+                             Value src = stagedChunk(b, rowW);
+                             for (int64_t e = 0; e < vec; ++e) {
+                               Value c = b.add(col, b.idx(e));
+                               when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                                    [&](LoweringBuilder &b) {
+                                      Value v = nvvm::loadShared(
+                                          b, g.outElem,
+                                          add64(b, src, e * outBytes));
+                                      b.store(v, g.out, {destRow, c});
+                                    });
+                             }
                            });
-                    }
-                    scf::YieldOp::create(b);
-                  });
-            });
+                    });
+            scf::YieldOp::create(b);
           });
       // The next pass (or item) overwrites the staging, and the next
       // item's prefetchRowTargets the row table.

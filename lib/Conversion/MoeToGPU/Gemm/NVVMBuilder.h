@@ -238,6 +238,16 @@ inline Value loadShared(LoweringBuilder &b, Type type, Value address) {
   return LLVM::LoadOp::create(b, type, sharedPtr(b, address),
                               type.getIntOrFloatBitWidth() / 8);
 }
+/// The 16 bytes at shared address `src` (16-byte aligned) as vector<4xi32>.
+inline Value loadShared16(LoweringBuilder &b, Value src) {
+  auto type = VectorType::get({4}, b.getI32Type());
+  return LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
+}
+/// Stores the 16-byte vector `v` at global address `dst`
+/// (16-byte aligned).
+inline void storeGlobal16(LoweringBuilder &b, Value v, Value dst) {
+  LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
+}
 /// Stores `values` (of one type, 16 bytes in all) at global address
 /// `address` (16-byte aligned) as one vector store.
 inline void storeGlobal(LoweringBuilder &b, Value address,
@@ -247,24 +257,7 @@ inline void storeGlobal(LoweringBuilder &b, Value address,
   for (auto [i, x] : llvm::enumerate(values))
     v = LLVM::InsertElementOp::create(
         b, v, x, arith::ConstantIntOp::create(b, b.getI32Type(), i));
-  LLVM::StoreOp::create(b, v, globalPtr(b, address), 16);
-}
-/// Copies 16 bytes from shared address `src` to global address `dst`
-/// (both 16-byte aligned).
-inline void copySharedToGlobal16(LoweringBuilder &b, Value src, Value dst) {
-  auto type = VectorType::get({4}, b.getI32Type());
-  Value v = LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
-  LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
-}
-/// The 16 bytes at shared address `src` (16-byte aligned) as vector<4xi32>.
-inline Value loadShared16(LoweringBuilder &b, Value src) {
-  auto type = VectorType::get({4}, b.getI32Type());
-  return LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
-}
-/// Stores `v` (16 bytes, from loadShared16) at global address `dst`
-/// (16-byte aligned).
-inline void storeGlobal16(LoweringBuilder &b, Value v, Value dst) {
-  LLVM::StoreOp::create(b, v, globalPtr(b, dst), 16);
+  storeGlobal16(b, v, address);
 }
 /// cp.async.bulk of `size` bytes (i32, a multiple of 16) from shared
 /// address `src` to global address `dst` (both 16-byte aligned), in this

@@ -35,7 +35,8 @@
 //   (ceil(M / 128) + E) * ceil(N / 128); 384 threads (a producer warpgroup
 //   and two consumer warpgroups); no static workgroup buffers but dynamic
 //   shared memory: 1 KiB of barriers + 7 stages of (128 + 128) x 128 B +
-//   1 KiB of alignment slack = 231424 bytes;
+//   512 B (the item handoff's row-table weights) + 1 KiB of alignment
+//   slack = 231936 bytes;
 // - rhs (weight) tiles by TMA (the default, TMA lines): the host asks the
 //   runtime for a tensor map of rhs (moeRuntimeTensorMap3D: data type, dims
 //   innermost first, byte strides, box, 128-byte swizzle), and a null map
@@ -44,18 +45,23 @@
 // - thread 0 initialises a full and an empty (256 consumer arrivals)
 //   mbarrier per stage, then fence.mbarrier.init and a block barrier; the
 //   full barrier counts the 128 producer threads' cp.async arrivals, plus
-//   with TMA thread 0's arrive.expect_tx of the rhs tile bytes (129);
+//   with TMA thread 0's arrive.expect_tx of the rhs tile bytes (129); two
+//   more for the item handoff: tableFull (128 producer arrivals) and
+//   tableEmpty (256 consumer arrivals);
 // - producer (warpgroup 0): setmaxregister decrease 40; per K step it
 //   waits until the stage is empty, issues its 16-byte cp.async (8 lhs rows
 //   per thread; with cp.async rhs also 8 rhs rows / K rows), with TMA
 //   thread 0 expects 128 x 128 B = 16384 bytes on the full barrier and
 //   issues the tensor copies, and every thread arrives (noinc) on the full
-//   barrier when its copies land;
+//   barrier when its copies land; at the item's handoff step, once the
+//   consumers are done with the previous item, it publishes the item's
+//   record and row table in shared memory (tableFull);
 // - consumers: setmaxregister increase 232; per K step: wait full,
 //   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
-//   wait for <= 1 group in flight, release the previous stage; then the
-//   epilogue: bias, GLU and scale on the accumulator fragments; without
+//   wait for <= 1 group in flight, release the previous stage; then wait
+//   for the item's record (tableFull) and the epilogue: bias, GLU and
+//   scale on the accumulator fragments, then tableEmpty; without
 //   a GLU staged in shared memory per consumer warpgroup (64 rows x 256
 //   bytes) and whole rows written with 16-byte stores, with a GLU stored
 //   element by element from the fragments (wgmma-epilogue=auto).
@@ -235,13 +241,13 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {
 // The wgmma kernel: persistent grid of at most 132 blocks over
-// (ceil(M / 128) + 8) x 1 work items, 384 threads, 231424 bytes of dynamic
+// (ceil(M / 128) + 8) x 1 work items, 384 threads, 231936 bytes of dynamic
 // shared memory and no workgroup buffers.
 // AUTO: %[[RT:[a-z0-9_]+]] = arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
 // AUTO-NEXT: arith.addi %[[RT]], %c8{{(_[0-9]+)?}} : index
 // AUTO: %[[G0:[a-z0-9_]+]] = arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
 // AUTO-NEXT: %[[G:[a-z0-9_]+]] = arith.maxui %[[G0]], %c1{{(_[0-9]+)?}} : index
-// AUTO: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[G]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c384, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch blocks(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %[[G]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TID:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) in (%{{[a-z0-9_]+}} = %c384, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) dynamic_shared_memory_size %c231936_i32 {
 // AUTO-NEXT: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // Thread 0: 6 stages x (full, empty) barriers.
 // AUTO: arith.cmpi eq, %[[TID]], %c0{{(_[0-9]+)?}} : index
@@ -251,6 +257,10 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c256_i32 : !llvm.ptr<3>, i32
 // TMA-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
 // CPASYNC-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// The item handoff's tableFull (the producer's 128 threads) and tableEmpty
+// (the consumers' 256).
+// AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
+// AUTO: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c256_i32{{(_[0-9]+)?}} : !llvm.ptr<3>, i32
 // AUTO-NEXT: nvvm.fence.mbarrier.init
 // AUTO-NEXT: }
 // AUTO-NEXT: gpu.barrier
@@ -348,10 +358,10 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // CHECK-NEXT: %{{[a-z0-9_]+}} = bufferization.to_tensor %[[OUT]] restrict writable
 
 // The SIMT tile options shape the fallback kernel only: the wgmma kernel
-// keeps its 128 x 128 tile (384 threads, 231424 bytes), the else branch
+// keeps its 128 x 128 tile (384 threads, 231936 bytes), the else branch
 // gets 512 threads and the 32 x 128 / 32 x 64 workgroup tiles.
 // TILE-LABEL: func.func @grouped_matmul_transpose_rhs_bias(
-// TILE: threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// TILE: threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // TILE: gpu.terminator
 // TILE-NEXT: }
 // TILE-NEXT: } else {
@@ -373,7 +383,7 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // CLUSTER: scf.if %{{[a-z0-9_]+}} {
 // CLUSTER: %[[PAIRS:[a-z0-9_]+]] = arith.cmpi uge, %{{[a-z0-9_]+}}, %c1024 : index
 // CLUSTER: %[[CX:[a-z0-9_]+]] = arith.select %[[PAIRS]], %c2{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
-// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // CLUSTER: nvvm.cluster.arrive
 // CLUSTER: nvvm.mapa
 // CLUSTER: nvvm.cluster.arrive
@@ -438,9 +448,14 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // TMA-NEXT: %[[OK:[a-z0-9_]+]] = arith.andi %{{[a-z0-9_]+}}, %[[HAS]] : i1
 // AUTO-NEXT: scf.if %[[OK]] {
 // AUTO: arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
-// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
-// AUTO-COUNT-12: nvvm.mbarrier.init
+// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
+// AUTO-COUNT-14: nvvm.mbarrier.init
 // AUTO: nvvm.setmaxregister decrease 40
+// The producer, per item (staged epilogue, item handoff): its row's
+// destination scatter[row] and routing weight scale[scatter[row]] first
+// (loads that complete under the copies), then the gathered rows.
+// AUTO: memref.load %[[SCATTER]]
+// AUTO: memref.load %[[SCALE]]
 // AUTO-COUNT-8: memref.load %[[GATHER]]
 // AUTO-NOT: memref.load %[[GATHER]]
 // AUTO: nvvm.mbarrier.try_wait.parity
@@ -450,15 +465,25 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO: nvvm.cp.async.mbarrier.arrive
+// At the handoff step: once the previous item's epilogue is done
+// (tableEmpty), thread 0 the record (expert, column tile), every thread
+// its row's destination and weight into the row table, then tableFull.
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-COUNT-2: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// AUTO: llvm.store %{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// AUTO: llvm.store %{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+// AUTO: nvvm.mbarrier.arrive
 // AUTO: nvvm.setmaxregister increase 232
-// Before the MMAs (staged epilogue): each of the warpgroup's 64 rows'
-// destination scatter[row] into its row table in shared memory, the
-// routing weights of the thread's two fragment rows (scale[scatter[row]]).
-// AUTO: memref.load %[[SCATTER]]
-// AUTO: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
-// AUTO: memref.load %[[SCALE]]
+// The consumers load nothing of an item before its MMAs: after them they
+// wait for tableFull and read the record and the two fragment rows'
+// weights from shared memory.
+// AUTO-NOT: memref.load %[[SCATTER]]
+// AUTO-NOT: memref.load %[[SCALE]]
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
 // AUTO: nvvm.wgmma.wait.group.sync.aligned 0
+// AUTO: nvvm.mbarrier.try_wait.parity
+// AUTO-COUNT-2: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+// AUTO-COUNT-2: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
 // By default (wgmma-epilogue=auto) and with wgmma-epilogue=staged the GLU
 // tile goes through shared memory:
 // the routing weights of the thread's two rows first (scale[scatter[row]]),
@@ -623,7 +648,7 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // CHECK: gpu.terminator
 // SIMT-NOT: scf.if
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.setmaxregister decrease 40
 // TMA-COUNT-8: nvvm.cp.async.shared.global
 // CPASYNC-COUNT-16: nvvm.cp.async.shared.global

@@ -80,7 +80,7 @@
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x96xbf16>
 // MEMS: gpu.launch
 // MEMS: scf.if
-// MEMS: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// MEMS: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // MEMS: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
 // MEMS: gpu.terminator
 // MEMS-NEXT: }
@@ -93,7 +93,7 @@
 // second GEMM (K = 48): the same pair
 // MEMS: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
 // MEMS: scf.if
-// MEMS: dynamic_shared_memory_size %c231424_i32 {
+// MEMS: dynamic_shared_memory_size %c231936_i32 {
 // MEMS: nvvm.wgmma.mma_async
 // MEMS: gpu.terminator
 // MEMS-NEXT: }
@@ -148,7 +148,7 @@
 // MEMF: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x48xbf16>
 // MEMF: gpu.launch
 // MEMF: scf.if
-// MEMF: dynamic_shared_memory_size %c231424_i32 {
+// MEMF: dynamic_shared_memory_size %c231936_i32 {
 // MEMF: nvvm.wgmma.mma_async
 // MEMF: math.exp
 // MEMF: gpu.terminator
@@ -163,7 +163,7 @@
 // MEMF: memref.alloc(%{{[a-z0-9_]+}}) : memref<?x64xbf16>
 // MEMF: gpu.launch
 // MEMF: scf.if
-// MEMF: dynamic_shared_memory_size %c231424_i32 {
+// MEMF: dynamic_shared_memory_size %c231936_i32 {
 // MEMF: nvvm.wgmma.mma_async
 // MEMF: gpu.terminator
 // MEMF-NEXT: }

@@ -2,8 +2,8 @@
 // 256 rhs columns per block when the GEMM has at least 512 rhs columns
 // (2 * N with a GLU epilogue), else 128; wgmma-tile-n overrides it. The
 // stage count follows the tile: a 128 x 256 stage is 48 KiB, 4 fit
-// (1 KiB barriers + 4 x 48 KiB + 2 x 16 KiB epilogue staging + 1 KiB slack
-// = 231424 bytes); an explicit
+// (1 KiB barriers + 4 x 48 KiB + 2 x 16 KiB epilogue staging + 512 B of
+// row-table weights + 1 KiB slack = 231936 bytes); an explicit
 // wgmma-stages that does not fit the chosen tile is an error on the op
 // (validateGemmOptions, which does not know the op, accepts it).
 // Where 256 does not divide the rhs columns, K-major weights take the
@@ -22,18 +22,19 @@
 
 // 512 rhs columns, rhs [E, N, K].
 // AUTO-LABEL: func.func @wide_kmajor(
-// AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // AUTO-COUNT-8: nvvm.mbarrier.init
+// AUTO-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}}B[<bf16>, <one>, <col>] :
 // AUTO: } else {
 
 // TN128-LABEL: func.func @wide_kmajor(
-// TN128: dynamic_shared_memory_size %c231424_i32 {
+// TN128: dynamic_shared_memory_size %c231936_i32 {
 // TN128: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // ST4-LABEL: func.func @wide_kmajor(
-// ST4: dynamic_shared_memory_size %c231424_i32 {
+// ST4: dynamic_shared_memory_size %c231936_i32 {
 // ST4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 func.func @wide_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x512x64xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
   // expected-error @+2 {{'moe.expert_gemm' op wgmma-stages 5 does not fit the 128 x 256 tile in shared memory (at most 4 stages)}}
@@ -46,7 +47,7 @@ func.func @wide_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x512x64xbf16>, %off: t
 
 // 512 rhs columns, rhs [E, K, N].
 // AUTO-LABEL: func.func @wide_mnmajor(
-// AUTO: dynamic_shared_memory_size %c231424_i32 {
+// AUTO: dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}}B[<f16>, <one>, <row>] :
 func.func @wide_mnmajor(%x: tensor<?x64xf16>, %w: tensor<8x64x512xf16>, %off: tensor<9xi32>) -> tensor<?x512xf16> {
   // expected-error @+2 {{'moe.expert_gemm' op wgmma-stages 5 does not fit the 128 x 256 tile in shared memory (at most 4 stages)}}
@@ -58,9 +59,9 @@ func.func @wide_mnmajor(%x: tensor<?x64xf16>, %w: tensor<8x64x512xf16>, %off: te
 // -----
 
 // A GLU epilogue counts the rhs columns (2 x 256), not the output columns;
-// it is staged too (the same 231424 bytes).
+// it is staged too (the same 231936 bytes).
 // AUTO-LABEL: func.func @wide_glu(
-// AUTO: dynamic_shared_memory_size %c231424_i32 {
+// AUTO: dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 func.func @wide_glu(%x: tensor<?x64xbf16>, %w: tensor<8x512x64xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   // expected-error @+2 {{'moe.expert_gemm' op wgmma-stages 5 does not fit the 128 x 256 tile in shared memory (at most 4 stages)}}
@@ -73,14 +74,16 @@ func.func @wide_glu(%x: tensor<?x64xbf16>, %w: tensor<8x512x64xbf16>, %off: tens
 
 // 504 rhs columns: the 128-column tile, 6 stages by default, 5 on request.
 // AUTO-LABEL: func.func @narrow(
-// AUTO: dynamic_shared_memory_size %c231424_i32 {
+// AUTO: dynamic_shared_memory_size %c231936_i32 {
 // AUTO-COUNT-12: nvvm.mbarrier.init
+// AUTO-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // ST5-LABEL: func.func @narrow(
-// ST5: dynamic_shared_memory_size %c198656_i32 {
+// ST5: dynamic_shared_memory_size %c199168_i32 {
 // ST5-COUNT-10: nvvm.mbarrier.init
+// ST5-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // ST5-NOT: nvvm.mbarrier.init
 // ST5: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 func.func @narrow(%x: tensor<?x64xbf16>, %w: tensor<8x504x64xbf16>, %off: tensor<9xi32>) -> tensor<?x504xbf16> {
@@ -91,9 +94,9 @@ func.func @narrow(%x: tensor<?x64xbf16>, %w: tensor<8x504x64xbf16>, %off: tensor
 // -----
 
 // 720 rhs columns, rhs [E, N, K]: three 240-column tiles (stage 46 KiB,
-// 4 stages: 1 KiB + 4 x 46 KiB + 32 KiB + 1 KiB = 223232 bytes).
+// 4 stages: 1 KiB + 4 x 46 KiB + 32 KiB + 512 B + 1 KiB = 223744 bytes).
 // AUTO-LABEL: func.func @uneven_kmajor(
-// AUTO: dynamic_shared_memory_size %c223232_i32 {
+// AUTO: dynamic_shared_memory_size %c223744_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 240, k = 16>,
 
 // TN128-LABEL: func.func @uneven_kmajor(

@@ -33,21 +33,22 @@
 // (tile-m + tile-n) rows of 128 bytes; the cost model takes as many stages
 // as fit in 227 KiB (at most 8); dynamic shared memory is 1 KiB of
 // barriers + stages + the epilogue staging (16 KiB per consumer
-// warpgroup) + 1 KiB of alignment slack; two mbarriers per stage
+// warpgroup) + 512 B (the item handoff's row-table weights) + 1 KiB of
+// alignment slack; two mbarriers per stage
 // (full: 128 producer arrivals + 1 for the TMA transaction; empty: 128 per
 // consumer warpgroup); per stage each producer thread issues tile-m / 16
 // 16-byte cp.async of lhs rows, and thread 0 the TMA copy of the rhs tile,
 // tile-n rows of 128 bytes (expect_tx); with wgmma-tma=false the rhs rows
 // are cp.async copies too (tile-n / 16 more per thread, full barrier 128).
 //                       threads stages  shared  lhs copies  rhs bytes  wgmma n
-//   default 128 x 128:  384     6       231424  8           16384      128
-//   wgmma-tile-n=256:   384     4       231424  8           32768      256
-//   wgmma-tile-n=64:    384     8       231424  8           8192       64
-//   wgmma-tile-m=64:    256     8       215040  4           16384      128
-//   wgmma-stages=3:     384     3       133120  8           16384      128
-//   wgmma-tma=false:    384     6       231424  8 + 8 rhs   -          128
+//   default 128 x 128:  384     6       231936  8           16384      128
+//   wgmma-tile-n=256:   384     4       231936  8           32768      256
+//   wgmma-tile-n=64:    384     8       231936  8           8192       64
+//   wgmma-tile-m=64:    256     8       215552  4           16384      128
+//   wgmma-stages=3:     384     3       133632  8           16384      128
+//   wgmma-tma=false:    384     6       231936  8 + 8 rhs   -          128
 //   wgmma-tma=false wgmma-tile-n=256:
-//                       384     4       231424  8 + 16 rhs  -          256
+//                       384     4       231936  8 + 16 rhs  -          256
 //
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TN256
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TN64
@@ -118,8 +119,9 @@
 // AUTO: gpu.launch
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // AUTO-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
+// AUTO-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
 // AUTO: nvvm.setmaxregister decrease 40
 // AUTO-COUNT-8: nvvm.cp.async.shared.global
@@ -162,7 +164,7 @@
 // CLUSTER: %[[G2:[a-z0-9_]+]] = arith.muli %{{[a-z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
 // CLUSTER-NEXT: %[[GRID:[a-z0-9_]+]] = arith.select %[[PAIRS]], %[[G2]], %[[G1]] : index
 // CLUSTER: %[[CX:[a-z0-9_]+]] = arith.select %[[PAIRS]], %c2{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
-// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GRID]], {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// CLUSTER: gpu.launch clusters({{.*}}) in (%{{[a-z0-9_]+}} = %[[CX]], %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}, %{{[a-z0-9_]+}} = %c1{{(_[0-9]+)?}}) blocks({{.*}}) in (%{{[a-z0-9_]+}} = %[[GRID]], {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // CLUSTER-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|4}}_i32
 // CLUSTER: nvvm.fence.mbarrier.init
 // CLUSTER: nvvm.cluster.arrive
@@ -194,8 +196,9 @@
 // (the AUTO lines above); wgmma-epilogue=direct stores the elements from the fragments, without
 // staging (7 stages), barrier or vector stores.
 // DIRECT-LABEL: func.func @bf16_kmajor(
-// DIRECT: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// DIRECT: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // DIRECT-COUNT-14: nvvm.mbarrier.init
+// DIRECT-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // DIRECT-NOT: nvvm.mbarrier.init
 // DIRECT: nvvm.wgmma.wait.group.sync.aligned 0
 // DIRECT-NOT: nvvm.barrier id
@@ -210,13 +213,14 @@
 // SIMT: return
 
 // FORCE-LABEL: func.func @bf16_kmajor(
-// FORCE: dynamic_shared_memory_size %c231424_i32
+// FORCE: dynamic_shared_memory_size %c231936_i32
 // FORCE: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
 // FORCE: } else {
 
 // TN256-LABEL: func.func @bf16_kmajor(
-// TN256: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// TN256: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // TN256-COUNT-8: nvvm.mbarrier.init
+// TN256-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // TN256-NOT: nvvm.mbarrier.init
 // TN256: nvvm.setmaxregister decrease 40
 // TN256-COUNT-8: nvvm.cp.async.shared.global
@@ -226,8 +230,9 @@
 // TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
 
 // TN64-LABEL: func.func @bf16_kmajor(
-// TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // TN64-COUNT-16: nvvm.mbarrier.init
+// TN64-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // TN64-NOT: nvvm.mbarrier.init
 // TN64-COUNT-8: nvvm.cp.async.shared.global
 // TN64-NOT: nvvm.cp.async.shared.global
@@ -240,8 +245,9 @@
 // TM64: gpu.terminator
 // TM64: scf.if %{{[a-z0-9_]+}} {
 // TM64: arith.ceildivui %{{[a-z0-9_]+}}, %c64{{(_[0-9]+)?}} : index
-// TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c215040_i32 {
+// TM64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c215552_i32 {
 // TM64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|129}}_i32{{(_[0-9]+)?}} :
+// TM64-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // TM64-NOT: nvvm.mbarrier.init
 // TM64-NOT: nvvm.setmaxregister
 // TM64-COUNT-4: nvvm.cp.async.shared.global
@@ -253,13 +259,14 @@
 // TM64: } else {
 
 // ST3-LABEL: func.func @bf16_kmajor(
-// ST3: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c133120_i32 {
+// ST3: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c133632_i32 {
 // ST3-COUNT-6: nvvm.mbarrier.init
+// ST3-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // ST3-NOT: nvvm.mbarrier.init
 // ST3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // CPA-LABEL: func.func @bf16_kmajor(
-// CPA: dynamic_shared_memory_size %c231424_i32 {
+// CPA: dynamic_shared_memory_size %c231936_i32 {
 // CPA-COUNT-6: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32
 // CPA: nvvm.setmaxregister decrease 40
 // CPA-COUNT-16: nvvm.cp.async.shared.global
@@ -268,7 +275,7 @@
 // CPA: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // CPA256-LABEL: func.func @bf16_kmajor(
-// CPA256: dynamic_shared_memory_size %c231424_i32 {
+// CPA256: dynamic_shared_memory_size %c231936_i32 {
 // CPA256: nvvm.setmaxregister decrease 40
 // CPA256-COUNT-24: nvvm.cp.async.shared.global
 // CPA256-NOT: nvvm.cp.async.shared.global
@@ -276,9 +283,9 @@
 // CPA256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 
 // FIT7-LABEL: func.func @bf16_kmajor(
-// FIT6: dynamic_shared_memory_size %c231424_i32 {
+// FIT6: dynamic_shared_memory_size %c231936_i32 {
 // FIT4-LABEL: func.func @bf16_kmajor(
-// FIT4: dynamic_shared_memory_size %c231424_i32 {
+// FIT4: dynamic_shared_memory_size %c231936_i32 {
 func.func @bf16_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x256x64xbf16>, %off: tensor<9xi32>) -> tensor<?x256xbf16> {
   // CHIP: gemm-config.mlir:[[@LINE+1]]:8: error: 'moe.expert_gemm' op cannot use gemm=wgmma: the wgmma engine needs chip sm_90a (got 'sm_80')
   %y = moe.expert_gemm %x, %w offsets(%off : tensor<9xi32>) {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x256x64xbf16> -> tensor<?x256xbf16>
@@ -292,7 +299,7 @@ func.func @bf16_kmajor(%x: tensor<?x64xbf16>, %w: tensor<8x256x64xbf16>, %off: t
 // AUTO: gpu.launch
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>] :
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
@@ -320,7 +327,7 @@ func.func @bf16_mnmajor(%x: tensor<?x64xbf16>, %w: tensor<8x64x256xbf16>, %off: 
 // AUTO-LABEL: func.func @f16_kmajor(
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>] :
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
@@ -347,7 +354,7 @@ func.func @f16_kmajor(%x: tensor<?x32xf16>, %w: tensor<4x48x32xf16>, %off: tenso
 // AUTO-LABEL: func.func @f16_mnmajor(
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
 // AUTO: gpu.terminator
 // AUTO-NEXT: }
@@ -376,7 +383,7 @@ func.func @f16_mnmajor(%x: tensor<?x32xf16>, %w: tensor<4x32x48xf16>, %off: tens
 // AUTO-LABEL: func.func @bf16_f32_result(
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
 // AUTO: } else {
 // AUTO: return
@@ -391,7 +398,7 @@ func.func @bf16_f32_result(%x: tensor<?x64xbf16>, %w: tensor<8x32x64xbf16>, %off
 // AUTO-LABEL: func.func @bf16_kmajor_n36(
 // AUTO: gpu.terminator
 // AUTO: scf.if %{{[a-z0-9_]+}} {
-// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231424_i32 {
+// AUTO: gpu.launch {{.*}} dynamic_shared_memory_size %c231936_i32 {
 // AUTO: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
 // AUTO: } else {
 // AUTO: return

@@ -144,7 +144,7 @@
 // DEF: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c128_i32{{(_[0-9]+)?}}
 // DEF: gpu.terminator
 // DEF: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
-// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c231424_i32 {
+// DEF: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>]
 // DEF: gpu.terminator
 // DEF: gpu.launch {{.*}} workgroup(

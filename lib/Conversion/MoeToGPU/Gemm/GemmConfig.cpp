@@ -32,10 +32,15 @@ using namespace mlir::moe::gpu_lowering;
 
 /// Shared memory a block may use on sm_90 (227 KiB).
 constexpr int64_t kMaxSharedBytes = 227 * 1024;
-/// Barrier area + the slack that aligns the tiles to 1024 bytes, and the
-/// epilogue staging (64 rows x 256 bytes per consumer warpgroup; see
-/// WgmmaEngine.cpp).
-constexpr int64_t kSharedOverheadBytes = 2048;
+/// The header before the stages (1024 bytes: barriers, the item handoff's
+/// record and row targets), in the main kernel the routing weights of its
+/// row table (512 bytes), and the 1024 bytes of slack that align the tiles
+/// to 1024, and 128 bytes for the kernel's static shared memory (ptxas
+/// reports one byte, and a launch whose static and dynamic bytes exceed
+/// the 227 KiB fails); the epilogue staging (64 rows x 256 bytes per
+/// consumer warpgroup) comes on top (see WgmmaEngine.cpp).
+constexpr int64_t kSharedOverheadBytes = 2688;
+constexpr int64_t kSwapSharedOverheadBytes = 2048;
 static int64_t wgmmaEpilogueBytes(int64_t tileM) {
   return tileM / 64 * kWgmmaStagingBytes;
 }
@@ -288,7 +293,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
-  int64_t fit = (budget - kSharedOverheadBytes -
+  int64_t fit = (budget - kSwapSharedOverheadBytes -
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
                 wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   // An explicit wgmma-stages (checked against the main kernel's tile) is

@@ -30,6 +30,14 @@
 //   running step counter carries the stage / phase across items, so the
 //   producer fills the next item's stages while the consumers run the
 //   epilogue.
+// - Item handoff (main kernel, bench/NOTES.md v51): only the producer
+//   walks the experts. Per item it loads its row's destination and routing
+//   weight when it starts the item and, at the item's handoff step (the
+//   last it issues before the item's first step is consumed), once the
+//   consumers are done with the previous item (tableEmpty), writes the
+//   item's record and the row table into shared memory (tableFull). The
+//   consumers need only the step counter for the MMAs and read the rest
+//   after them, so no global load stands between two items' MMAs.
 // - Epilogue on the accumulator fragments (row = 16 * warp + lane / 4
 //   (+8), column = 8 * j + 2 * (lane % 4) (+1)): GLU pairs are in one
 //   thread (interleaved: adjacent columns; concat: the tile holds the gate
@@ -37,8 +45,9 @@
 //   (fragmentGroup describes the layout for both output paths). Direct:
 //   element stores from the fragments. Staged (the cost model's choice):
 //   the values go to the warpgroup's staging in shared memory, then each
-//   row leaves as 16-byte stores; the rows' destinations (a row table in
-//   shared memory) and routing weights are fetched before the MMAs.
+//   row leaves as 16-byte stores; the rows' destinations and routing
+//   weights come from the row table (the item handoff; with idle skip the
+//   consumers fetch them before the MMAs).
 // - The L2 reuse of a weight tile across an expert's row tiles rests on
 //   the blocks that share it running in step (bench/NOTES.md v9).
 // - 2-CTA clusters (config.cluster = 2, the cost model's default with TMA
@@ -123,7 +132,7 @@ public:
                  ? 0
                  : std::min(config.consumerSkew, config.stages - 1)),
         idleSkip(config.idleSkip && !config.swapAB && skew == 0 && kSteps > 1),
-        resync(consumers == 2) {}
+        resync(consumers == 2), handoff(!config.swapAB && !idleSkip) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -140,15 +149,24 @@ private:
   Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
     return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(kTileK));
   }
-  /// Barriers (16 * stages <= 128 bytes) and, from byte 512, the staged
-  /// epilogue's row tables (256 bytes per consumer warpgroup) in the first
-  /// 1024 bytes, then the stages, then each consumer warpgroup's epilogue
-  /// staging.
+  /// The header before the stages (1024 bytes): barriers (16 * stages <=
+  /// 128 bytes), from byte 128 the item handoff's barriers and record, from
+  /// byte 512 the row table's destinations (i32, 256 bytes per consumer
+  /// warpgroup). Then the stages, then each consumer warpgroup's epilogue
+  /// staging, then (main kernel) the row table's routing weights (f32, 512
+  /// bytes: past the staging, as the tiles need their 1024-byte alignment
+  /// and a 227 KiB block has no 1024 bytes to spare for a larger header).
+  /// GemmConfig.cpp's overheads count all but the tiles and the staging,
+  /// and the 1024 bytes of alignment slack.
+  int64_t headerBytes() const { return 1024; }
+  int64_t stagingBytes() const {
+    return staged ? consumers * kWgmmaStagingBytes : 0;
+  }
   int64_t sharedBytes() const {
     if (swap)
-      return 1024 + stages * stageBytes() + wgmmaSwapStagingBytes(tileM, tileN);
-    return 1024 + stages * stageBytes() +
-           (staged ? consumers * kWgmmaStagingBytes : 0);
+      return headerBytes() + stages * stageBytes() +
+             wgmmaSwapStagingBytes(tileM, tileN);
+    return headerBytes() + stages * stageBytes() + stagingBytes() + 512;
   }
   /// Global address of output element (row, col): 64-bit arithmetic (the
   /// i32 form overflows past 2^31 elements, docs/FieldBugs.md).
@@ -159,7 +177,7 @@ private:
         b, outAddr, nvvm::toI64(b, b.mul(offset, b.idx(elemBytes))));
   }
   Value epilogueAddress(LoweringBuilder &b, Value cw) {
-    return add64(b, add64(b, base, 1024 + stages * stageBytes()),
+    return add64(b, add64(b, base, headerBytes() + stages * stageBytes()),
                  mul64(b, nvvm::toI64(b, cw), kWgmmaStagingBytes));
   }
 
@@ -179,7 +197,7 @@ private:
     return add64(b, add64(b, base, 8 * stages), mul64(b, nvvm::toI64(b, s), 8));
   }
   Value stageAddress(LoweringBuilder &b, Value s) {
-    return add64(b, add64(b, base, 1024),
+    return add64(b, add64(b, base, headerBytes()),
                  mul64(b, nvvm::toI64(b, s), stageBytes()));
   }
   /// (stage, round parity) of pipeline step `step`.
@@ -192,21 +210,38 @@ private:
     return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
   }
 
-  void
-  forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-              function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+  /// Runs `body` on each of the block's work items. Without `walk` only
+  /// the items' pipeline steps are known (WorkItem::step): the consumers
+  /// of the item handoff, which get the rest from the producer.
+  void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
+                   function_ref<void(LoweringBuilder &, const WorkItem &)> body,
+                   bool walk = true);
   /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
   /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
   /// odd last row tile; uncoupled, tiles x colTiles.
   Value clusterUnits(LoweringBuilder &b, Value tiles) const;
   void forEachClusterItem(
       LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-      function_ref<void(LoweringBuilder &, const WorkItem &)> body);
+      function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk);
   /// Consumers free stage `s`: every thread arrives on the CTA's empty
   /// barrier; in cluster kernels one thread per warpgroup arrives on it
   /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  /// Item handoff, producer side, at K step handoffStep() of the item: once
+  /// the consumers have finished the previous item's epilogue, its record
+  /// and (staged) its row table, `entry` = this producer thread's row's
+  /// (destination, routing weight), then an arrival on tableFull.
+  void publishItem(LoweringBuilder &b, Value tid, const WorkItem &item,
+                   ArrayRef<Value> entry);
+  /// K step of an item at which the producer publishes it: the last one
+  /// it issues before it would wait for the item's first step to be
+  /// consumed, which follows the previous item's epilogue anyway.
+  int64_t handoffStep() const { return std::min(stages, kSteps) - 1; }
+  /// Item handoff, consumer side, after the MMAs: waits for the item's
+  /// record and returns it (step as given; staged, the first row and the
+  /// rows are null: the row table has them).
+  WorkItem receiveItem(LoweringBuilder &b, Value step);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
@@ -265,6 +300,8 @@ private:
   /// thread's fragment-row routing weights.
   RowFactors prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
                                 const WorkItem &item);
+  /// Item handoff: the same from the row table the producer wrote.
+  RowFactors tableFactors(LoweringBuilder &b, Value ct, Value cw);
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
@@ -298,6 +335,26 @@ private:
   /// area's upper half).
   Value rowTableAddress(LoweringBuilder &b, Value cw) {
     return add64(b, add64(b, base, 512), mul64(b, nvvm::toI64(b, cw), 256));
+  }
+  /// Item handoff (main kernel): the producer publishes each item's record
+  /// (i32: expert, column tile, and without the staged epilogue the first
+  /// row and the rows) and row table (the
+  /// destinations at rowTableAddress, the routing weights at
+  /// factorTableAddress, one row per producer thread), so that the
+  /// consumers neither walk the experts nor load row targets before an
+  /// item's MMAs (bench/NOTES.md v51). tableFull completes once per item
+  /// (the producer's 128 arrivals), tableEmpty once the consumers are done
+  /// with it (every consumer thread, after the epilogue).
+  Value tableFull(LoweringBuilder &b) { return add64(b, base, 128); }
+  Value tableEmpty(LoweringBuilder &b) { return add64(b, base, 136); }
+  Value recordAddress(LoweringBuilder &b, int64_t field) {
+    return add64(b, base, 160 + 4 * field);
+  }
+  Value factorTableAddress(LoweringBuilder &b, Value row) {
+    return add64(
+        b,
+        add64(b, base, headerBytes() + stages * stageBytes() + stagingBytes()),
+        nvvm::toI64(b, b.mul(row, b.idx(4))));
   }
 
   const GemmOperands &g;
@@ -345,6 +402,9 @@ private:
   /// the first K step (consumeTile).
   const bool idleSkip;
   const bool resync;
+  /// The item handoff (see tableFull): the main kernel without idle skip
+  /// (whose consumers need each item's rows before its MMAs).
+  const bool handoff;
   static constexpr int64_t kSkewBarrier = 3;
   /// Idle skip: the consumer warpgroups' barrier after each tile's MMAs.
   static constexpr int64_t kResyncBarrier = 4;
@@ -365,9 +425,9 @@ private:
 
 void WgmmaKernel::forEachItem(
     LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-    function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
+    function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk) {
   if (cluster > 1)
-    return forEachClusterItem(b, tid, blockX, gridX, body);
+    return forEachClusterItem(b, tid, blockX, gridX, body, walk);
   Value zero = b.idx(0);
   // The block's first item by the whole warp (RaggedTiles::locate): row
   // tile blockX / C. Expert e owns items [before * C, (before + tiles) *
@@ -380,6 +440,11 @@ void WgmmaKernel::forEachItem(
   b.forLoop(blockX, totalItems, gridX, {start.expert, start.before, zero},
             [&](LoweringBuilder &b, Value item,
                 ValueRange state) -> SmallVector<Value> {
+              Value next = b.add(state[2], b.idx(kSteps));
+              if (!walk) {
+                body(b, WorkItem{{}, {}, {}, {}, state[2]});
+                return {state[0], state[1], next};
+              }
               // Within an expert the row tile runs fastest, so the blocks
               // of one wave share each rhs tile (read from DRAM once) and
               // the expert's lhs rows stay in L2 across column tiles. The
@@ -409,7 +474,7 @@ void WgmmaKernel::forEachItem(
               Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
               Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
               body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});
-              return {expert, before, b.add(state[2], b.idx(kSteps))};
+              return {expert, before, next};
             });
 }
 
@@ -424,7 +489,7 @@ Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
 
 void WgmmaKernel::forEachClusterItem(
     LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-    function_ref<void(LoweringBuilder &, const WorkItem &)> body) {
+    function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk) {
   // Coupled: clusters are consecutive block pairs and both CTAs walk the
   // same units; uncoupled (no clusters; every shift below is 0, the rank
   // 0): every block walks the items on its own, as forEachItem.
@@ -439,6 +504,11 @@ void WgmmaKernel::forEachClusterItem(
   b.forLoop(start, first.total, stride, {first.expert, first.before, zero},
             [&](LoweringBuilder &b, Value unit,
                 ValueRange state) -> SmallVector<Value> {
+              Value next = b.add(state[2], b.idx(kSteps));
+              if (!walk) {
+                body(b, WorkItem{{}, {}, {}, {}, state[2]});
+                return {state[0], state[1], next};
+              }
               // Expert e's units: first its row-tile pairs (uncoupled: its row
               // tiles), the pair index fastest (the pairs of a wave share each
               // weight tile in L2), then the column pairs of an odd last row
@@ -475,7 +545,7 @@ void WgmmaKernel::forEachClusterItem(
               colTile = b.minIdx(colTile, b.idx(colTiles - 1));
               body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
                                b.andi(coupledFlag, inPairs)});
-              return {expert, before, b.add(state[2], b.idx(kSteps))};
+              return {expert, before, next};
             });
 }
 
@@ -499,6 +569,32 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
 
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                            const WorkItem &item) {
+  // Item handoff: row tid's destination and routing weight, loaded now and
+  // stored at the handoff step (the loads complete under the copies).
+  SmallVector<Value, 2> entry;
+  if (handoff && staged) {
+    Value inTile = b.cmpi(CmpI::ult, tid, item.tileRows);
+    Type f32 = b.getF32Type();
+    SmallVector<Type, 2> types = {b.getI32Type()};
+    if (g.scale)
+      types.push_back(f32);
+    entry = b.ifElse(
+        inTile, types,
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          RowTarget t = rowTarget(b, g, b.add(item.rowStart, tid));
+          SmallVector<Value> v = {
+              b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
+          if (g.scale)
+            v.push_back(t.factor);
+          return v;
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          SmallVector<Value> v = {b.i32(-1)};
+          if (g.scale)
+            v.push_back(b.f32(0.0f));
+          return v;
+        });
+  }
   // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
   Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
@@ -651,7 +747,47 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       }
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+    if (handoff)
+      when(b, b.cmpi(CmpI::eq, kt, b.idx(handoffStep())),
+           [&](LoweringBuilder &b) { publishItem(b, tid, item, entry); });
   });
+}
+
+void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
+                              const WorkItem &item, ArrayRef<Value> entry) {
+  // The previous item's epilogue has read its record and table.
+  Value index = arith::DivUIOp::create(b, item.step, b.idx(kSteps));
+  when(b, b.cmpi(CmpI::ne, index, b.idx(0)), [&](LoweringBuilder &b) {
+    nvvm::mbarrierWait(b, tableEmpty(b), parity(b, b.sub(index, b.idx(1))));
+  });
+  // The record: the staged epilogue needs the expert and the column tile
+  // only (its rows are in the table), which the copies keep live anyway
+  // (the producer has 40 registers).
+  when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
+    Value fields[] = {item.expert, item.colTile, item.rowStart, item.tileRows};
+    for (int64_t i = 0; i < (staged ? 2 : 4); ++i)
+      nvvm::storeShared(b, recordAddress(b, i), {b.toI32(fields[i])});
+  });
+  if (!entry.empty()) {
+    nvvm::storeShared(b,
+                      add64(b, rowTableAddress(b, b.idx(0)),
+                            nvvm::toI64(b, b.mul(tid, b.idx(4)))),
+                      {entry[0]});
+    if (entry.size() > 1)
+      nvvm::storeShared(b, factorTableAddress(b, tid), {entry[1]});
+  }
+  // Release: the consumers' wait orders these stores before their reads.
+  nvvm::mbarrierArrive(b, tableFull(b));
+}
+
+WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
+  Value index = arith::DivUIOp::create(b, step, b.idx(kSteps));
+  nvvm::mbarrierWait(b, tableFull(b), parity(b, index));
+  Value fields[4];
+  for (int64_t i = 0; i < (staged ? 2 : 4); ++i)
+    fields[i] =
+        b.toIndex(nvvm::loadShared(b, b.getI32Type(), recordAddress(b, i)));
+  return WorkItem{fields[0], fields[2], fields[3], fields[1], step};
 }
 
 /// The rhs tile of K step `kt` by TMA, in the layouts the cp.async loaders
@@ -746,9 +882,12 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // Staged: the rows' destinations and routing weights are fetched now, so
   // that their loads complete under the MMAs (in the store loop they were
   // one dependent global load per row: bench/NOTES.md v15).
+  // (With the item handoff the producer has fetched them: the table is
+  // read after the MMAs.)
   RowFactors factors;
-  if (staged && !swap)
+  if (staged && !swap && !handoff)
     factors = prefetchRowTargets(b, ct, cw, item);
+
   SwapTargets swapTargets;
   if (swap)
     swapTargets = prefetchSwapTargets(b, tid, item);
@@ -843,12 +982,47 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // slower: bench/NOTES.md v45).
   if (idleSkip && resync)
     nvvm::namedBarrier(b, b.i32(kResyncBarrier), 256);
-  if (swap)
+  if (swap) {
     epilogueSwapped(b, tid, cw, item, acc, swapTargets);
-  else if (staged)
-    epilogueStaged(b, ct, cw, item, acc, factors);
-  else
-    epilogueDirect(b, ct, cw, item, acc);
+    return;
+  }
+  if (!handoff) {
+    if (staged)
+      epilogueStaged(b, ct, cw, item, acc, factors);
+    else
+      epilogueDirect(b, ct, cw, item, acc);
+    return;
+  }
+  WorkItem received = receiveItem(b, item.step);
+  if (staged) {
+    factors = tableFactors(b, ct, cw);
+    epilogueStaged(b, ct, cw, received, acc, factors);
+  } else {
+    epilogueDirect(b, ct, cw, received, acc);
+  }
+  // This thread is done with the item's record and row table.
+  nvvm::mbarrierArrive(b, tableEmpty(b));
+}
+
+WgmmaKernel::RowFactors WgmmaKernel::tableFactors(LoweringBuilder &b, Value ct,
+                                                  Value cw) {
+  Value wgRow0 = b.mul(cw, b.idx(64));
+  RowFactors factors;
+  if (bulk)
+    factors.bulkDest = nvvm::loadShared(
+        b, b.getI32Type(),
+        add64(b, rowTableAddress(b, cw),
+              nvvm::toI64(b, b.mul(arith::ShRUIOp::create(b, ct, b.idx(1)),
+                                   b.idx(4)))));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
+  for (int64_t h = 0; g.scale && h < 2; ++h)
+    factors.h[h] = nvvm::loadShared(
+        b, b.getF32Type(),
+        factorTableAddress(b, b.add(wgRow0, b.add(row0, b.idx(8 * h)))));
+  return factors;
 }
 
 void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
@@ -1237,7 +1411,7 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value quad = arith::AndIOp::create(b, lane, b.idx(3));
-  Value staging = add64(b, base, 1024 + stages * stageBytes());
+  Value staging = add64(b, base, headerBytes() + stages * stageBytes());
   auto stagedAt = [&](LoweringBuilder &b, Value token, Value column) {
     return add64(b, staging,
                  nvvm::toI64(b, b.mul(b.add(b.mul(token, b.idx(pitch)), column),
@@ -1390,6 +1564,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
       nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)),
                          cluster > 1 ? 2 * consumers : 128 * consumers);
     }
+    if (handoff) {
+      nvvm::mbarrierInit(b, tableFull(b), 128);
+      nvvm::mbarrierInit(b, tableEmpty(b), 128 * consumers);
+    }
     nvvm::fenceMbarrierInit(b);
   });
   if (cluster > 1) {
@@ -1441,10 +1619,12 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
         if (fill != UncoveredFill::Unread)
           zeroUncoveredStrided(b, g, fill, blockX, gridX,
                                b.sub(tid, b.idx(128)), 128 * consumers);
-        forEachItem(b, tid, blockX, gridX,
-                    [&](LoweringBuilder &b, const WorkItem &item) {
-                      consumeTile(b, tid, cw, item);
-                    });
+        forEachItem(
+            b, tid, blockX, gridX,
+            [&](LoweringBuilder &b, const WorkItem &item) {
+              consumeTile(b, tid, cw, item);
+            },
+            /*walk=*/!handoff);
         // The last tile's row copies have read the staging (and written
         // the output) before the block's shared memory is released.
         if (bulk)

@@ -50,6 +50,13 @@ cell; --profile appends per-kernel times of one call of ours to the .md)
 and prints a compact table at the end. Every exception of a cell is caught
 and recorded; --budget stops starting cells (they are recorded as skipped).
 Exit status 0 when every check that ran passed, 1 otherwise.
+
+While it runs, nvidia-smi samples the SM clock and board power every 50 ms
+(SmiLog; BENCH_NO_SMI=1 leaves it out): each timed cell records the medians
+of the samples taken during its runs (<key>_sm_mhz, <key>_power_w in the
+JSON, a "Clock and power while timing" table in the .md), since the large
+cells run at the card's power limit (bench/NOTES.md v49).
+BENCH_DUMP_TIMES=1 also records every run's time (<key>_times).
 """
 
 import argparse
@@ -58,7 +65,9 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
+import threading
 import time
 import traceback
 import zlib
@@ -204,6 +213,61 @@ def eager_layer(layer, x, logits, w_up, w_down):
 # ----------------------------------------------------------------------------
 
 
+class SmiLog:
+    """SM clock (MHz) and board power (W) of the GPU, sampled by nvidia-smi
+    every 50 ms for the whole run, so that each timed cell records the power
+    state it ran in (the T=16384 cells hit the 700 W limit: bench/NOTES.md
+    v49). Empty when nvidia-smi is missing or BENCH_NO_SMI is set."""
+
+    def __init__(self):
+        self.samples = []  # (time.time(), MHz, W)
+        self.proc = None
+        if os.environ.get("BENCH_NO_SMI"):
+            return
+        gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    "nvidia-smi",
+                    "-i",
+                    gpu,
+                    "--query-gpu=clocks.sm,power.draw",
+                    "--format=csv,noheader,nounits",
+                    "-lms",
+                    "50",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        except OSError:
+            return
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                mhz, watts = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((time.time(), mhz, watts))
+
+    def window(self, t0, t1):
+        """{sm_mhz, power_w, samples}: medians of the samples in [t0, t1]."""
+        inside = [(m, w) for t, m, w in list(self.samples) if t0 <= t <= t1]
+        if not inside:
+            return {}
+        return dict(
+            sm_mhz=statistics.median(m for m, _ in inside),
+            power_w=round(statistics.median(w for _, w in inside), 1),
+            smi_samples=len(inside),
+        )
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.terminate()
+
+
 class Timer:
     def __init__(self, args):
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
@@ -212,6 +276,7 @@ class Timer:
         self.min_runs = args.min_runs
         self.max_runs = max(args.max_runs, args.min_runs)
         self.max_seconds = args.max_seconds_per_cell
+        self.smi = SmiLog()
 
     def measure(self, run):
         """{us: median, min_us, runs} of `run()` between events, L2 flushed first."""
@@ -227,6 +292,7 @@ class Timer:
             self.end.synchronize()
             times.append(self.start.elapsed_time(self.end) * 1e3)
         stats = dict(us=statistics.median(times), min_us=min(times), runs=len(times))
+        stats.update(self.smi.window(t0, time.time()))
         if os.environ.get("BENCH_DUMP_TIMES"):
             stats["times"] = [round(t, 1) for t in times]
         return stats
@@ -372,6 +438,9 @@ class Bench:
         cell[key + "_mode"] = mode
         if "times" in stats:
             cell[key + "_times"] = stats["times"]
+        for name in ("sm_mhz", "power_w", "smi_samples"):
+            if name in stats:
+                cell[key + "_" + name] = stats[name]
         if check is not None:
             err = max(errs)
             cell[key + "_err"] = err
@@ -611,6 +680,35 @@ class Bench:
             lines += ["", "## Errors", ""] + ["- " + n for n in notes]
             if self.fatal:
                 lines.append("- FATAL: " + self.fatal)
+        power = [c for c in self.cells if "ours_sm_mhz" in c or "grouped_mm_sm_mhz" in c]
+        if power:
+            lines += [
+                "",
+                "## Clock and power while timing",
+                "",
+                "Median SM clock (MHz) and board power (W) of the nvidia-smi samples "
+                "(every 50 ms) taken while each cell's runs were timed.",
+                "",
+                "| layer | T | ours MHz | ours W | gmm MHz | gmm W |",
+                "|---|---|---|---|---|---|",
+            ]
+            for c in power:
+                lines.append(
+                    "| %s | %d | %s | %s | %s | %s |"
+                    % (
+                        c["layer"],
+                        c["T"],
+                        *(
+                            "-" if c.get(k) is None else "%g" % c[k]
+                            for k in (
+                                "ours_sm_mhz",
+                                "ours_power_w",
+                                "grouped_mm_sm_mhz",
+                                "grouped_mm_power_w",
+                            )
+                        ),
+                    )
+                )
         for p in self.profiles:
             total = sum(t for _, t in p["kernels"])
             lines += [
@@ -845,6 +943,7 @@ def main(argv=None):
     )
     for layer in layers:
         bench.run_layer(layer, Ts)
+    bench.timer.smi.stop()
     bench.write()
 
     notes = notes_of(bench.cells)

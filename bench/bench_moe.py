@@ -60,6 +60,7 @@ BENCH_DUMP_TIMES=1 also records every run's time (<key>_times).
 """
 
 import argparse
+import atexit
 import gc
 import json
 import math
@@ -243,6 +244,7 @@ class SmiLog:
         except OSError:
             return
         threading.Thread(target=self._read, daemon=True).start()
+        atexit.register(self.stop)
 
     def _read(self):
         for line in self.proc.stdout:

@@ -302,6 +302,11 @@ private:
                                 const WorkItem &item);
   /// Item handoff: the same from the row table the producer wrote.
   RowFactors tableFactors(LoweringBuilder &b, Value ct, Value cw);
+  /// Row `r` (within the tile) of `item`: its destination (i32; -1 past
+  /// the tile or dropped) and, with `withFactor` and a scale operand, its
+  /// routing weight (f32; 0 past the tile).
+  SmallVector<Value> rowEntry(LoweringBuilder &b, const WorkItem &item, Value r,
+                              bool withFactor);
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
@@ -571,30 +576,9 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                            const WorkItem &item) {
   // Item handoff: row tid's destination and routing weight, loaded now and
   // stored at the handoff step (the loads complete under the copies).
-  SmallVector<Value, 2> entry;
-  if (handoff && staged) {
-    Value inTile = b.cmpi(CmpI::ult, tid, item.tileRows);
-    Type f32 = b.getF32Type();
-    SmallVector<Type, 2> types = {b.getI32Type()};
-    if (g.scale)
-      types.push_back(f32);
-    entry = b.ifElse(
-        inTile, types,
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          RowTarget t = rowTarget(b, g, b.add(item.rowStart, tid));
-          SmallVector<Value> v = {
-              b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
-          if (g.scale)
-            v.push_back(t.factor);
-          return v;
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          SmallVector<Value> v = {b.i32(-1)};
-          if (g.scale)
-            v.push_back(b.f32(0.0f));
-          return v;
-        });
-  }
+  SmallVector<Value> entry;
+  if (handoff && staged)
+    entry = rowEntry(b, item, tid, /*withFactor=*/true);
   // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
   Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
@@ -1062,6 +1046,30 @@ void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
   }
 }
 
+SmallVector<Value> WgmmaKernel::rowEntry(LoweringBuilder &b,
+                                         const WorkItem &item, Value r,
+                                         bool withFactor) {
+  bool factor = withFactor && g.scale;
+  SmallVector<Type, 2> types = {b.getI32Type()};
+  if (factor)
+    types.push_back(b.getF32Type());
+  return b.ifElse(
+      b.cmpi(CmpI::ult, r, item.tileRows), types,
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        RowTarget t = rowTarget(b, g, b.add(item.rowStart, r), factor);
+        SmallVector<Value> v = {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
+        if (factor)
+          v.push_back(t.factor);
+        return v;
+      },
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        SmallVector<Value> v = {b.i32(-1)};
+        if (factor)
+          v.push_back(b.f32(0.0f));
+        return v;
+      });
+}
+
 WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
                                                         Value ct, Value cw,
                                                         const WorkItem &item) {
@@ -1069,16 +1077,7 @@ WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
   // Destination (i32) of the warpgroup's row r: -1 when past the tile or
   // dropped.
   auto destOf = [&](LoweringBuilder &b, Value r) {
-    return b.ifElse(
-        b.cmpi(CmpI::ult, r, item.tileRows), {b.getI32Type()},
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          RowTarget t = rowTarget(b, g, b.add(item.rowStart, r),
-                                  /*withFactor=*/false);
-          return {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {b.i32(-1)};
-        })[0];
+    return rowEntry(b, item, r, /*withFactor=*/false)[0];
   };
   when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
     nvvm::storeShared(
@@ -1242,8 +1241,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                      nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
                                           b.mul(physical, b.idx(16)))));
       };
-      // Written before the MMAs (prefetchRowTargets), ordered by the
-      // barrier above: -1 for rows past the tile or dropped.
+      // Written by the producer (item handoff; with idle skip before the
+      // MMAs, prefetchRowTargets): -1 for rows past the tile or dropped.
       auto destOf = [&](LoweringBuilder &b, Value rowW) {
         return nvvm::loadShared(
             b, b.getI32Type(),
@@ -1308,8 +1307,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                     });
             scf::YieldOp::create(b);
           });
-      // The next pass (or item) overwrites the staging, and the next
-      // item's prefetchRowTargets the row table.
+      // The next pass (or item) overwrites the staging, and (idle skip)
+      // the next item's prefetchRowTargets the row table.
       nvvm::namedBarrier(b, wgBarrier, 128);
     };
     if (!bulk) {
@@ -1372,28 +1371,10 @@ WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
   if ((tileM * chunks) % threads != 0)
     return targets;
   Value u0 = b.sub(tid, b.idx(128));
-  SmallVector<Type, 2> types = {b.getI32Type()};
-  if (g.scale)
-    types.push_back(b.getF32Type());
   for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
     Value token =
         arith::DivUIOp::create(b, b.add(u0, b.idx(i * threads)), b.idx(chunks));
-    SmallVector<Value> t = b.ifElse(
-        b.cmpi(CmpI::ult, token, item.tileRows), types,
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          RowTarget target = rowTarget(b, g, b.add(item.rowStart, token));
-          SmallVector<Value> out = {
-              b.select(target.valid, b.toI32(target.dest), b.i32(-1))};
-          if (g.scale)
-            out.push_back(target.factor);
-          return out;
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          SmallVector<Value> out = {b.i32(-1)};
-          if (g.scale)
-            out.push_back(b.f32(0.0f));
-          return out;
-        });
+    SmallVector<Value> t = rowEntry(b, item, token, /*withFactor=*/true);
     targets.dest.push_back(t[0]);
     targets.factor.push_back(g.scale ? t[1] : Value());
   }

@@ -190,6 +190,12 @@ struct RaggedTiles {
   /// v28).
   Start locate(LoweringBuilder &b, Value lane, Value threshold,
                function_ref<Value(LoweringBuilder &, Value)> unitsOf) const;
+
+private:
+  /// locate with more than a few experts per lane (RaggedTiles.cpp).
+  Start locateStreamed(LoweringBuilder &b, Value lane, Value threshold,
+                       function_ref<Value(LoweringBuilder &, Value)> unitsOf,
+                       int64_t chunk) const;
 };
 
 //===----------------------------------------------------------------------===//

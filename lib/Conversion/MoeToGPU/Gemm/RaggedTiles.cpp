@@ -114,12 +114,67 @@ RaggedTiles::advanceUnits(LoweringBuilder &b, Value unit, Value expert,
   return advanceWhile(*this, b, unit, expert, before, unroll, after, after);
 }
 
+/// Experts per lane up to which locate keeps the lane's offsets and units
+/// in registers (E <= 256); above, they would not fit the 40-register
+/// producer of the wgmma kernel (E = 2048: 64 per lane, ~1 KB of spills).
+static constexpr int64_t kLocateUnrolledChunk = 8;
+
+/// locate for many experts per lane: the same sums in two rolled loops
+/// over the lane's experts, the offsets loaded again in the second (L1 /
+/// L2 hits) instead of kept.
+RaggedTiles::Start RaggedTiles::locateStreamed(
+    LoweringBuilder &b, Value lane, Value threshold,
+    function_ref<Value(LoweringBuilder &, Value)> unitsOf,
+    int64_t chunk) const {
+  Value numE = b.idx(numExperts);
+  Value first = b.mul(lane, b.idx(chunk));
+  // Units of expert first + j given its start offset `lo`: (units, end).
+  auto unitsAt = [&](LoweringBuilder &b, Value j,
+                     Value lo) -> std::pair<Value, Value> {
+    Value e = b.add(first, j);
+    Value hi = offsetAt(b, b.minIdx(b.add(e, b.idx(1)), numE));
+    Value valid = b.cmpi(CmpI::ult, e, numE);
+    return {b.select(valid, unitsOf(b, tilesIn(b, lo, hi)), b.idx(0)), hi};
+  };
+  Value lo0 = offsetAt(b, b.minIdx(first, numE));
+  Value sum = b.forLoop(
+      b.idx(0), b.idx(chunk), {lo0, b.idx(0)},
+      [&](LoweringBuilder &b, Value j, ValueRange acc) -> SmallVector<Value> {
+        auto [units, hi] = unitsAt(b, j, acc[0]);
+        return {hi, b.add(acc[1], units)};
+      })[1];
+  Value sum32 = b.toI32(sum);
+  Value inclusive = warpInclusiveSum(b, sum32, lane);
+  Value total = b.toIndex(
+      warpShuffle(b, inclusive, kWarpSize - 1, gpu::ShuffleMode::IDX));
+  Value at0 = b.toIndex(b.sub(inclusive, sum32));
+  SmallVector<Value> r = b.forLoop(
+      b.idx(0), b.idx(chunk), {lo0, at0, b.idx(0), b.idx(0)},
+      [&](LoweringBuilder &b, Value j, ValueRange acc) -> SmallVector<Value> {
+        auto [units, hi] = unitsAt(b, j, acc[0]);
+        Value at = b.add(acc[1], units);
+        Value counted = b.andi(b.cmpi(CmpI::ule, at, threshold),
+                               b.cmpi(CmpI::ult, b.add(first, j), numE));
+        return {hi, at, b.add(acc[2], b.select(counted, b.idx(1), b.idx(0))),
+                b.select(counted, at, acc[3])};
+      });
+  SmallVector<Value> reduced = warpAllReduce(
+      b, {b.toI32(r[2]), b.toI32(r[3])},
+      [](LoweringBuilder &b, ValueRange x, ValueRange y) -> SmallVector<Value> {
+        return {b.add(x[0], y[0]), arith::MaxUIOp::create(b, x[1], y[1])};
+      });
+  Value expert = b.minIdx(b.toIndex(reduced[0]), b.idx(numExperts - 1));
+  return {total, expert, b.toIndex(reduced[1])};
+}
+
 RaggedTiles::Start RaggedTiles::locate(
     LoweringBuilder &b, Value lane, Value threshold,
     function_ref<Value(LoweringBuilder &, Value)> unitsOf) const {
   int64_t chunk = (numExperts + kWarpSize - 1) / kWarpSize;
   Value numE = b.idx(numExperts);
   Value first = b.mul(lane, b.idx(chunk));
+  if (chunk > kLocateUnrolledChunk)
+    return locateStreamed(b, lane, threshold, unitsOf, chunk);
   // The offsets of experts first .. first + chunk - 1 and the end of the
   // last (clamped to offsets[E]): independent loads.
   SmallVector<Value> offs;

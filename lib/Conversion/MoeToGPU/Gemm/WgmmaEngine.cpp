@@ -679,7 +679,15 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   }
 
   Value zero = b.idx(0);
-  forEach(b, zero, b.idx(kSteps), b.idx(1), [&](LoweringBuilder &b, Value kt) {
+  // Few K steps (main kernel): LLVM would unroll the loop completely, and
+  // the unrolled copies spill in the 40-register producer (E=128, K=256:
+  // 88 bytes); an opaque bound keeps it a loop. (The model layers have 12
+  // steps or more, a loop anyway; the small-M kernel has the registers.)
+  Value producerSteps = b.idx(kSteps);
+  if (!swap && kSteps <= 8)
+    producerSteps = arith::IndexCastOp::create(
+        b, b.getIndexType(), nvvm::opaque(b, nvvm::i64(b, kSteps)));
+  forEach(b, zero, producerSteps, b.idx(1), [&](LoweringBuilder &b, Value kt) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {

@@ -176,6 +176,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   if (at != StringRef::npos)
     features.drop_front(at + 4).take_while(llvm::isDigit).getAsInteger(10, ptx);
   gemm.wgmmaTma = options.wgmmaTma && ptx >= 86;
+  gemm.wgmmaLhsTma = options.wgmmaLhsTma;
   return gemm;
 }
 
@@ -212,6 +213,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaTileN = gemm.wgmmaTileN;
   kernels.wgmmaStages = gemm.wgmmaStages;
   kernels.wgmmaTma = gemm.wgmmaTma;
+  kernels.wgmmaLhsTma = gemm.wgmmaLhsTma;
   kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
   kernels.wgmmaCluster = gemm.wgmmaCluster;
   kernels.wgmmaSwapRows = gemm.wgmmaSwapRows;
@@ -277,6 +279,8 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64; // 64-bit addressing in every kernel
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
+  // Tensor maps of activations: by-value grid-constant kernel parameters.
+  pm.addNestedPass<gpu::GPUModuleOp>(createMoeGpuTensorMapParamsPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());

@@ -123,6 +123,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
            "Hopper GEMM: weight tiles by TMA (tensor maps from the runtime's "
            "moeRuntimeTensorMap3D); false: by cp.async">,
+    Option<"wgmmaLhsTma", "wgmma-lhs-tma", "bool", /*default=*/"false",
+           "Hopper GEMM: lhs tiles of GEMMs without a gather by TMA too (a "
+           "tensor map encoded on the host per launch, moeRuntimeEncode"
+           "TensorMap3D, passed by value); false: by cp.async">,
     Option<"wgmmaEpilogue", "wgmma-epilogue", "std::string",
            /*default=*/"\"auto\"",
            "Hopper GEMM output path: auto (cost model), staged (fragments "
@@ -282,6 +286,42 @@ def MoeGpuAlignWorkgroupMemoryPass
     Option<"alignment", "alignment", "int64_t", /*default=*/"16",
            "alignment in bytes (a power of two)">,
   ];
+}
+
+def MoeGpuTensorMapParamsPass
+    : Pass<"moe-gpu-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass TMA tensor maps to kernels by value, as grid constants";
+  let description = [{
+    A kernel that loads a tile by TMA needs the generic address of its
+    tensor map (128 bytes). Maps of weights live in device memory (the
+    runtime's cache); a map of an activation, whose address and rows change
+    from call to call, is encoded on the host for each launch
+    (`moeRuntimeEncodeTensorMap3D`) and passed by value: the host passes an
+    `!llvm.array<16 x i64>` launch operand, and the kernel body takes its
+    address with `builtin.unrealized_conversion_cast` to `!llvm.ptr`.
+
+    Run after the kernels are in the LLVM dialect (`convert-gpu-to-nvvm`)
+    and before `reconcile-unrealized-casts`: every kernel argument of type
+    `!llvm.array<16 x i64>` whose uses are all such casts becomes an
+    `!llvm.ptr` argument with `llvm.byval = !llvm.array<16 x i64>`,
+    `llvm.align = 64` and `nvvm.grid_constant` (a `.param .align 64 .b8
+    [128]` in PTX whose address the kernel takes with `cvta.param`, as
+    CUDA's `const __grid_constant__ CUtensorMap`), and the casts are
+    replaced by it. The launch needs no change: its operand is stored to a
+    host buffer and the driver copies its 128 bytes into the parameter.
+    Other array arguments are left alone.
+
+    ```mlir
+    llvm.func @k(%m: !llvm.array<16 x i64>) attributes {nvvm.kernel} {
+      %p = builtin.unrealized_conversion_cast %m : !llvm.array<16 x i64> to !llvm.ptr
+      ...
+    // becomes
+    llvm.func @k(%m: !llvm.ptr {llvm.align = 64 : i64,
+                 llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant})
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def MoeGpuProgrammaticLaunchPass

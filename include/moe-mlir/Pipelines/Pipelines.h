@@ -100,6 +100,12 @@ struct MoeLowerToNvvmOptions
       *this, "wgmma-tma",
       llvm::cl::desc("Hopper GEMM: weight tiles by TMA (false: cp.async)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> wgmmaLhsTma{
+      *this, "wgmma-lhs-tma",
+      llvm::cl::desc("Hopper GEMM: lhs tiles of GEMMs without a gather by "
+                     "TMA too (a by-value tensor map per launch; false: "
+                     "cp.async)"),
+      llvm::cl::init(false)};
   PassOptions::Option<std::string> wgmmaEpilogue{
       *this, "wgmma-epilogue",
       llvm::cl::desc("Hopper GEMM output path: auto (cost model), staged "

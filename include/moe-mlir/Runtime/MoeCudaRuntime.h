@@ -101,6 +101,17 @@ moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
                       int64_t stride2, int64_t box0, int64_t box1, int64_t box2,
                       int64_t swizzle, int64_t l2Promotion);
 
+/// The same map encoded into the 128 bytes at `out` (host memory) instead
+/// of device memory: for tensors whose address or rows change from call to
+/// call (activations), which the kernel takes as a by-value kernel
+/// parameter (moe-gpu-tensor-map-params). Touches no device memory and no
+/// stream. Returns 1, or 0 (out zeroed) when the layout cannot be
+/// described.
+MOE_CUDA_RUNTIME_EXPORT int64_t moeRuntimeEncodeTensorMap3D(
+    void *out, void *address, int64_t dataType, int64_t dim0, int64_t dim1,
+    int64_t dim2, int64_t stride1, int64_t stride2, int64_t box0, int64_t box1,
+    int64_t box2, int64_t swizzle, int64_t l2Promotion);
+
 /*===----------------------------------------------------------------------===*\
 |* Modules and kernels                                                        *|
 \*===----------------------------------------------------------------------===*/

@@ -220,13 +220,15 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       // if (cond) the Hopper kernel `kernel` else `otherwise`.
       auto hopperIf = [&](LoweringBuilder &b, Value cond,
                           const GemmKernelConfig &kernel, Value rhsMap,
-                          function_ref<void(LoweringBuilder &)> otherwise) {
+                          function_ref<void(LoweringBuilder &)> otherwise,
+                          Value lhsMap = Value()) {
         scf::IfOp::create(
             b, cond,
             [&](OpBuilder &nested, Location loc) {
               LoweringBuilder nb(loc, nested);
               emitWgmmaExpertGemm(nb, g, kernel, rhsMap,
-                                  fillInKernel ? fill : UncoveredFill::Unread);
+                                  fillInKernel ? fill : UncoveredFill::Unread,
+                                  lhsMap);
               scf::YieldOp::create(nb);
             },
             [&](OpBuilder &nested, Location loc) {
@@ -244,11 +246,20 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           rhsMap = emitRhsTensorMap(b, module, g, *config);
           ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
-        hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
-          if (fillInKernel)
-            zeroUncoveredRows(b, g, fill);
-          emitSimtExpertGemm(b, g, config->simt);
-        });
+        Value lhsMap;
+        if (config->lhsTma) {
+          Value lhsOk;
+          std::tie(lhsMap, lhsOk) = emitLhsTensorMap(b, module, g, *config);
+          ok = b.andi(ok, lhsOk);
+        }
+        hopperIf(
+            b, ok, *config, rhsMap,
+            [&](LoweringBuilder &b) {
+              if (fillInKernel)
+                zeroUncoveredRows(b, g, fill);
+              emitSimtExpertGemm(b, g, config->simt);
+            },
+            lhsMap);
       };
       // The small-M kernels beside it, chosen on the host from the rows
       // (T x k, known at call time): the first whose swapRows x E bounds

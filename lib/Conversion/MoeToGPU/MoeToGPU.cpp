@@ -91,6 +91,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaTileN = wgmmaTileN;
     gemmOptions.wgmmaStages = wgmmaStages;
     gemmOptions.wgmmaTma = wgmmaTma;
+    gemmOptions.wgmmaLhsTma = wgmmaLhsTma;
     gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
     gemmOptions.wgmmaCluster = wgmmaCluster;
     gemmOptions.wgmmaSwapRows = wgmmaSwapRows;

@@ -819,27 +819,38 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where);
 /// Encodes a tiled tensor map (dimensions innermost first, strides of
 /// dimensions 1.. in bytes, unit element strides) and returns its cached
 /// device copy; null (error recorded) on failure.
+/// cuTensorMapEncodeTiled into `map`; false (error recorded) on failure.
+static bool encodeTiled(CUtensorMap &map, int64_t rank, void *address,
+                        int64_t dataType, const cuuint64_t *globalDim,
+                        const cuuint64_t *globalStrides,
+                        const cuuint32_t *boxDim, int64_t interleave,
+                        int64_t swizzle, int64_t l2Promotion, int64_t oobFill,
+                        const char *where) {
+  const cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
+  ContextGuard guard(where);
+  if (!guard.ok())
+    return false;
+  std::memset(&map, 0, sizeof(map));
+  return checkCu(
+      cuTensorMapEncodeTiled(&map, static_cast<CUtensorMapDataType>(dataType),
+                             static_cast<cuuint32_t>(rank), address, globalDim,
+                             globalStrides, boxDim, elementStrides,
+                             static_cast<CUtensorMapInterleave>(interleave),
+                             static_cast<CUtensorMapSwizzle>(swizzle),
+                             static_cast<CUtensorMapL2promotion>(l2Promotion),
+                             static_cast<CUtensorMapFloatOOBfill>(oobFill)),
+      "cuTensorMapEncodeTiled", where);
+}
+
 static void *encodeTiledTensorMap(int64_t rank, void *address, int64_t dataType,
                                   const cuuint64_t *globalDim,
                                   const cuuint64_t *globalStrides,
                                   const cuuint32_t *boxDim, int64_t interleave,
                                   int64_t swizzle, int64_t l2Promotion,
                                   int64_t oobFill, const char *where) {
-  const cuuint32_t elementStrides[5] = {1, 1, 1, 1, 1};
-  ContextGuard guard(where);
-  if (!guard.ok())
-    return nullptr;
   CUtensorMap map;
-  std::memset(&map, 0, sizeof(map));
-  if (!checkCu(cuTensorMapEncodeTiled(
-                   &map, static_cast<CUtensorMapDataType>(dataType),
-                   static_cast<cuuint32_t>(rank), address, globalDim,
-                   globalStrides, boxDim, elementStrides,
-                   static_cast<CUtensorMapInterleave>(interleave),
-                   static_cast<CUtensorMapSwizzle>(swizzle),
-                   static_cast<CUtensorMapL2promotion>(l2Promotion),
-                   static_cast<CUtensorMapFloatOOBfill>(oobFill)),
-               "cuTensorMapEncodeTiled", where))
+  if (!encodeTiled(map, rank, address, dataType, globalDim, globalStrides,
+                   boxDim, interleave, swizzle, l2Promotion, oobFill, where))
     return nullptr;
   return cachedTensorMap(map, where);
 }
@@ -908,43 +919,81 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where) {
   return reinterpret_cast<void *>(deviceMap);
 }
 
-extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
-                                       int64_t dim0, int64_t dim1, int64_t dim2,
-                                       int64_t stride1, int64_t stride2,
-                                       int64_t box0, int64_t box1, int64_t box2,
-                                       int64_t swizzle, int64_t l2Promotion) {
+/// moeRuntimeTensorMap3D's arguments in the driver's form; false when the
+/// layout cannot be described (recorded as an error only for a data type,
+/// box or promotion no caller should pass).
+namespace {
+struct Map3D {
+  cuuint64_t globalDim[3];
+  cuuint64_t globalStrides[2];
+  cuuint32_t boxDim[3];
+};
+} // namespace
+static bool map3D(Map3D &m, void *address, int64_t dataType, int64_t dim0,
+                  int64_t dim1, int64_t dim2, int64_t stride1, int64_t stride2,
+                  int64_t box0, int64_t box1, int64_t box2, int64_t l2Promotion,
+                  const char *where) {
   // Layouts TMA cannot describe are not errors: the caller then takes its
   // non-TMA path.
   auto bits = reinterpret_cast<uintptr_t>(address);
   if (bits % 16 || stride1 % 16 || stride2 % 16 || dim0 <= 0 || dim1 <= 0 ||
       dim2 <= 0 || stride1 <= 0 || stride2 <= 0 ||
       stride1 >= (int64_t(1) << 40) || stride2 >= (int64_t(1) << 40))
-    return nullptr;
+    return false;
   if (tensorMapElementBytes(dataType) == 0 || box0 < 1 || box0 > 256 ||
       box1 < 1 || box1 > 256 || box2 < 1 || box2 > 256) {
     recordError("unsupported tensor map (data type %lld, box %lld x %lld x "
                 "%lld) (in %s)",
                 static_cast<long long>(dataType), static_cast<long long>(box0),
                 static_cast<long long>(box1), static_cast<long long>(box2),
-                __func__);
-    return nullptr;
+                where);
+    return false;
   }
   if (l2Promotion < CU_TENSOR_MAP_L2_PROMOTION_NONE ||
       l2Promotion > CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
     recordError("unsupported tensor map L2 promotion %lld (in %s)",
-                static_cast<long long>(l2Promotion), __func__);
-    return nullptr;
+                static_cast<long long>(l2Promotion), where);
+    return false;
   }
-  cuuint64_t globalDim[3] = {static_cast<cuuint64_t>(dim0),
-                             static_cast<cuuint64_t>(dim1),
-                             static_cast<cuuint64_t>(dim2)};
-  cuuint64_t globalStrides[2] = {static_cast<cuuint64_t>(stride1),
-                                 static_cast<cuuint64_t>(stride2)};
-  cuuint32_t boxDim[3] = {static_cast<cuuint32_t>(box0),
-                          static_cast<cuuint32_t>(box1),
-                          static_cast<cuuint32_t>(box2)};
-  return encodeTiledTensorMap(3, address, dataType, globalDim, globalStrides,
-                              boxDim, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                              l2Promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-                              __func__);
+  m = Map3D{
+      {static_cast<cuuint64_t>(dim0), static_cast<cuuint64_t>(dim1),
+       static_cast<cuuint64_t>(dim2)},
+      {static_cast<cuuint64_t>(stride1), static_cast<cuuint64_t>(stride2)},
+      {static_cast<cuuint32_t>(box0), static_cast<cuuint32_t>(box1),
+       static_cast<cuuint32_t>(box2)}};
+  return true;
+}
+
+extern "C" void *moeRuntimeTensorMap3D(void *address, int64_t dataType,
+                                       int64_t dim0, int64_t dim1, int64_t dim2,
+                                       int64_t stride1, int64_t stride2,
+                                       int64_t box0, int64_t box1, int64_t box2,
+                                       int64_t swizzle, int64_t l2Promotion) {
+  Map3D m;
+  if (!map3D(m, address, dataType, dim0, dim1, dim2, stride1, stride2, box0,
+             box1, box2, l2Promotion, __func__))
+    return nullptr;
+  return encodeTiledTensorMap(
+      3, address, dataType, m.globalDim, m.globalStrides, m.boxDim,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2Promotion,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, __func__);
+}
+
+extern "C" int64_t moeRuntimeEncodeTensorMap3D(
+    void *out, void *address, int64_t dataType, int64_t dim0, int64_t dim1,
+    int64_t dim2, int64_t stride1, int64_t stride2, int64_t box0, int64_t box1,
+    int64_t box2, int64_t swizzle, int64_t l2Promotion) {
+  CUtensorMap map;
+  std::memset(&map, 0, sizeof(map));
+  Map3D m;
+  bool ok =
+      map3D(m, address, dataType, dim0, dim1, dim2, stride1, stride2, box0,
+            box1, box2, l2Promotion, __func__) &&
+      encodeTiled(map, 3, address, dataType, m.globalDim, m.globalStrides,
+                  m.boxDim, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, l2Promotion,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE, __func__);
+  if (!ok)
+    std::memset(&map, 0, sizeof(map));
+  std::memcpy(out, &map, sizeof(map));
+  return ok ? 1 : 0;
 }

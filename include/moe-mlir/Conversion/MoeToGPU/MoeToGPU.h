@@ -40,6 +40,7 @@ struct MoeGemmOptions {
   int64_t wgmmaTileM = 0, wgmmaTileN = 0, wgmmaStages = 0;
   /// Hopper engine: rhs (weight) tiles by TMA; false: by cp.async.
   bool wgmmaTma = true;
+  bool wgmmaLhsTma = false;
   /// Hopper engine output path: `auto` (cost model), `staged` (through
   /// shared memory, whole rows by 16-byte stores) or `direct` (element
   /// stores from the accumulator fragments).

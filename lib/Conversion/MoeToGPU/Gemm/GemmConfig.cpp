@@ -215,6 +215,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
+  config.lhsTma = options.wgmmaLhsTma && config.rhsTma && !op.getGather();
   if (options.wgmmaStages > fit)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the " << config.tileM
@@ -280,6 +281,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   config.idleSkip = false;
   config.swapRows = rows;
   config.cluster = 1;
+  config.lhsTma = false;
   config.stagedEpilogue = false;
   config.bulkStores = false;
   config.tileM = tileM;

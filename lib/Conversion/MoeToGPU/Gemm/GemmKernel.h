@@ -78,6 +78,11 @@ struct GemmKernelConfig {
                         // or two 128-byte swizzled K slices)
   int64_t numSMs = 132; // persistent grid size
   bool rhsTma = true;   // wgmma: rhs tiles by TMA (else cp.async)
+  /// wgmma main kernel: lhs tiles by TMA too (GEMMs without a gather, with
+  /// rhsTma): a tensor map of the lhs encoded on the host per launch and
+  /// passed by value (moe-gpu-tensor-map-params); the tile's rows past the
+  /// item (the next expert's) are loaded and their results dropped.
+  bool lhsTma = false;
   bool stagedEpilogue = true; // wgmma: output through shared memory
   /// wgmma staged epilogue: the staged rows leave by cp.async.bulk (one
   /// or two copies per row, issued by the consumers, which go on to the
@@ -248,13 +253,22 @@ void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
 /// emitRhsTensorMap) when config.rhsTma, else null.
 /// `fill` (Rows or PermutedRows, else Unread = none): the kernel's
 /// consumer warpgroups zero the uncovered rows first (elide-fills).
+/// `lhsMap`: the lhs tensor map by value (!llvm.array<16 x i64>, from
+/// emitLhsTensorMap) when config.lhsTma, else null.
 void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                          const GemmKernelConfig &config, Value rhsMap,
-                         UncoveredFill fill = UncoveredFill::Unread);
+                         UncoveredFill fill = UncoveredFill::Unread,
+                         Value lhsMap = Value());
 /// Host code: the rhs TMA tensor map for `config` (moeRuntimeTensorMap3D,
 /// declared in `module` on first use); 0 when TMA cannot describe it.
 Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                        const GemmOperands &g, const GemmKernelConfig &config);
+/// Host code: the lhs TMA tensor map for `config` encoded into host memory
+/// (moeRuntimeEncodeTensorMap3D): {the map as !llvm.array<16 x i64>, an i1
+/// that is false when TMA cannot describe the lhs}.
+std::pair<Value, Value> emitLhsTensorMap(LoweringBuilder &b, ModuleOp module,
+                                         const GemmOperands &g,
+                                         const GemmKernelConfig &config);
 /// Run-time condition (host side) under which the Hopper engine's operand
 /// loaders are valid: unit inner strides, 16-byte aligned rows.
 Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);

@@ -106,13 +106,18 @@ inline void mbarrierArrive(LoweringBuilder &b, Value address) {
 }
 /// Arrives on the barrier and adds `bytes` to the transactions it waits for.
 inline void mbarrierArriveExpectTx(LoweringBuilder &b, Value address,
-                                   int64_t bytes) {
+                                   Value bytes) {
   NVVM::MBarrierArriveExpectTxOp::create(
-      b, Type(), sharedPtr(b, address), b.i32(bytes),
+      b, Type(), sharedPtr(b, address), bytes,
       NVVM::MemScopeKindAttr::get(b.getContext(), NVVM::MemScopeKind::CTA),
       /*relaxed=*/nullptr, /*predicate=*/Value());
 }
-/// TMA copy of one box of a 3-D tensor map (at global address `map`) to
+inline void mbarrierArriveExpectTx(LoweringBuilder &b, Value address,
+                                   int64_t bytes) {
+  mbarrierArriveExpectTx(b, address, b.i32(bytes));
+}
+/// TMA copy of one box of a 3-D tensor map (`map`: its global address as
+/// an i64, or a generic !llvm.ptr, e.g. a by-value kernel parameter) to
 /// shared address `dst`, completing on the barrier at `barrier`;
 /// coordinates innermost first (i32). Boxes past the tensor's end read
 /// zeros and still count their whole size. With `ctaMask` (i16, in a
@@ -127,8 +132,11 @@ inline void tmaLoad3D(LoweringBuilder &b, Value dst, Value map, Value barrier,
         b, LLVM::LLVMPointerType::get(b.getContext(), 7), dstPtr);
   NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
       b, dstPtr,
-      LLVM::IntToPtrOp::create(b, LLVM::LLVMPointerType::get(b.getContext()),
-                               map),
+      isa<LLVM::LLVMPointerType>(map.getType())
+          ? map
+          : LLVM::IntToPtrOp::create(
+                b, LLVM::LLVMPointerType::get(b.getContext()), map)
+                .getResult(),
       coordinates, sharedPtr(b, barrier), /*im2colOffsets=*/ValueRange{},
       /*multicastMask=*/ctaMask, /*l2CacheHint=*/Value(),
       NVVM::TMALoadModeAttr::get(b.getContext(), NVVM::TMALoadMode::TILE),

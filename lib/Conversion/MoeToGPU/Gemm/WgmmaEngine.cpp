@@ -78,6 +78,8 @@ using CmpI = arith::CmpIPredicate;
 
 /// K elements per stage (one 128-byte swizzle row of 16-bit elements).
 constexpr int64_t kTileK = 64;
+/// Rows per lhs TMA box (config.lhsTma; a multiple of the swizzle's 8).
+constexpr int64_t kLhsBoxRows = 32;
 /// Registers per thread after setmaxnreg (producer, consumers) with two
 /// consumer warpgroups. The block starts with 168 per thread (64K / 384,
 /// rounded down to 8); the consumers' increase is granted only from what
@@ -113,10 +115,10 @@ struct WorkItem {
 class WgmmaKernel {
 public:
   WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
-              Value rhsMap, UncoveredFill fill)
-      : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM),
-        tileN(config.tileN), stages(config.stages), numSMs(config.numSMs),
-        staged(config.stagedEpilogue),
+              Value rhsMap, UncoveredFill fill, Value lhsMapValue)
+      : g(g), rhsMap(rhsMap), lhsMapValue(lhsMapValue), fill(fill),
+        tileM(config.tileM), tileN(config.tileN), stages(config.stages),
+        numSMs(config.numSMs), staged(config.stagedEpilogue),
         bulk(config.stagedEpilogue && config.bulkStores && !config.swapAB),
         cluster(config.cluster), swap(config.swapAB),
         ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
@@ -244,6 +246,23 @@ private:
   WorkItem receiveItem(LoweringBuilder &b, Value step);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
+  /// The lhs tile of K step `kt` by TMA (config.lhsTma): one box of tileM
+  /// rows from the item's first row per K slice, in the layout the
+  /// cp.async loader writes (128-byte swizzle); its bytes are in
+  /// loadRhsByTma's expect_tx. The rows past the item (the next expert's)
+  /// are loaded too, and their results dropped by the epilogue; rows and
+  /// K past the lhs's end read zeros.
+  void loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
+                    const WorkItem &item);
+  /// The lhs boxes (kLhsBoxRows rows each) that cover the item's rows: a
+  /// short tile (an expert's last) loads only those, not a whole tileM of
+  /// the next expert's rows (measured: DeepSeek-V3 T=4096, about one tile
+  /// per expert, +2% with whole-tile boxes, bench/NOTES.md v56).
+  Value lhsBoxes(LoweringBuilder &b, const WorkItem &item) const {
+    return b.minIdx(
+        b.div(b.add(item.tileRows, b.idx(kLhsBoxRows - 1)), b.idx(kLhsBoxRows)),
+        b.idx(tileM / kLhsBoxRows));
+  }
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
   /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
   /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
@@ -363,7 +382,12 @@ private:
   }
 
   const GemmOperands &g;
-  Value rhsMap;       // rhs tensor map (i64) when its tiles come by TMA
+  Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
+  /// lhs tensor map by value (!llvm.array<16 x i64>, host side) when the
+  /// lhs tiles come by TMA (config.lhsTma); lhsMap is its address in the
+  /// kernel (a by-value grid-constant parameter once outlined:
+  /// moe-gpu-tensor-map-params).
+  Value lhsMapValue, lhsMap;
   UncoveredFill fill; // zeroed by the consumers first (Unread: none)
   const int64_t tileM, tileN, stages, numSMs;
   const bool staged;
@@ -591,7 +615,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
 
   // Row start addresses and validity, fixed for the item.
   SmallVector<Value> aRow, aOk, bRow, bOk;
-  for (int64_t j = 0; j < tileM / 16; ++j) {
+  for (int64_t j = 0; !lhsMap && j < tileM / 16; ++j) {
     Value r = b.add(rg, b.idx(16 * j));
     Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
     Value row = b.add(item.rowStart, r);
@@ -714,7 +738,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
         Value src = b.select(valid, add64(b, rowAddr, kBytes), fallback);
         nvvm::cpAsync16(b, dst, src, b.select(valid, b.i32(16), b.i32(0)));
       };
-      for (int64_t j = 0; j < tileM / 16; ++j)
+      for (int64_t j = 0; j < int64_t(aRow.size()); ++j)
         copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
       for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
         copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
@@ -722,6 +746,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
+        if (lhsMap)
+          loadLhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
       });
     for (int64_t h = 0; h < kSlices; ++h) {
       Value sliceBase = add64(b, stageBase, h * sliceBytes());
@@ -782,6 +808,19 @@ WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
   return WorkItem{fields[0], fields[2], fields[3], fields[1], step};
 }
 
+void WgmmaKernel::loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier,
+                               Value kt, const WorkItem &item) {
+  Value boxes = lhsBoxes(b, item);
+  for (int64_t p = 0; p < tileM / kLhsBoxRows; ++p)
+    when(b, b.cmpi(CmpI::ult, b.idx(p), boxes), [&](LoweringBuilder &b) {
+      Value row = b.toI32(b.add(item.rowStart, b.idx(p * kLhsBoxRows)));
+      for (int64_t h = 0; h < kSlices; ++h)
+        nvvm::tmaLoad3D(
+            b, add64(b, stage, h * sliceBytes() + p * kLhsBoxRows * 128),
+            lhsMap, barrier, {b.toI32(sliceStartK(b, kt, h)), row, b.i32(0)});
+    });
+}
+
 /// The rhs tile of K step `kt` by TMA, in the layouts the cp.async loaders
 /// write: K-major as two boxes of tileN / 2 rows (the gate and the up half
 /// with concat GLU), MN-major as tileN / 64 boxes of 64 columns x 64 K rows.
@@ -790,8 +829,14 @@ WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
 void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
-  // each CTA): the expected bytes are the whole tile either way.
-  nvvm::mbarrierArriveExpectTx(b, barrier, kSlices * tileN * 128);
+  // each CTA): the expected bytes are the whole tile either way (and the
+  // lhs tile's, loadLhsByTma).
+  Value bytes = b.i32(kSlices * tileN * 128);
+  if (lhsMap)
+    bytes = arith::AddIOp::create(
+        b, bytes,
+        b.toI32(b.mul(lhsBoxes(b, item), b.idx(kSlices * kLhsBoxRows * 128))));
+  nvvm::mbarrierArriveExpectTx(b, barrier, bytes);
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.
@@ -1575,6 +1620,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
     nvvm::allowDependents(kb);
   }
   lhsAddr = nvvm::bufferAddress(kb, g.lhs);
+  if (lhsMapValue)
+    lhsMap = UnrealizedConversionCastOp::create(
+                 kb, LLVM::LLVMPointerType::get(kb.getContext()), lhsMapValue)
+                 .getResult(0);
   rhsAddr = nvvm::bufferAddress(kb, g.rhs);
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
   rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
@@ -1631,8 +1680,54 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
 void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
                                        const GemmOperands &g,
                                        const GemmKernelConfig &config,
-                                       Value rhsMap, UncoveredFill fill) {
-  WgmmaKernel(g, config, rhsMap, fill).emit(b);
+                                       Value rhsMap, UncoveredFill fill,
+                                       Value lhsMap) {
+  WgmmaKernel(g, config, rhsMap, fill, lhsMap).emit(b);
+}
+
+std::pair<Value, Value>
+gpu_lowering::emitLhsTensorMap(LoweringBuilder &b, ModuleOp module,
+                               const GemmOperands &g,
+                               const GemmKernelConfig &config) {
+  constexpr StringLiteral kName = "moeRuntimeEncodeTensorMap3D";
+  Type i64 = b.getI64Type();
+  if (!module.lookupSymbol(kName)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = func::FuncOp::create(
+        b, kName, b.getFunctionType(SmallVector<Type>(13, i64), {i64}));
+    fn.setPrivate();
+  }
+  auto c = [&](int64_t v) { return nvvm::i64(b, v); };
+  auto mapType = LLVM::LLVMArrayType::get(i64, 16);
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  // The map's 128 bytes on the host stack, read back as the launch operand
+  // (the driver copies a by-value parameter at the launch).
+  Value slot = LLVM::AllocaOp::create(b, ptrType, mapType, c(1), 64);
+  Value elem = c(2);
+  Value rowBytes = arith::MulIOp::create(
+      b, nvvm::toI64(b, nvvm::bufferStride(b, g.lhs, 0)), elem);
+  // [K, rows, 1] (at least one row: an empty lhs is still a valid map).
+  Value rows = nvvm::toI64(b, b.maxIdx(g.lhsRows, b.idx(1)));
+  // CU_TENSOR_MAP_SWIZZLE_128B = 3; CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3.
+  SmallVector<Value> args = {LLVM::PtrToIntOp::create(b, i64, slot),
+                             nvvm::bufferAddress(b, g.lhs),
+                             c(g.inElem.isBF16() ? 9 : 6),
+                             c(g.kDim),
+                             rows,
+                             c(1),
+                             rowBytes,
+                             arith::MulIOp::create(b, rowBytes, rows),
+                             c(kTileK),
+                             c(kLhsBoxRows),
+                             c(1),
+                             c(3),
+                             c(3)};
+  Value status =
+      func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
+  Value map = LLVM::LoadOp::create(b, mapType, slot);
+  return {map,
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, status, c(0))};
 }
 
 Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,

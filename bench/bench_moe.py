@@ -53,9 +53,10 @@ Exit status 0 when every check that ran passed, 1 otherwise.
 
 While it runs, nvidia-smi samples the SM clock and board power every 50 ms
 (SmiLog; BENCH_NO_SMI=1 leaves it out): each timed cell records the medians
-of the samples taken during its runs (<key>_sm_mhz, <key>_power_w in the
-JSON, a "Clock and power while timing" table in the .md), since the large
-cells run at the card's power limit (bench/NOTES.md v49).
+of the samples taken during its runs and the share of them with the power
+cap active (<key>_sm_mhz, <key>_power_w, <key>_power_capped in the JSON, a
+"Clock and power while timing" table in the .md), since the large cells
+run at the card's power limit (bench/NOTES.md v49).
 BENCH_DUMP_TIMES=1 also records every run's time (<key>_times).
 """
 
@@ -215,24 +216,36 @@ def eager_layer(layer, x, logits, w_up, w_down):
 
 
 class SmiLog:
-    """SM clock (MHz) and board power (W) of the GPU, sampled by nvidia-smi
-    every 50 ms for the whole run, so that each timed cell records the power
-    state it ran in (the T=16384 cells hit the 700 W limit: bench/NOTES.md
-    v49). Empty when nvidia-smi is missing or BENCH_NO_SMI is set."""
+    """SM clock (MHz), board power (W) and whether the software power cap
+    holds the clock down, sampled by nvidia-smi every 50 ms for the whole
+    run, so that each timed cell records the power state it ran in (the
+    T=16384 cells hit the 700 W limit: bench/NOTES.md v49). The power is
+    power.draw.instant where the driver has it (power.draw is a 1-second
+    average, longer than a cell's timed runs), the cap
+    clocks_event_reasons.sw_power_cap (older drivers: clocks_throttle_
+    reasons). Empty when nvidia-smi is missing or BENCH_NO_SMI is set."""
+
+    POWER_FIELDS = ("power.draw.instant", "power.draw")
+    CAP_FIELDS = ("clocks_event_reasons.sw_power_cap", "clocks_throttle_reasons.sw_power_cap")
 
     def __init__(self):
-        self.samples = []  # (time.time(), MHz, W)
+        self.samples = []  # (time.time(), MHz, W, capped or None)
         self.proc = None
         if os.environ.get("BENCH_NO_SMI"):
             return
         gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+        fields = ["clocks.sm", self._first(gpu, self.POWER_FIELDS) or "power.draw"]
+        cap = self._first(gpu, self.CAP_FIELDS)
+        if cap:
+            fields.append(cap)
+        self.fields = fields
         try:
             self.proc = subprocess.Popen(
                 [
                     "nvidia-smi",
                     "-i",
                     gpu,
-                    "--query-gpu=clocks.sm,power.draw",
+                    "--query-gpu=" + ",".join(fields),
                     "--format=csv,noheader,nounits",
                     "-lms",
                     "50",
@@ -246,24 +259,62 @@ class SmiLog:
         threading.Thread(target=self._read, daemon=True).start()
         atexit.register(self.stop)
 
+    @staticmethod
+    def _first(gpu, candidates):
+        """The first of `candidates` this nvidia-smi can query, or None."""
+        for field in candidates:
+            try:
+                r = subprocess.run(
+                    [
+                        "nvidia-smi",
+                        "-i",
+                        gpu,
+                        "--query-gpu=" + field,
+                        "--format=csv,noheader,nounits",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+            except (OSError, subprocess.SubprocessError):
+                return None
+            out = r.stdout.strip()
+            if (
+                r.returncode == 0
+                and out
+                and "not a valid field" not in out.lower()
+                and "[n/a]" not in out.lower()
+            ):
+                return field
+        return None
+
     def _read(self):
         for line in self.proc.stdout:
+            parts = [x.strip() for x in line.split(",")]
             try:
-                mhz, watts = (float(x) for x in line.split(","))
-            except ValueError:
+                mhz, watts = float(parts[0]), float(parts[1])
+            except (ValueError, IndexError):
                 continue
-            self.samples.append((time.time(), mhz, watts))
+            capped = None
+            if len(parts) > 2:
+                capped = parts[2].lower() == "active"
+            self.samples.append((time.time(), mhz, watts, capped))
 
     def window(self, t0, t1):
-        """{sm_mhz, power_w, samples}: medians of the samples in [t0, t1]."""
-        inside = [(m, w) for t, m, w in list(self.samples) if t0 <= t <= t1]
+        """{sm_mhz, power_w, power_capped, smi_samples}: medians of the
+        samples in [t0, t1], and the fraction with the power cap active."""
+        inside = [(m, w, c) for t, m, w, c in list(self.samples) if t0 <= t <= t1]
         if not inside:
             return {}
-        return dict(
-            sm_mhz=statistics.median(m for m, _ in inside),
-            power_w=round(statistics.median(w for _, w in inside), 1),
+        out = dict(
+            sm_mhz=statistics.median(m for m, _, _ in inside),
+            power_w=round(statistics.median(w for _, w, _ in inside), 1),
             smi_samples=len(inside),
         )
+        caps = [c for _, _, c in inside if c is not None]
+        if caps:
+            out["power_capped"] = round(sum(caps) / len(caps), 2)
+        return out
 
     def stop(self):
         if self.proc is not None:
@@ -440,7 +491,7 @@ class Bench:
         cell[key + "_mode"] = mode
         if "times" in stats:
             cell[key + "_times"] = stats["times"]
-        for name in ("sm_mhz", "power_w", "smi_samples"):
+        for name in ("sm_mhz", "power_w", "power_capped", "smi_samples"):
             if name in stats:
                 cell[key + "_" + name] = stats[name]
         if check is not None:
@@ -689,14 +740,15 @@ class Bench:
                 "## Clock and power while timing",
                 "",
                 "Median SM clock (MHz) and board power (W) of the nvidia-smi samples "
-                "(every 50 ms) taken while each cell's runs were timed.",
+                "(every 50 ms) taken while each cell's runs were timed, and the share "
+                "of them with the software power cap holding the clock down.",
                 "",
-                "| layer | T | ours MHz | ours W | gmm MHz | gmm W |",
-                "|---|---|---|---|---|---|",
+                "| layer | T | ours MHz | ours W | ours capped | gmm MHz | gmm W | gmm capped |",
+                "|---|---|---|---|---|---|---|---|",
             ]
             for c in power:
                 lines.append(
-                    "| %s | %d | %s | %s | %s | %s |"
+                    "| %s | %d | %s | %s | %s | %s | %s | %s |"
                     % (
                         c["layer"],
                         c["T"],
@@ -705,8 +757,10 @@ class Bench:
                             for k in (
                                 "ours_sm_mhz",
                                 "ours_power_w",
+                                "ours_power_capped",
                                 "grouped_mm_sm_mhz",
                                 "grouped_mm_power_w",
+                                "grouped_mm_power_capped",
                             )
                         ),
                     )

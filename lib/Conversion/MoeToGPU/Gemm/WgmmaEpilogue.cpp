@@ -1,0 +1,535 @@
+//===- WgmmaEpilogue.cpp - the Hopper engine's output paths
+//-----------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The epilogues of the Hopper engine on the accumulator fragments
+// (WgmmaEngine.cpp has the fragment layout): GLU, bias and routing-weight
+// scaling (Epilogue.cpp's outputValue), then the stores: direct (element
+// stores from the fragments), staged (through the warpgroup's shared
+// staging, whole scattered rows by 16-byte stores or cp.async.bulk), and
+// the small-M kernel's transposed staging; plus the rows' destinations and
+// routing weights they need (from the item handoff's row table, or fetched
+// before the MMAs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "WgmmaKernel.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+using namespace mlir::moe::gpu_lowering::wgmma;
+
+WgmmaKernel::RowFactors WgmmaKernel::tableFactors(LoweringBuilder &b, Value ct,
+                                                  Value cw) {
+  Value wgRow0 = b.mul(cw, b.idx(64));
+  RowFactors factors;
+  if (bulk)
+    factors.bulkDest = nvvm::loadShared(
+        b, b.getI32Type(),
+        add64(b, rowTableAddress(b, cw),
+              nvvm::toI64(b, b.mul(arith::ShRUIOp::create(b, ct, b.idx(1)),
+                                   b.idx(4)))));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
+  for (int64_t h = 0; g.scale && h < 2; ++h)
+    factors.h[h] = nvvm::loadShared(
+        b, b.getF32Type(),
+        factorTableAddress(b, b.add(wgRow0, b.add(row0, b.idx(8 * h)))));
+  return factors;
+}
+
+void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
+                                 const WorkItem &item, Value acc) {
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
+    return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
+  };
+  for (int64_t h = 0; h < 2; ++h) {
+    Value r = b.add(row0, b.idx(8 * h));
+    when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
+      RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
+      when(b, target.valid, [&](LoweringBuilder &b) {
+        auto store = [&](Value c, ArrayRef<Value> v) {
+          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)), [&](LoweringBuilder &b) {
+            storeOutput(b, g, target, item.expert, c, v);
+          });
+        };
+        for (int64_t j = 0; j < outPerTile / groupWidth(); ++j) {
+          FragmentGroup group = fragmentGroup(j, h);
+          for (auto [p, indices] : llvm::enumerate(group.acc)) {
+            Value c = b.add(colBase,
+                            b.add(b.idx(group.local + p), quadColumn(b, quad)));
+            SmallVector<Value, 2> v;
+            for (int64_t i : indices)
+              v.push_back(value(b, i));
+            store(c, v);
+          }
+        }
+      });
+    });
+  }
+}
+
+SmallVector<Value> WgmmaKernel::rowEntry(LoweringBuilder &b,
+                                         const WorkItem &item, Value r,
+                                         bool withFactor) {
+  bool factor = withFactor && g.scale;
+  SmallVector<Type, 2> types = {b.getI32Type()};
+  if (factor)
+    types.push_back(b.getF32Type());
+  return b.ifElse(
+      b.cmpi(CmpI::ult, r, item.tileRows), types,
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        RowTarget t = rowTarget(b, g, b.add(item.rowStart, r), factor);
+        SmallVector<Value> v = {b.select(t.valid, b.toI32(t.dest), b.i32(-1))};
+        if (factor)
+          v.push_back(t.factor);
+        return v;
+      },
+      [&](LoweringBuilder &b) -> SmallVector<Value> {
+        SmallVector<Value> v = {b.i32(-1)};
+        if (factor)
+          v.push_back(b.f32(0.0f));
+        return v;
+      });
+}
+
+WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
+                                                        Value ct, Value cw,
+                                                        const WorkItem &item) {
+  Value wgRow0 = b.mul(cw, b.idx(64));
+  // Destination (i32) of the warpgroup's row r: -1 when past the tile or
+  // dropped.
+  auto destOf = [&](LoweringBuilder &b, Value r) {
+    return rowEntry(b, item, r, /*withFactor=*/false)[0];
+  };
+  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
+    nvvm::storeShared(
+        b,
+        add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
+        {destOf(b, b.add(wgRow0, ct))});
+  });
+  RowFactors factors;
+  if (bulk)
+    factors.bulkDest =
+        destOf(b, b.add(wgRow0, arith::ShRUIOp::create(b, ct, b.idx(1))));
+  // Routing weights of the thread's two fragment rows (rows past the
+  // tile: 0).
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
+  for (int64_t h = 0; g.scale && h < 2; ++h) {
+    Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
+    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
+    factors.h[h] = b.ifElse(
+        inTile, {b.getF32Type()},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {rowTarget(b, g, b.add(item.rowStart, r)).factor};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.f32(0.0f)};
+        })[0];
+  }
+  return factors;
+}
+
+void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
+                                 const WorkItem &item, Value acc,
+                                 const RowFactors &factors) {
+  const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+  const int64_t passCols = kEpilogueRowBytes / outBytes;
+  const int64_t vec = 16 / outBytes;
+  const bool partialTiles = g.outN % outPerTile != 0;
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  // Fragment rows of this thread within the warpgroup's 64: row0, row0 + 8
+  // (both = lane / 4 mod 8, the swizzle key).
+  Value row0 =
+      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value swizzle = arith::ShRUIOp::create(b, lane, b.idx(2));
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  Value staging = epilogueAddress(b, cw);
+  auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
+    return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
+  };
+
+  const Value *factor = factors.h;
+  Value rowTable = rowTableAddress(b, cw);
+
+  // Shared address of pass-local output column `cl` (+ `dynamic`
+  // elements, the quad's part) of fragment row row0 + 8h. Staging rows are
+  // 1024-aligned groups of 256 bytes, so for 16-bit outputs (chunk = a
+  // constant, the quad's bytes within it) the address is a per-thread base
+  // XOR a constant: two live registers instead of one per store.
+  Value rowBase[2];
+  for (int64_t h = 0; h < 2; ++h)
+    rowBase[h] =
+        nvvm::opaque(b, add64(b, staging,
+                              nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
+                                                   b.idx(kEpilogueRowBytes)))));
+  // Where 16-byte chunk `chunk` of staging row `row` lies: at chunk
+  // chunk ^ (row % 8) (staged), or, with bulk stores, rotated to chunk
+  // (chunk + row % 8) % 16, so that a row's bytes stay in order (one
+  // contiguous piece, or two when the rotation wraps) for the copy engine.
+  // Both put the 8 rows of a fragment store in 8 different bank groups.
+  auto physicalChunk = [&](LoweringBuilder &b, Value chunk, Value key) {
+    if (bulk)
+      return arith::AndIOp::create(b, b.add(chunk, key), b.idx(15)).getResult();
+    return arith::XOrIOp::create(b, chunk, key).getResult();
+  };
+  auto sharedAddress = [&](LoweringBuilder &b, int64_t h, int64_t cl,
+                           Value dynamic) -> Value {
+    int64_t bytes = cl * outBytes;
+    if (outBytes == 2) {
+      // dynamic * 2 + bytes % 16 < 16: no carry out of the chunk.
+      Value key = b.add(b.mul(swizzle, b.idx(16)), b.mul(dynamic, b.idx(2)));
+      if (bulk) {
+        // Rows are 256-byte aligned: the rotation is an add within them.
+        Value within = arith::AndIOp::create(b, b.add(key, b.idx(bytes)),
+                                             b.idx(kEpilogueRowBytes - 1));
+        return arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, within));
+      }
+      Value threadBase =
+          arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
+      return arith::XOrIOp::create(b, threadBase, nvvm::i64(b, bytes));
+    }
+    Value all = b.add(b.idx(bytes), b.mul(dynamic, b.idx(outBytes)));
+    Value chunk = arith::ShRUIOp::create(b, all, b.idx(4));
+    Value within = arith::AndIOp::create(b, all, b.idx(15));
+    Value physical =
+        b.add(b.mul(physicalChunk(b, chunk, swizzle), b.idx(16)), within);
+    return add64(b, rowBase[h], nvvm::toI64(b, physical));
+  };
+  auto outValue = [&](LoweringBuilder &b, int64_t h, Value c,
+                      ArrayRef<Value> v) {
+    Value col = partialTiles ? b.minIdx(c, b.idx(g.outN - 1)) : c;
+    return outputValue(b, g, factor[h], item.expert, col, v);
+  };
+
+  Value wgBarrier = b.toI32(b.add(cw, b.idx(1)));
+  for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
+    const int64_t width = std::min(passCols, outPerTile - lo);
+    // Bulk stores: the copies issued from the staging (the previous pass's,
+    // or the previous tile's) have read it before anyone overwrites it.
+    if (bulk) {
+      nvvm::bulkWait(b, /*read=*/true);
+      nvvm::namedBarrier(b, wgBarrier, 128);
+    }
+    // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
+    // rows of a column at once, so its bias is read once and not kept.
+    Value dynamic = quadColumn(b, quad);
+    for (int64_t j = lo / groupWidth(); j < (lo + width) / groupWidth(); ++j) {
+      for (int64_t h = 0; h < 2; ++h) {
+        FragmentGroup group = fragmentGroup(j, h);
+        SmallVector<Value, 2> columns;
+        for (auto [p, indices] : llvm::enumerate(group.acc)) {
+          Value c = b.add(colBase, b.add(b.idx(group.local + p), dynamic));
+          SmallVector<Value, 2> v;
+          for (int64_t i : indices)
+            v.push_back(value(b, i));
+          columns.push_back(outValue(b, h, c, v));
+        }
+        // Adjacent columns of one thread go as one (vector) store.
+        nvvm::storeShared(b, sharedAddress(b, h, group.local - lo, dynamic),
+                          columns);
+      }
+    }
+    // The copy engine (async proxy) reads what these generic stores wrote.
+    if (bulk)
+      nvvm::fenceProxyAsyncShared(b);
+    nvvm::namedBarrier(b, wgBarrier, 128);
+
+    // 2. Staging -> out: 16-byte chunks, a row's chunks in consecutive
+    // threads (coalesced; scattered rows are still whole segments).
+    const int64_t chunksPerRow = width * outBytes / 16;
+    const int64_t rowsPerIter = 128 / chunksPerRow;
+    auto threadStores = [&](LoweringBuilder &b) {
+      Value chunk = arith::RemUIOp::create(b, ct, b.idx(chunksPerRow));
+      Value rsub = arith::DivUIOp::create(b, ct, b.idx(chunksPerRow));
+      // Rows of chunksPerRow chunks that do not divide the 128 threads
+      // (tile-n not a power of two): the threads past the last whole row
+      // group store nothing.
+      if (128 % chunksPerRow != 0)
+        rsub =
+            b.select(b.cmpi(CmpI::ult, ct, b.idx(rowsPerIter * chunksPerRow)),
+                     rsub, b.idx(64));
+      Value col = b.add(b.add(colBase, b.idx(lo)), b.mul(chunk, b.idx(vec)));
+      Value whole = b.cmpi(CmpI::ule, b.add(col, b.idx(vec)), b.idx(g.outN));
+      // Shared address of this thread's chunk of staging row `rowW`.
+      auto stagedChunk = [&](LoweringBuilder &b, Value rowW) {
+        Value physical =
+            physicalChunk(b, chunk, arith::AndIOp::create(b, rowW, b.idx(7)));
+        return add64(b, staging,
+                     nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                          b.mul(physical, b.idx(16)))));
+      };
+      // Written by the producer (item handoff; with idle skip before the
+      // MMAs, prefetchRowTargets): -1 for rows past the tile or dropped.
+      auto destOf = [&](LoweringBuilder &b, Value rowW) {
+        return nvvm::loadShared(
+            b, b.getI32Type(),
+            add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4)))));
+      };
+      // 16-byte stores (the common case): kStoreUnroll rows per round,
+      // their row-table and staging reads issued together before the
+      // stores, so that the shared-memory latency is paid once per round
+      // rather than twice per row (bench/NOTES.md v49). Rows past the
+      // warpgroup's 64 read row 63 and store nothing. Not unrolled
+      // further: the accumulators of later passes are live.
+      constexpr int64_t kStoreUnroll = 4;
+      scf::IfOp::create(
+          b, b.andi(whole, outVectorOk),
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            forEach(b, rsub, b.idx(64), b.idx(rowsPerIter * kStoreUnroll),
+                    [&](LoweringBuilder &b, Value rowW) {
+                      SmallVector<Value, kStoreUnroll> rows, dests, values;
+                      for (int64_t u = 0; u < kStoreUnroll; ++u) {
+                        Value r = b.add(rowW, b.idx(u * rowsPerIter));
+                        Value in = b.cmpi(CmpI::ult, r, b.idx(64));
+                        Value rc = b.minIdx(r, b.idx(63));
+                        rows.push_back(rc);
+                        dests.push_back(b.select(in, destOf(b, rc), b.i32(-1)));
+                      }
+                      for (int64_t u = 0; u < kStoreUnroll; ++u)
+                        values.push_back(
+                            nvvm::loadShared16(b, stagedChunk(b, rows[u])));
+                      for (int64_t u = 0; u < kStoreUnroll; ++u)
+                        when(b, b.cmpi(CmpI::sge, dests[u], b.i32(0)),
+                             [&](LoweringBuilder &b) {
+                               nvvm::storeGlobal16(
+                                   b, values[u],
+                                   outputAddress(b, b.toIndex(dests[u]), col));
+                             });
+                    });
+            scf::YieldOp::create(b);
+          },
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            // Element stores: columns past outN, or an output whose rows
+            // are not 16-byte aligned.
+            forEach(b, rsub, b.idx(64), b.idx(rowsPerIter),
+                    [&](LoweringBuilder &b, Value rowW) {
+                      Value dest = destOf(b, rowW);
+                      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)),
+                           [&](LoweringBuilder &b) {
+                             Value destRow = b.toIndex(dest);
+                             Value src = stagedChunk(b, rowW);
+                             for (int64_t e = 0; e < vec; ++e) {
+                               Value c = b.add(col, b.idx(e));
+                               when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                                    [&](LoweringBuilder &b) {
+                                      Value v = nvvm::loadShared(
+                                          b, g.outElem,
+                                          add64(b, src, e * outBytes));
+                                      b.store(v, g.out, {destRow, c});
+                                    });
+                             }
+                           });
+                    });
+            scf::YieldOp::create(b);
+          });
+      // The next pass (or item) overwrites the staging, and (idle skip)
+      // the next item's prefetchRowTargets the row table.
+      nvvm::namedBarrier(b, wgBarrier, 128);
+    };
+    if (!bulk) {
+      threadStores(b);
+      continue;
+    }
+    // Bulk stores of whole rows (aligned output, no column past outN in
+    // this pass; else the thread stores): thread ct copies row ct / 2's
+    // piece ct % 2. Row r's chunks start at chunk r % 8 of its 256 bytes
+    // and wrap: piece 0 is the first min(C, 16 - r % 8) chunks, piece 1
+    // the rest (from the row's start), C = chunksPerRow.
+    Value bulkOk =
+        b.andi(outVectorOk, b.cmpi(CmpI::ule, b.add(colBase, b.idx(lo + width)),
+                                   b.idx(g.outN)));
+    scf::IfOp::create(
+        b, bulkOk,
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          Value rowW = arith::ShRUIOp::create(b, ct, b.idx(1));
+          Value second = b.cmpi(
+              CmpI::eq, arith::AndIOp::create(b, ct, b.idx(1)), b.idx(1));
+          Value rot = arith::AndIOp::create(b, rowW, b.idx(7));
+          Value first = b.minIdx(b.idx(chunksPerRow),
+                                 b.sub(b.idx(kEpilogueRowBytes / 16), rot));
+          Value chunks =
+              b.select(second, b.sub(b.idx(chunksPerRow), first), first);
+          Value srcChunk = b.select(second, b.idx(0), rot);
+          Value colOff = b.select(second, b.mul(first, b.idx(vec)), b.idx(0));
+          Value dest = factors.bulkDest;
+          when(b,
+               b.andi(b.cmpi(CmpI::sge, dest, b.i32(0)),
+                      b.cmpi(CmpI::ugt, chunks, b.idx(0))),
+               [&](LoweringBuilder &b) {
+                 Value col = b.add(b.add(colBase, b.idx(lo)), colOff);
+                 Value src = add64(
+                     b, staging,
+                     nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                          b.mul(srcChunk, b.idx(16)))));
+                 nvvm::bulkCopySharedToGlobal(
+                     b, src, outputAddress(b, b.toIndex(dest), col),
+                     b.toI32(b.mul(chunks, b.idx(16))));
+               });
+          nvvm::bulkCommit(b);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          threadStores(b);
+          scf::YieldOp::create(b);
+        });
+  }
+}
+
+WgmmaKernel::SwapTargets
+WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
+                                 const WorkItem &item) {
+  const int64_t threads = 128 * consumers;
+  const int64_t chunks = swapChunks();
+  SwapTargets targets;
+  if ((tileM * chunks) % threads != 0)
+    return targets;
+  Value u0 = b.sub(tid, b.idx(128));
+  for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
+    Value token =
+        arith::DivUIOp::create(b, b.add(u0, b.idx(i * threads)), b.idx(chunks));
+    SmallVector<Value> t = rowEntry(b, item, token, /*withFactor=*/true);
+    targets.dest.push_back(t[0]);
+    targets.factor.push_back(g.scale ? t[1] : Value());
+  }
+  return targets;
+}
+
+void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
+                                  const WorkItem &item, Value acc,
+                                  const SwapTargets &targets) {
+  const int64_t outBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+  const int64_t vec = 16 / outBytes;
+  const int64_t pitch = tileN + 4; // f32 per staged token row
+  const int64_t threads = 128 * consumers;
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
+  Value staging = add64(b, base, headerBytes() + stages * stageBytes());
+  auto stagedAt = [&](LoweringBuilder &b, Value token, Value column) {
+    return add64(b, staging,
+                 nvvm::toI64(b, b.mul(b.add(b.mul(token, b.idx(pitch)), column),
+                                      b.idx(4))));
+  };
+  // 1. Fragment element i = 4j + 2h + p is rhs column (fragment row)
+  // 16 * warp + lane / 4 + 8h of this warpgroup's 64, token (fragment
+  // column) 8j + 2 * (lane % 4) + p. With the pitch = 4 mod 32 words, a
+  // warp's 32 stores of one element hit 32 banks.
+  Value column0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                        arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value token0 = b.mul(quad, b.idx(2));
+  for (int64_t j = 0; j < tileM / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = 0; p < 2; ++p) {
+        Value v = LLVM::ExtractValueOp::create(
+            b, acc, ArrayRef<int64_t>{4 * j + 2 * h + p});
+        nvvm::storeShared(b,
+                          stagedAt(b, b.add(token0, b.idx(8 * j + p)),
+                                   b.add(column0, b.idx(8 * h))),
+                          {v});
+      }
+  nvvm::namedBarrier(b, b.i32(1), threads);
+
+  // 2. Thread u of the consumers takes output chunks (token, vec columns)
+  // u, u + threads, ...: the rhs columns of output column c are 2c, 2c + 1
+  // (interleaved GLU), c and tileN / 2 + c (concat), c (plain).
+  const int64_t chunks = swapChunks();
+  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+  // Output chunk `chunk` of `token`, whose row goes to `target` (valid).
+  auto storeChunk = [&](LoweringBuilder &b, Value token, Value chunk,
+                        const RowTarget &target) {
+    Value local0 = b.mul(chunk, b.idx(vec));
+    Value col0 = b.add(colBase, local0);
+    SmallVector<Value> values;
+    for (int64_t e = 0; e < vec; ++e) {
+      Value local = b.add(local0, b.idx(e));
+      SmallVector<Value, 2> accs;
+      if (interleaved()) {
+        Value pair = b.mul(local, b.idx(2));
+        accs = {nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, pair)),
+                nvvm::loadShared(b, b.getF32Type(),
+                                 stagedAt(b, token, b.add(pair, b.idx(1))))};
+      } else {
+        accs.push_back(
+            nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
+        if (concat)
+          accs.push_back(nvvm::loadShared(
+              b, b.getF32Type(),
+              stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+      }
+      Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
+      values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
+    }
+    Value whole = b.andi(
+        outVectorOk, b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+    scf::IfOp::create(
+        b, whole,
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          nvvm::storeGlobal(b, outputAddress(b, target.dest, col0), values);
+          scf::YieldOp::create(b);
+        },
+        [&](OpBuilder &nested, Location loc) {
+          LoweringBuilder b(loc, nested);
+          for (int64_t e = 0; e < vec; ++e) {
+            Value c = b.add(col0, b.idx(e));
+            when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
+                 [&](LoweringBuilder &b) {
+                   b.store(values[e], g.out, {target.dest, c});
+                 });
+          }
+          scf::YieldOp::create(b);
+        });
+  };
+  Value u0 = b.sub(tid, b.idx(128));
+  if (!targets.dest.empty()) {
+    // The targets came before the MMAs (prefetchSwapTargets).
+    for (auto [i, dest] : llvm::enumerate(targets.dest)) {
+      Value u = b.add(u0, b.idx(static_cast<int64_t>(i) * threads));
+      Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+      Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+        RowTarget target{b.toIndex(dest), Value(), targets.factor[i]};
+        storeChunk(b, token, chunk, target);
+      });
+    }
+  } else {
+    forEach(b, u0, b.idx(tileM * chunks), b.idx(threads),
+            [&](LoweringBuilder &b, Value u) {
+              Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+              Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+              when(b, b.cmpi(CmpI::ult, token, item.tileRows),
+                   [&](LoweringBuilder &b) {
+                     RowTarget target =
+                         rowTarget(b, g, b.add(item.rowStart, token));
+                     when(b, target.valid, [&](LoweringBuilder &b) {
+                       storeChunk(b, token, chunk, target);
+                     });
+                   });
+            });
+  }
+  // The next item's fragments overwrite the staging.
+  nvvm::namedBarrier(b, b.i32(1), threads);
+}

@@ -1,0 +1,403 @@
+//===- WgmmaKernel.h - the Hopper engine's kernel builder -------*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The Hopper (wgmma) engine's kernel builder, shared by its parts:
+// WgmmaEngine.cpp (the design, the persistent item walk, the consumers' MMA
+// loop, the kernel and its launch), WgmmaLoaders.cpp (the producer: lhs
+// rows by cp.async or TMA, rhs tiles by TMA or cp.async, the item
+// handoff) and WgmmaEpilogue.cpp (the output paths on the accumulator
+// fragments). Internal to lib/Conversion/MoeToGPU/Gemm.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_LIB_CONVERSION_MOETOGPU_GEMM_WGMMAKERNEL_H
+#define MOE_LIB_CONVERSION_MOETOGPU_GEMM_WGMMAKERNEL_H
+
+#include "GemmKernel.h"
+#include "NVVMBuilder.h"
+
+namespace mlir {
+namespace moe {
+namespace gpu_lowering {
+namespace wgmma {
+
+using CmpI = arith::CmpIPredicate;
+
+/// K elements per stage (one 128-byte swizzle row of 16-bit elements).
+inline constexpr int64_t kTileK = 64;
+/// Rows per lhs TMA box (config.lhsTma; a multiple of the swizzle's 8).
+inline constexpr int64_t kLhsBoxRows = 32;
+/// Epilogue staging per consumer warpgroup (kWgmmaStagingBytes): 64 rows
+/// of 256 bytes (one pass of 128 16-bit or 64 f32 output columns), 16-byte
+/// chunk c of row r at chunk c ^ (r % 8), so the fragment stores and the
+/// row reads are free of bank conflicts.
+inline constexpr int64_t kEpilogueRowBytes = kWgmmaStagingBytes / 64;
+/// Registers per thread after setmaxnreg (producer, consumers) with two
+/// consumer warpgroups. The block starts with 168 per thread (64K / 384,
+/// rounded down to 8); the consumers' increase is granted only from what
+/// the producer released, so (168 - P) * 128 >= (C - 168) * 256 must hold,
+/// else the consumers wait for registers forever.
+inline constexpr int64_t kEntryRegs = 168, kProducerRegs = 40,
+                         kConsumerRegs = 232;
+static_assert((kEntryRegs - kProducerRegs) * 128 >=
+                  (kConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
+
+/// One work item of the persistent loop.
+struct WorkItem {
+  Value expert, rowStart, tileRows, colTile, step;
+  /// 2-CTA clusters: true when the pair shares the weight tile (each CTA
+  /// multicasts half of it), false when the CTAs take different column
+  /// tiles of one row tile (each loads its own). Null without clusters.
+  Value multicast;
+};
+
+class WgmmaKernel {
+public:
+  WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
+              Value rhsMap, UncoveredFill fill, Value lhsMapValue)
+      : g(g), rhsMap(rhsMap), lhsMapValue(lhsMapValue), fill(fill),
+        tileM(config.tileM), tileN(config.tileN), stages(config.stages),
+        numSMs(config.numSMs), staged(config.stagedEpilogue),
+        bulk(config.stagedEpilogue && config.bulkStores && !config.swapAB),
+        cluster(config.cluster), swap(config.swapAB),
+        ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
+        consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
+        kSlices(config.stageK / kTileK),
+        kSteps((g.kDim + config.stageK - 1) / config.stageK),
+        concat(g.glu && g.glu->layout == GluLayout::concat),
+        outPerTile(g.glu ? config.tileN / 2 : config.tileN),
+        colTiles((g.outN + outPerTile - 1) / outPerTile),
+        ragged{g.offsets, g.m, g.numExperts, config.tileM},
+        locateEach(config.swapAB),
+        skew(config.swapAB || consumers != 2 || kSteps < config.stages
+                 ? 0
+                 : std::min(config.consumerSkew, config.stages - 1)),
+        idleSkip(config.idleSkip && !config.swapAB && skew == 0 && kSteps > 1),
+        resync(consumers == 2), handoff(!config.swapAB && !idleSkip) {}
+
+  void emit(LoweringBuilder &b);
+  /// The kernel body (emit launches it).
+  void emitBody(LoweringBuilder &kb, const KernelIds &ids, int64_t threads);
+
+private:
+  int64_t aBytes() const { return tileM * 128; }
+  /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
+  /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
+  int64_t sliceBytes() const { return (tileM + tileN) * 128; }
+  /// A stage holds kSlices slices, K-adjacent.
+  int64_t stageBytes() const { return kSlices * sliceBytes(); }
+  /// First K element of slice `h` of K step `kt`.
+  Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
+    return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(kTileK));
+  }
+  /// The header before the stages (1024 bytes): barriers (16 * stages <=
+  /// 128 bytes), from byte 128 the item handoff's barriers and record, from
+  /// byte 512 the row table's destinations (i32, 256 bytes per consumer
+  /// warpgroup). Then the stages, then each consumer warpgroup's epilogue
+  /// staging, then (main kernel) the row table's routing weights (f32, 512
+  /// bytes: past the staging, as the tiles need their 1024-byte alignment
+  /// and a 227 KiB block has no 1024 bytes to spare for a larger header).
+  /// GemmConfig.cpp's overheads count all but the tiles and the staging,
+  /// and the 1024 bytes of alignment slack.
+  int64_t headerBytes() const { return 1024; }
+  int64_t stagingBytes() const {
+    return staged ? consumers * kWgmmaStagingBytes : 0;
+  }
+  int64_t sharedBytes() const {
+    if (swap)
+      return headerBytes() + stages * stageBytes() +
+             wgmmaSwapStagingBytes(tileM, tileN);
+    return headerBytes() + stages * stageBytes() + stagingBytes() + 512;
+  }
+  /// Global address of output element (row, col): 64-bit arithmetic (the
+  /// i32 form overflows past 2^31 elements, docs/FieldBugs.md).
+  Value outputAddress(LoweringBuilder &b, Value row, Value col) const {
+    Value offset = b.add(b.mul(row, outStride), col);
+    int64_t elemBytes = g.outElem.getIntOrFloatBitWidth() / 8;
+    return arith::AddIOp::create(
+        b, outAddr, nvvm::toI64(b, b.mul(offset, b.idx(elemBytes))));
+  }
+  Value epilogueAddress(LoweringBuilder &b, Value cw) {
+    return add64(b, add64(b, base, headerBytes() + stages * stageBytes()),
+                 mul64(b, nvvm::toI64(b, cw), kWgmmaStagingBytes));
+  }
+
+  Value add64(LoweringBuilder &b, Value a, Value c) {
+    return arith::AddIOp::create(b, a, c);
+  }
+  Value add64(LoweringBuilder &b, Value a, int64_t c) {
+    return c ? add64(b, a, nvvm::i64(b, c)) : a;
+  }
+  Value mul64(LoweringBuilder &b, Value a, int64_t c) {
+    return arith::MulIOp::create(b, a, nvvm::i64(b, c));
+  }
+  Value fullBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value emptyBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, 8 * stages), mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value stageAddress(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, headerBytes()),
+                 mul64(b, nvvm::toI64(b, s), stageBytes()));
+  }
+  /// (stage, round parity) of pipeline step `step`.
+  std::pair<Value, Value> stageOf(LoweringBuilder &b, Value step) {
+    Value s = arith::RemUIOp::create(b, step, b.idx(stages));
+    Value round = arith::DivUIOp::create(b, step, b.idx(stages));
+    return {s, round};
+  }
+  Value parity(LoweringBuilder &b, Value round) {
+    return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
+  }
+
+  /// Runs `body` on each of the block's work items. Without `walk` only
+  /// the items' pipeline steps are known (WorkItem::step): the consumers
+  /// of the item handoff, which get the rest from the producer.
+  void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
+                   function_ref<void(LoweringBuilder &, const WorkItem &)> body,
+                   bool walk = true);
+  /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
+  /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
+  /// odd last row tile; uncoupled, tiles x colTiles.
+  Value clusterUnits(LoweringBuilder &b, Value tiles) const;
+  void forEachClusterItem(
+      LoweringBuilder &b, Value tid, Value blockX, Value gridX,
+      function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk);
+  /// Consumers free stage `s`: every thread arrives on the CTA's empty
+  /// barrier; in cluster kernels one thread per warpgroup arrives on it
+  /// and on the peer's (whose producer multicasts into this CTA).
+  void releaseStage(LoweringBuilder &b, Value ct, Value s);
+  void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  /// Item handoff, producer side, at K step handoffStep() of the item: once
+  /// the consumers have finished the previous item's epilogue, its record
+  /// and (staged) its row table, `entry` = this producer thread's row's
+  /// (destination, routing weight), then an arrival on tableFull.
+  void publishItem(LoweringBuilder &b, Value tid, const WorkItem &item,
+                   ArrayRef<Value> entry);
+  /// K step of an item at which the producer publishes it: the last one
+  /// it issues before it would wait for the item's first step to be
+  /// consumed, which follows the previous item's epilogue anyway.
+  int64_t handoffStep() const { return std::min(stages, kSteps) - 1; }
+  /// Item handoff, consumer side, after the MMAs: waits for the item's
+  /// record and returns it (step as given; staged, the first row and the
+  /// rows are null: the row table has them).
+  WorkItem receiveItem(LoweringBuilder &b, Value step);
+  void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
+                    const WorkItem &item);
+  /// The lhs tile of K step `kt` by TMA (config.lhsTma): one box of tileM
+  /// rows from the item's first row per K slice, in the layout the
+  /// cp.async loader writes (128-byte swizzle); its bytes are in
+  /// loadRhsByTma's expect_tx. The rows past the item (the next expert's)
+  /// are loaded too, and their results dropped by the epilogue; rows and
+  /// K past the lhs's end read zeros.
+  void loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
+                    const WorkItem &item);
+  /// The lhs boxes (kLhsBoxRows rows each) that cover the item's rows: a
+  /// short tile (an expert's last) loads only those, not a whole tileM of
+  /// the next expert's rows (measured: DeepSeek-V3 T=4096, about one tile
+  /// per expert, +2% with whole-tile boxes, bench/NOTES.md v56).
+  Value lhsBoxes(LoweringBuilder &b, const WorkItem &item) const {
+    return b.minIdx(
+        b.div(b.add(item.tileRows, b.idx(kLhsBoxRows - 1)), b.idx(kLhsBoxRows)),
+        b.idx(tileM / kLhsBoxRows));
+  }
+  /// The MMA loop and epilogue of one consumer warpgroup on an item.
+  /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
+  /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
+  void consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                   const WorkItem &item);
+  /// The fragment layout of the output columns (m64nNk16 f32
+  /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
+  /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
+  /// j the thread has the columns local + quadStride() * (lane % 4) + p,
+  /// p < acc.size(), acc[p] the accumulator indices of column p (gate /
+  /// plain, and up with GLU). Interleaved GLU: groups of 4, one column per
+  /// thread (gate 2c, up 2c + 1 adjacent in the fragment); plain: groups
+  /// of 8, two columns; concat: the tile holds the gate half and the up
+  /// half of the same columns, groups of 8.
+  struct FragmentGroup {
+    int64_t local;
+    SmallVector<SmallVector<int64_t, 2>, 2> acc;
+  };
+  bool interleaved() const { return g.glu && !concat; }
+  int64_t groupWidth() const { return interleaved() ? 4 : 8; }
+  int64_t quadStride() const { return interleaved() ? 1 : 2; }
+  FragmentGroup fragmentGroup(int64_t j, int64_t h) const {
+    if (interleaved())
+      return {4 * j, {{4 * j + 2 * h, 4 * j + 2 * h + 1}}};
+    int64_t frags = concat ? tileN / 16 : tileN / 8;
+    FragmentGroup group{8 * j, {}};
+    for (int64_t p = 0; p < 2; ++p) {
+      int64_t i = 4 * j + 2 * h + p;
+      group.acc.push_back(concat ? SmallVector<int64_t, 2>{i, i + 4 * frags}
+                                 : SmallVector<int64_t, 2>{i});
+    }
+    return group;
+  }
+  /// The thread's part of a group's columns: quadStride() * (lane % 4).
+  Value quadColumn(LoweringBuilder &b, Value quad) const {
+    return quadStride() == 1 ? quad : b.mul(quad, b.idx(quadStride()));
+  }
+
+  /// Stores the tile: element stores from the fragments (direct) or
+  /// through the warpgroup's shared staging, whole rows by 16-byte stores
+  /// (staged).
+  void epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
+                      const WorkItem &item, Value acc);
+  /// Routing weights of a thread's two fragment rows (null without scale).
+  struct RowFactors {
+    Value h[2];
+    /// Bulk stores: the destination (i32, -1 when out of the tile or
+    /// dropped) of the row whose copy this thread issues, row ct / 2.
+    Value bulkDest;
+  };
+  /// Staged epilogue, before the MMAs: the destination of each of the
+  /// warpgroup's 64 rows (-1 when out of the tile or dropped) into its
+  /// row table in shared memory (thread ct < 64 writes row ct), and this
+  /// thread's fragment-row routing weights.
+  RowFactors prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
+                                const WorkItem &item);
+  /// Item handoff: the same from the row table the producer wrote.
+  RowFactors tableFactors(LoweringBuilder &b, Value ct, Value cw);
+  /// Row `r` (within the tile) of `item`: its destination (i32; -1 past
+  /// the tile or dropped) and, with `withFactor` and a scale operand, its
+  /// routing weight (f32; 0 past the tile).
+  SmallVector<Value> rowEntry(LoweringBuilder &b, const WorkItem &item, Value r,
+                              bool withFactor);
+  void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
+                      const WorkItem &item, Value acc,
+                      const RowFactors &factors);
+  /// Small-M epilogue: the fragments (rows = this warpgroup's 64 rhs
+  /// columns, columns = tokens) go to the block's f32 staging, transposed
+  /// ([token][rhs column], row pitch tileN + 4), then every consumer
+  /// thread turns whole 16-byte output chunks of a token row into bias,
+  /// GLU, scale, and one store. `tid` counts from the block's first thread.
+  /// Where the token rows this thread stores go (destination, -1 when
+  /// out of the tile or dropped, and routing weight or null).
+  struct SwapTargets {
+    SmallVector<Value> dest, factor;
+  };
+  /// Small-M, before the MMAs: the targets of the token rows of this
+  /// thread's output chunks (chunk u = tid - 128 + i * threads: one token
+  /// per i), so that their dependent loads (scatter index, then routing
+  /// weight) complete under the MMAs instead of in the store loop. Empty
+  /// when the chunks do not split evenly over the threads (the epilogue
+  /// then loads them itself).
+  SwapTargets prefetchSwapTargets(LoweringBuilder &b, Value tid,
+                                  const WorkItem &item);
+  void epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
+                       const WorkItem &item, Value acc,
+                       const SwapTargets &targets);
+  /// Output chunks (16 bytes) of one small-M tile, and the consumer
+  /// threads that store them.
+  int64_t swapChunks() const {
+    return outPerTile / (16 / (g.outElem.getIntOrFloatBitWidth() / 8));
+  }
+  /// The row table of consumer warpgroup `cw` (64 i32 in the barrier
+  /// area's upper half).
+  Value rowTableAddress(LoweringBuilder &b, Value cw) {
+    return add64(b, add64(b, base, 512), mul64(b, nvvm::toI64(b, cw), 256));
+  }
+  /// Item handoff (main kernel): the producer publishes each item's record
+  /// (i32: expert, column tile, and without the staged epilogue the first
+  /// row and the rows) and row table (the
+  /// destinations at rowTableAddress, the routing weights at
+  /// factorTableAddress, one row per producer thread), so that the
+  /// consumers neither walk the experts nor load row targets before an
+  /// item's MMAs (bench/NOTES.md v51). tableFull completes once per item
+  /// (the producer's 128 arrivals), tableEmpty once the consumers are done
+  /// with it (every consumer thread, after the epilogue).
+  Value tableFull(LoweringBuilder &b) { return add64(b, base, 128); }
+  Value tableEmpty(LoweringBuilder &b) { return add64(b, base, 136); }
+  Value recordAddress(LoweringBuilder &b, int64_t field) {
+    return add64(b, base, 160 + 4 * field);
+  }
+  Value factorTableAddress(LoweringBuilder &b, Value row) {
+    return add64(
+        b,
+        add64(b, base, headerBytes() + stages * stageBytes() + stagingBytes()),
+        nvvm::toI64(b, b.mul(row, b.idx(4))));
+  }
+
+  const GemmOperands &g;
+  Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
+  /// lhs tensor map by value (!llvm.array<16 x i64>, host side) when the
+  /// lhs tiles come by TMA (config.lhsTma); lhsMap is its address in the
+  /// kernel (a by-value grid-constant parameter once outlined:
+  /// moe-gpu-tensor-map-params).
+  Value lhsMapValue, lhsMap;
+  UncoveredFill fill; // zeroed by the consumers first (Unread: none)
+  const int64_t tileM, tileN, stages, numSMs;
+  const bool staged;
+  /// Staged rows leave by cp.async.bulk (config.bulkStores; see
+  /// epilogueStaged).
+  const bool bulk;
+  const int64_t cluster;
+  /// Small-M form (config.swapAB): rhs rows on the wgmma M side.
+  const bool swap;
+  const int64_t ctasPerSM;
+  /// Launched programmatically (config.programmatic).
+  const bool programmatic;
+  const int64_t consumers;
+  /// 64-element K slices per stage (config.stageK / 64) and K steps.
+  const int64_t kSlices, kSteps;
+  const bool concat;
+  const int64_t outPerTile, colTiles;
+  RaggedTiles ragged;
+  /// Experts per round of the walk from one item to the block's next: one
+  /// (the first item is found by RaggedTiles::locate; rounds of 8 here
+  /// were 0-2% slower on every cell, bench/NOTES.md v28).
+  static constexpr int64_t advanceUnroll = 1;
+  /// Small-M kernel: every item's expert is found by the whole warp
+  /// (RaggedTiles::locate) instead of the walk from the previous item. At
+  /// few rows most experts are empty and the walk crossed ~E / hit of them
+  /// per item, a dependent load each, while the weight stream stalled
+  /// (DeepSeek-V3 T=1 243 -> 194 us, bench/NOTES.md v34).
+  const bool locateEach;
+  /// K steps by which consumer warpgroup 1 starts each tile after
+  /// warpgroup 0 (config.consumerSkew where it applies, else 0): warpgroup
+  /// 0 arrives on named barrier kSkewBarrier once it has issued that many
+  /// steps of a tile, and warpgroup 1 waits for it before its first. Each
+  /// warpgroup's epilogue then runs while the other one's MMAs do (both
+  /// in step, the tensor cores idle during the common epilogue). No
+  /// deadlock: what warpgroup 0 waits for at step skew < stages was
+  /// released in the previous tile; no arrival overtakes a wait: with
+  /// kSteps >= stages, warpgroup 0 cannot reach step skew of the next
+  /// tile before warpgroup 1 released a step of this one.
+  const int64_t skew;
+  /// A consumer warpgroup without rows in the tile stops its MMAs after
+  /// the first K step (consumeTile).
+  const bool idleSkip;
+  const bool resync;
+  /// The item handoff (see tableFull): the main kernel without idle skip
+  /// (whose consumers need each item's rows before its MMAs).
+  const bool handoff;
+  static constexpr int64_t kSkewBarrier = 3;
+  /// Idle skip: the consumer warpgroups' barrier after each tile's MMAs.
+  static constexpr int64_t kResyncBarrier = 4;
+  // Kernel-wide values.
+  Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
+  Value outAddr, outStride, outVectorOk;
+  /// This CTA's rank in its cluster (index), from the special register.
+  Value clusterRank(LoweringBuilder &b) const {
+    return arith::IndexCastUIOp::create(
+        b, b.getIndexType(), NVVM::ClusterId::create(b, b.getI32Type()));
+  }
+  /// Cluster kernels: whether this launch runs in 2-CTA clusters (i1, the
+  /// host's choice, see emit), and the same as a shift (index 1 / 0): the
+  /// unit mapping and the peer rank use it, so that uncoupled they reduce
+  /// to those of the kernel without clusters.
+  Value coupledFlag, coupledShift;
+};
+
+} // namespace wgmma
+} // namespace gpu_lowering
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_LIB_CONVERSION_MOETOGPU_GEMM_WGMMAKERNEL_H

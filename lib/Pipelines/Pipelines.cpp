@@ -40,6 +40,9 @@ static void addTensorCleanupAndBufferize(OpPassManager &pm) {
   bufferization.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // Its constant globals named and ordered by first use (it meets them in
+  // an order that varies from run to run).
+  pm.addPass(createMoeOrderConstantGlobalsPass());
 }
 
 /// The optional ownership-based deallocation, then bufferization.clone

@@ -419,6 +419,37 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def MoeOrderConstantGlobalsPass
+    : Pass<"moe-order-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Name and order bufferization's constant globals by first use";
+  let description = [{
+    One-shot bufferization turns each tensor constant into a private
+    constant `memref.global` named `__constant_<shape><type>` (`_0`, `_1`,
+    ... on a clash), but which function's constant it meets first varies
+    from run to run (MLIR 22; also without threading), so the names, the
+    globals' order and everything built from them (the device copies of
+    moe-gpu-device-memory) change between runs of the same input. This pass
+    makes them a function of the module: the `__constant_` globals are
+    renamed in the order of their first `memref.get_global` in the module
+    (walked in order; unused ones last, by their current order), the first
+    of a base name keeping the base and the later ones `_0`, `_1`, ..., and
+    moved, in that order, to where the first of them stood. Other symbols
+    are not touched; a name that another symbol already holds is skipped.
+
+    ```mlir
+    memref.global "private" constant @__constant_2xf32_0 : memref<2xf32> = dense<[1.0, 2.0]>
+    memref.global "private" constant @__constant_2xf32 : memref<2xf32> = dense<[3.0, 4.0]>
+    func.func @f() { %a = memref.get_global @__constant_2xf32_0 ... }
+    func.func @g() { %b = memref.get_global @__constant_2xf32 ... }
+    // becomes
+    memref.global "private" constant @__constant_2xf32 ... dense<[1.0, 2.0]>
+    memref.global "private" constant @__constant_2xf32_0 ... dense<[3.0, 4.0]>
+    (@f uses @__constant_2xf32, @g uses @__constant_2xf32_0)
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def MoeEmitCInterfacePass : Pass<"moe-emit-c-interface", "::mlir::ModuleOp"> {
   let summary = "Mark public functions for C-callable wrappers";
   let description = [{

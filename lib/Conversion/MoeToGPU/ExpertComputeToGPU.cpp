@@ -249,7 +249,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
         Value lhsMap;
         if (config->lhsTma) {
           Value lhsOk;
-          std::tie(lhsMap, lhsOk) = emitLhsTensorMap(b, module, g, *config);
+          std::tie(lhsMap, lhsOk) = emitLhsTensorMap(b, module, g);
           ok = b.andi(ok, lhsOk);
         }
         hopperIf(

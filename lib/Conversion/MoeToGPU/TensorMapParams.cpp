@@ -35,7 +35,6 @@ static SmallVector<UnrealizedConversionCastOp> addressUses(BlockArgument arg) {
   for (Operation *user : arg.getUsers()) {
     auto cast = dyn_cast<UnrealizedConversionCastOp>(user);
     if (!cast || cast.getNumOperands() != 1 || cast.getNumResults() != 1 ||
-        !isa<LLVM::LLVMPointerType>(cast.getResult(0).getType()) ||
         cast.getResult(0).getType() !=
             LLVM::LLVMPointerType::get(arg.getContext()))
       return {};

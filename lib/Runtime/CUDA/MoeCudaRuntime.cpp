@@ -816,10 +816,9 @@ extern "C" void mgpuSetDefaultDevice(int32_t device) {
 
 static void *cachedTensorMap(const CUtensorMap &map, const char *where);
 
-/// Encodes a tiled tensor map (dimensions innermost first, strides of
-/// dimensions 1.. in bytes, unit element strides) and returns its cached
-/// device copy; null (error recorded) on failure.
-/// cuTensorMapEncodeTiled into `map`; false (error recorded) on failure.
+/// Encodes a tiled tensor map into `map` (dimensions innermost first,
+/// strides of dimensions 1.. in bytes, unit element strides); false (error
+/// recorded) on failure.
 static bool encodeTiled(CUtensorMap &map, int64_t rank, void *address,
                         int64_t dataType, const cuuint64_t *globalDim,
                         const cuuint64_t *globalStrides,
@@ -842,6 +841,7 @@ static bool encodeTiled(CUtensorMap &map, int64_t rank, void *address,
       "cuTensorMapEncodeTiled", where);
 }
 
+/// encodeTiled, then the map's cached device copy; null on failure.
 static void *encodeTiledTensorMap(int64_t rank, void *address, int64_t dataType,
                                   const cuuint64_t *globalDim,
                                   const cuuint64_t *globalStrides,
@@ -919,16 +919,18 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where) {
   return reinterpret_cast<void *>(deviceMap);
 }
 
-/// moeRuntimeTensorMap3D's arguments in the driver's form; false when the
-/// layout cannot be described (recorded as an error only for a data type,
-/// box or promotion no caller should pass).
 namespace {
+/// A 3-D tensor map's dimensions, strides and box in the driver's form.
 struct Map3D {
   cuuint64_t globalDim[3];
   cuuint64_t globalStrides[2];
   cuuint32_t boxDim[3];
 };
 } // namespace
+
+/// moeRuntimeTensorMap3D's arguments in the driver's form; false when the
+/// layout cannot be described (recorded as an error only for a data type,
+/// box or promotion no caller should pass).
 static bool map3D(Map3D &m, void *address, int64_t dataType, int64_t dim0,
                   int64_t dim1, int64_t dim2, int64_t stride1, int64_t stride2,
                   int64_t box0, int64_t box1, int64_t box2, int64_t l2Promotion,

@@ -263,12 +263,11 @@ void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
 /// declared in `module` on first use); 0 when TMA cannot describe it.
 Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                        const GemmOperands &g, const GemmKernelConfig &config);
-/// Host code: the lhs TMA tensor map for `config` encoded into host memory
-/// (moeRuntimeEncodeTensorMap3D): {the map as !llvm.array<16 x i64>, an i1
-/// that is false when TMA cannot describe the lhs}.
+/// Host code: the lhs TMA tensor map (config.lhsTma) encoded into host
+/// memory (moeRuntimeEncodeTensorMap3D): {the map as !llvm.array<16 x i64>,
+/// an i1 that is false when TMA cannot describe the lhs}.
 std::pair<Value, Value> emitLhsTensorMap(LoweringBuilder &b, ModuleOp module,
-                                         const GemmOperands &g,
-                                         const GemmKernelConfig &config);
+                                         const GemmOperands &g);
 /// Run-time condition (host side) under which the Hopper engine's operand
 /// loaders are valid: unit inner strides, 16-byte aligned rows.
 Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);

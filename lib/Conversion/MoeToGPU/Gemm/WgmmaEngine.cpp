@@ -499,19 +499,26 @@ void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
   WgmmaKernel(g, config, rhsMap, fill, lhsMap).emit(b);
 }
 
-std::pair<Value, Value>
-gpu_lowering::emitLhsTensorMap(LoweringBuilder &b, ModuleOp module,
-                               const GemmOperands &g,
-                               const GemmKernelConfig &config) {
-  constexpr StringLiteral kName = "moeRuntimeEncodeTensorMap3D";
+/// Declares the runtime entry point `name` ((i64 x args) -> i64) in
+/// `module` on first use.
+static void declareRuntimeFunction(LoweringBuilder &b, ModuleOp module,
+                                   StringRef name, int64_t args) {
+  if (module.lookupSymbol(name))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
   Type i64 = b.getI64Type();
-  if (!module.lookupSymbol(kName)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto fn = func::FuncOp::create(
-        b, kName, b.getFunctionType(SmallVector<Type>(13, i64), {i64}));
-    fn.setPrivate();
-  }
+  func::FuncOp::create(b, name,
+                       b.getFunctionType(SmallVector<Type>(args, i64), {i64}))
+      .setPrivate();
+}
+
+std::pair<Value, Value> gpu_lowering::emitLhsTensorMap(LoweringBuilder &b,
+                                                       ModuleOp module,
+                                                       const GemmOperands &g) {
+  constexpr StringLiteral kName = "moeRuntimeEncodeTensorMap3D";
+  declareRuntimeFunction(b, module, kName, 13);
+  Type i64 = b.getI64Type();
   auto c = [&](int64_t v) { return nvvm::i64(b, v); };
   auto mapType = LLVM::LLVMArrayType::get(i64, 16);
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
@@ -548,14 +555,8 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                                      const GemmOperands &g,
                                      const GemmKernelConfig &config) {
   constexpr StringLiteral kName = "moeRuntimeTensorMap3D";
+  declareRuntimeFunction(b, module, kName, 12);
   Type i64 = b.getI64Type();
-  if (!module.lookupSymbol(kName)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto fn = func::FuncOp::create(
-        b, kName, b.getFunctionType(SmallVector<Type>(12, i64), {i64}));
-    fn.setPrivate();
-  }
   auto c = [&](int64_t v) { return nvvm::i64(b, v); };
   Value elem = c(2);
   Value s1 = arith::MulIOp::create(

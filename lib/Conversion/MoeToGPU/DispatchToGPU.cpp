@@ -13,10 +13,11 @@
 // - moe.get_indptr: one thread per expert.
 // - moe.dispatch: a stable counting sort of the (b, j) slots by expert
 //   in three multi-block kernels (stableBuckets, E + 1 <= kMaxSortBuckets):
-//   one warp per chunk of slots ranking them (shuffles) and counting its
-//   experts, one warp per expert scanning its chunk counts, then one thread
-//   per slot placing it (each block scans the expert totals into the
-//   offsets; block 0 writes them to the offsets result).
+//   one warp per chunk of slots ranking them (match.any.sync from sm_70,
+//   else shuffles) and counting its experts, one block per expert scanning
+//   its chunk counts, then one thread per slot placing it (each block
+//   scans the expert totals into the offsets; block 0 writes them to the
+//   offsets result).
 //   Bucket E collects the out-of-range ids, which land after all dispatched
 //   rows exactly as moe.get_indices defines. O(T*k + E * chunks) work, no E*T
 //   intermediate. Larger E: the one-block counting sort (orderedBuckets).
@@ -43,7 +44,7 @@ Value gpu_lowering::dispatchBucket(LoweringBuilder &b, Value ids, Value slot,
 
 void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
                                 int64_t e, Value m, Value mI32, Value offsets,
-                                Value rev, Value tok) {
+                                Value rev, Value tok, bool matchSync) {
   auto bucketOf = [&](LoweringBuilder &b, Value slot) -> Value {
     return dispatchBucket(b, ids, slot, k, e);
   };
@@ -59,10 +60,12 @@ void gpu_lowering::emitDispatch(LoweringBuilder &b, Value ids, int64_t k,
   if (e + 1 <= kMaxSortBuckets) {
     // The exclusive offsets of the E + 1 buckets are exactly the offsets
     // result: offsets[E] = #dispatched is where bucket E starts.
-    stableBuckets(b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
-                  [&](LoweringBuilder &b, Value slot, Value, Value pos) {
-                    place(b, slot, pos);
-                  });
+    stableBuckets(
+        b, m, /*numBuckets=*/e + 1, bucketOf, offsets,
+        [&](LoweringBuilder &b, Value slot, Value, Value pos) {
+          place(b, slot, pos);
+        },
+        matchSync);
   } else {
     orderedBuckets(
         b, m, /*numBuckets=*/e + 1, bucketOf,
@@ -244,7 +247,8 @@ struct GetIndptrToGPU : OpRewritePattern<GetIndptrOp> {
 };
 
 struct DispatchToGPU : OpRewritePattern<DispatchOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DispatchToGPU(MLIRContext *ctx, bool matchSync)
+      : OpRewritePattern(ctx), matchSync(matchSync) {}
 
   LogicalResult matchAndRewrite(DispatchOp op,
                                 PatternRewriter &rewriter) const override {
@@ -259,16 +263,21 @@ struct DispatchToGPU : OpRewritePattern<DispatchOp> {
     Value offsets = allocBuffer(b, op.getOffsets().getType(), {});
     Value rev = allocBuffer(b, mapType, dynRows(mapType, m));
     Value tok = allocBuffer(b, mapType, dynRows(mapType, m));
-    emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok);
+    emitDispatch(b, ids, k, e, m, mI32, offsets, rev, tok, matchSync);
     rewriter.replaceOp(
         op, {toTensor(b, offsets), toTensor(b, rev), toTensor(b, tok)});
     return success();
   }
+
+  bool matchSync;
 };
 
 } // namespace
 
-void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU, DispatchToGPU>(
+void mlir::moe::populateDispatchToGPUPatterns(RewritePatternSet &patterns,
+                                              StringRef chip) {
+  patterns.add<CumsumToGPU, GetIndicesToGPU, GetIndptrToGPU>(
       patterns.getContext());
+  // match.any.sync: sm_70 and later.
+  patterns.add<DispatchToGPU>(patterns.getContext(), chipAtLeast(chip, 70));
 }

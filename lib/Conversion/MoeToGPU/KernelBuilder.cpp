@@ -7,6 +7,8 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <algorithm>
 
@@ -348,8 +350,17 @@ SmallVector<Value> gpu_lowering::warpAllReduce(LoweringBuilder &b,
 }
 
 std::pair<Value, Value> gpu_lowering::warpRankOf(LoweringBuilder &b, Value key,
-                                                 Value laneI32) {
+                                                 Value laneI32,
+                                                 bool matchSync) {
   Type i32 = b.getI32Type();
+  if (matchSync) {
+    Value same = NVVM::MatchSyncOp::create(b, i32, b.i32(-1), key,
+                                           NVVM::MatchSyncKind::any);
+    Value below = NVVM::LaneMaskLtOp::create(b, i32);
+    Value before =
+        LLVM::CtPopOp::create(b, arith::AndIOp::create(b, same, below));
+    return {before, LLVM::CtPopOp::create(b, same)};
+  }
   Value before = b.i32(0), total = b.i32(0);
   for (int64_t l = 0; l < kWarpSize; ++l) {
     Value other = warpShuffle(b, key, l, gpu::ShuffleMode::IDX);
@@ -360,6 +371,12 @@ std::pair<Value, Value> gpu_lowering::warpRankOf(LoweringBuilder &b, Value key,
     before = b.add(before, arith::AndIOp::create(b, same, below));
   }
   return {before, total};
+}
+
+bool gpu_lowering::chipAtLeast(StringRef chip, unsigned version) {
+  unsigned sm = 0;
+  return chip.consume_front("sm_") &&
+         !chip.take_while(llvm::isDigit).getAsInteger(10, sm) && sm >= version;
 }
 
 Value gpu_lowering::warpInclusiveSum(LoweringBuilder &b, Value v, Value lane) {
@@ -398,19 +415,50 @@ static int64_t sortWarpsPerBlock(int64_t numBuckets) {
   return std::clamp<int64_t>(kMaxSortBuckets / numBuckets, 1, 8);
 }
 
+/// Block-wide scan of one i32 per thread (`threads` threads, `warpSums` a
+/// workgroup buffer of threads / 32 i32): (the sum over the threads below
+/// this one, the block's total). Every thread must reach it; it ends with
+/// a barrier, so `warpSums` may be reused right after.
+static std::pair<Value, Value> blockExclusiveScan(LoweringBuilder &kb, Value v,
+                                                  Value t, Value warpSums,
+                                                  int64_t threads) {
+  Value warp = arith::DivUIOp::create(kb, t, kb.idx(kWarpSize));
+  Value lane = arith::RemUIOp::create(kb, t, kb.idx(kWarpSize));
+  Value incl = warpInclusiveSum(kb, v, lane);
+  when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(kWarpSize - 1)),
+       [&](LoweringBuilder &kb) { kb.store(incl, warpSums, {warp}); });
+  gpu::BarrierOp::create(kb);
+  SmallVector<Value> sums = kb.forLoop(
+      kb.idx(0), kb.idx(threads / kWarpSize), {kb.sub(incl, v), kb.i32(0)},
+      [&](LoweringBuilder &kb, Value u, ValueRange acc) -> SmallVector<Value> {
+        Value s = kb.load(warpSums, {u});
+        Value below = kb.cmpi(CmpI::ult, u, warp);
+        return {kb.add(acc[0], kb.select(below, s, kb.i32(0))),
+                kb.add(acc[1], s)};
+      });
+  gpu::BarrierOp::create(kb);
+  return {sums[0], sums[1]};
+}
+
 void gpu_lowering::stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value)> bucketOf, Value bucketOffsets,
-    function_ref<void(LoweringBuilder &, Value, Value, Value)> place) {
+    function_ref<void(LoweringBuilder &, Value, Value, Value)> place,
+    bool matchSync) {
   assert(numBuckets >= 1 && numBuckets <= kMaxSortBuckets &&
          "stableBuckets: bucket count out of range");
   Type i32 = b.getI32Type();
   Value oneIdx = b.idx(1);
   Value nb = b.idx(numBuckets);
   Value warpSize = b.idx(kWarpSize);
-  // A chunk is `steps` x 32 consecutive items, one warp's; at least one
-  // chunk, so that the offsets are written even when n = 0.
-  Value steps = b.maxIdx(b.ceilDiv(n, kWarpSize * kMaxSortChunks), oneIdx);
+  // A chunk is `steps` x 32 consecutive items, one warp's: about one item
+  // per bucket (so the counts are about as many as the items), more when
+  // there would be more than maxChunks chunks; at least one chunk, so that
+  // the offsets are written even when n = 0.
+  int64_t minSteps =
+      std::clamp<int64_t>((numBuckets + kWarpSize - 1) / kWarpSize, 1, 8);
+  int64_t maxChunks = std::max<int64_t>(256, kMaxSortCounts / numBuckets);
+  Value steps = b.maxIdx(b.ceilDiv(n, kWarpSize * maxChunks), b.idx(minSteps));
   Value chunk = b.mul(steps, warpSize);
   Value numChunks = b.maxIdx(arith::CeilDivUIOp::create(b, n, chunk), oneIdx);
   // counts[bucket * numChunks + chunk]; totals[bucket]; ranks[item].
@@ -428,13 +476,15 @@ void gpu_lowering::stableBuckets(
   };
 
   // 1. One warp per chunk, `steps` rounds of 32 items (lane l has item
-  //    chunk * c + 32 * step + l). Shuffles give each lane `before` (lanes
-  //    below it with its bucket) and `total` (lanes with its bucket); its
-  //    rank is the chunk's running count of the bucket (shared memory, one
-  //    row per warp) plus `before`; after a barrier, the bucket's last lane
-  //    adds `total` to the running count, and a second barrier orders that
-  //    before the next round. Warps past the last chunk only take part in
-  //    the barriers.
+  //    chunk * c + 32 * step + l). warpRankOf gives each lane `before`
+  //    (lanes below it with its bucket) and `total` (lanes with its
+  //    bucket); its rank is the chunk's running count of the bucket
+  //    (shared memory, one row per warp, which only that warp touches, so
+  //    warp barriers order it) plus `before`; after a warp barrier, the
+  //    bucket's last lane adds `total` to the running count, and a second
+  //    one orders that before the next round. The next round's bucket is
+  //    loaded before this round's ranks are taken. Warps past the last
+  //    chunk see only items >= n.
   int64_t wpb = sortWarpsPerBlock(numBuckets);
   Value blocks1 = arith::CeilDivUIOp::create(b, numChunks, b.idx(wpb));
   launch(
@@ -446,15 +496,19 @@ void gpu_lowering::stableBuckets(
         Value c = kb.add(kb.mul(ids.blockX, kb.idx(wpb)), w);
         Value zero = kb.idx(0), one = kb.idx(1);
         Value laneI32 = kb.toI32(lane);
+        auto warpBarrier = [](LoweringBuilder &kb) {
+          NVVM::SyncWarpOp::create(kb, kb.i32(-1));
+        };
         forEach(kb, lane, nb, warpSize, [&](LoweringBuilder &kb, Value bk) {
           kb.store(kb.i32(0), running, {w, bk});
         });
-        gpu::BarrierOp::create(kb);
+        warpBarrier(kb);
         Value chunkFirst = kb.mul(c, chunk);
-        forEach(kb, zero, steps, one, [&](LoweringBuilder &kb, Value s) {
-          Value item =
-              kb.add(kb.add(chunkFirst, kb.mul(s, kb.idx(kWarpSize))), lane);
-          Value bucket = kb.ifElse(
+        auto itemAt = [&](LoweringBuilder &kb, Value s) -> Value {
+          return kb.add(kb.add(chunkFirst, kb.mul(s, kb.idx(kWarpSize))), lane);
+        };
+        auto bucketAt = [&](LoweringBuilder &kb, Value item) -> Value {
+          return kb.ifElse(
               kb.cmpi(CmpI::ult, item, n), {i32},
               [&](LoweringBuilder &kb) -> SmallVector<Value> {
                 return {bucketOf(kb, item)};
@@ -462,24 +516,41 @@ void gpu_lowering::stableBuckets(
               [&](LoweringBuilder &kb) -> SmallVector<Value> {
                 return {kb.i32(-1)};
               })[0];
-          Value before, total;
-          std::tie(before, total) = warpRankOf(kb, bucket, laneI32);
-          Value valid = kb.cmpi(CmpI::sge, bucket, kb.i32(0));
-          when(kb, valid, [&](LoweringBuilder &kb) {
-            Value base = kb.load(running, {w, kb.toIndex(bucket)});
-            kb.store(kb.add(base, before), ranks, {item});
-          });
-          // Every read of `running` in this round is done.
-          gpu::BarrierOp::create(kb);
-          Value last = kb.cmpi(CmpI::eq, total, kb.add(before, kb.i32(1)));
-          when(kb, kb.andi(valid, last), [&](LoweringBuilder &kb) {
-            Value bk = kb.toIndex(bucket);
-            kb.store(kb.add(kb.load(running, {w, bk}), total), running,
-                     {w, bk});
-          });
-          // The updates are visible to the next round (and the copy-out).
-          gpu::BarrierOp::create(kb);
-        });
+        };
+        kb.forLoop(zero, steps, {bucketAt(kb, itemAt(kb, zero))},
+                   [&](LoweringBuilder &kb, Value s,
+                       ValueRange carried) -> SmallVector<Value> {
+                     Value item = itemAt(kb, s);
+                     Value bucket = carried[0];
+                     // The next round's bucket (-1 past the chunk): its load
+                     // overlaps this round.
+                     Value nextS = kb.add(s, one);
+                     Value nextItem =
+                         kb.select(kb.cmpi(CmpI::ult, nextS, steps),
+                                   itemAt(kb, nextS), n);
+                     Value next = bucketAt(kb, nextItem);
+                     Value before, total;
+                     std::tie(before, total) =
+                         warpRankOf(kb, bucket, laneI32, matchSync);
+                     Value valid = kb.cmpi(CmpI::sge, bucket, kb.i32(0));
+                     when(kb, valid, [&](LoweringBuilder &kb) {
+                       Value base = kb.load(running, {w, kb.toIndex(bucket)});
+                       kb.store(kb.add(base, before), ranks, {item});
+                     });
+                     // Every read of `running` in this round is done.
+                     warpBarrier(kb);
+                     Value last =
+                         kb.cmpi(CmpI::eq, total, kb.add(before, kb.i32(1)));
+                     when(kb, kb.andi(valid, last), [&](LoweringBuilder &kb) {
+                       Value bk = kb.toIndex(bucket);
+                       kb.store(kb.add(kb.load(running, {w, bk}), total),
+                                running, {w, bk});
+                     });
+                     // The updates are visible to the next round (and the
+                     // copy-out).
+                     warpBarrier(kb);
+                     return {next};
+                   });
         when(kb, kb.cmpi(CmpI::ult, c, numChunks), [&](LoweringBuilder &kb) {
           forEach(kb, lane, nb, warpSize, [&](LoweringBuilder &kb, Value bk) {
             kb.store(kb.load(running, {w, bk}), counts, {countAt(kb, bk, c)});
@@ -487,67 +558,64 @@ void gpu_lowering::stableBuckets(
         });
       });
 
-  // 2. One warp per bucket: the exclusive prefix of its chunk counts (in
-  //    place, 32 chunks per step) and its total.
-  constexpr int64_t scanWarps = kBlockThreads / kWarpSize;
-  launch(b, b.ceilDiv(nb, scanWarps), oneIdx, kBlockThreads, {},
-         [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
-           auto [w, lane] = warpAndLane(kb, ids.threadX);
-           Value bk = kb.add(kb.mul(ids.blockX, kb.idx(scanWarps)), w);
-           Value zero = kb.idx(0);
-           when(kb, kb.cmpi(CmpI::ult, bk, nb), [&](LoweringBuilder &kb) {
-             Value total = kb.forLoop(
-                 zero, numChunks, warpSize, {kb.i32(0)},
-                 [&](LoweringBuilder &kb, Value first,
-                     ValueRange acc) -> SmallVector<Value> {
-                   Value c = kb.add(first, lane);
-                   Value inside = kb.cmpi(CmpI::ult, c, numChunks);
-                   // Clamped read, so that no lane branches before the
-                   // shuffles.
-                   Value at = countAt(kb, bk, kb.select(inside, c, zero));
-                   Value v =
-                       kb.select(inside, kb.load(counts, {at}), kb.i32(0));
-                   Value incl = warpInclusiveSum(kb, v, lane);
-                   when(kb, inside, [&](LoweringBuilder &kb) {
-                     kb.store(kb.add(acc[0], kb.sub(incl, v)), counts, {at});
-                   });
-                   Value sum = warpShuffle(kb, incl, kWarpSize - 1,
-                                           gpu::ShuffleMode::IDX);
-                   return {kb.add(acc[0], sum)};
-                 })[0];
-             when(kb, kb.cmpi(CmpI::eq, lane, zero),
-                  [&](LoweringBuilder &kb) { kb.store(total, totals, {bk}); });
-           });
-         });
+  // 2. One block per bucket: the exclusive prefix of its chunk counts (in
+  //    place, kScanThreads chunks per block-wide scan) and its total.
+  launch(
+      b, nb, oneIdx, kScanThreads,
+      {workgroupType({kScanThreads / kWarpSize}, i32)},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value bk = ids.blockX, t = ids.threadX;
+        Value zero = kb.idx(0);
+        Value total = kb.forLoop(
+            zero, numChunks, kb.idx(kScanThreads), {kb.i32(0)},
+            [&](LoweringBuilder &kb, Value first,
+                ValueRange acc) -> SmallVector<Value> {
+              Value c = kb.add(first, t);
+              Value inside = kb.cmpi(CmpI::ult, c, numChunks);
+              // Clamped read: every thread reaches the block scan.
+              Value at = countAt(kb, bk, kb.select(inside, c, zero));
+              Value v = kb.select(inside, kb.load(counts, {at}), kb.i32(0));
+              auto [excl, sum] =
+                  blockExclusiveScan(kb, v, t, shared[0], kScanThreads);
+              when(kb, inside, [&](LoweringBuilder &kb) {
+                kb.store(kb.add(acc[0], excl), counts, {at});
+              });
+              return {kb.add(acc[0], sum)};
+            })[0];
+        when(kb, kb.cmpi(CmpI::eq, t, zero),
+             [&](LoweringBuilder &kb) { kb.store(total, totals, {bk}); });
+      });
 
   // 3. One thread per item. Each block first scans the bucket totals into
   //    the exclusive bucket offsets (shared memory; block 0 also writes
   //    them to `bucketOffsets`): thread t sums a contiguous run of
-  //    buckets, the runs' sums are scanned over the block (warp scans,
-  //    then the warp sums), then each thread writes its run.
+  //    buckets, the runs' sums are scanned over the block, then each
+  //    thread writes its run. The item's bucket and rank are loaded
+  //    before the scan, so their latency overlaps it.
   int64_t perThread = (numBuckets + kBlockThreads - 1) / kBlockThreads;
   Value grid3 = b.ceilDiv(n, kBlockThreads);
   launch(
       b, grid3, oneIdx, kBlockThreads,
-      {workgroupType({numBuckets}, i32), workgroupType({scanWarps}, i32)},
+      {workgroupType({numBuckets}, i32),
+       workgroupType({kBlockThreads / kWarpSize}, i32)},
       [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
         Value offs = shared[0], warpSums = shared[1];
         Value t = ids.threadX;
-        auto [w, lane] = warpAndLane(kb, t);
         Value zero = kb.idx(0);
+        Value item = kb.add(kb.mul(ids.blockX, kb.idx(kBlockThreads)), t);
+        SmallVector<Value> mine = kb.ifElse(
+            kb.cmpi(CmpI::ult, item, n), {i32, i32},
+            [&](LoweringBuilder &kb) -> SmallVector<Value> {
+              return {bucketOf(kb, item), kb.load(ranks, {item})};
+            },
+            [&](LoweringBuilder &kb) -> SmallVector<Value> {
+              return {kb.i32(-1), kb.i32(0)};
+            });
         Value first = kb.minIdx(kb.mul(t, kb.idx(perThread)), nb);
         Value last = kb.minIdx(kb.add(first, kb.idx(perThread)), nb);
         Value runSum = sumRange(kb, totals, first, last);
-        Value incl = warpInclusiveSum(kb, runSum, lane);
-        when(kb, kb.cmpi(CmpI::eq, lane, kb.idx(kWarpSize - 1)),
-             [&](LoweringBuilder &kb) { kb.store(incl, warpSums, {w}); });
-        gpu::BarrierOp::create(kb);
         Value base =
-            kb.forLoop(zero, w, {kb.sub(incl, runSum)},
-                       [&](LoweringBuilder &kb, Value u,
-                           ValueRange acc) -> SmallVector<Value> {
-                         return {kb.add(acc[0], kb.load(warpSums, {u}))};
-                       })[0];
+            blockExclusiveScan(kb, runSum, t, warpSums, kBlockThreads).first;
         kb.forLoop(first, last, {base},
                    [&](LoweringBuilder &kb, Value i,
                        ValueRange acc) -> SmallVector<Value> {
@@ -561,18 +629,15 @@ void gpu_lowering::stableBuckets(
                     kb.store(kb.load(offs, {i}), bucketOffsets, {i});
                   });
         });
-        Value item = kb.add(kb.mul(ids.blockX, kb.idx(kBlockThreads)), t);
-        when(kb, kb.cmpi(CmpI::ult, item, n), [&](LoweringBuilder &kb) {
-          Value bucket = bucketOf(kb, item);
-          when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
-               [&](LoweringBuilder &kb) {
-                 Value bk = kb.toIndex(bucket);
-                 Value c = arith::DivUIOp::create(kb, item, chunk);
-                 Value pos = kb.add(kb.load(offs, {bk}),
-                                    kb.load(counts, {countAt(kb, bk, c)}));
-                 pos = kb.add(pos, kb.load(ranks, {item}));
-                 place(kb, item, bucket, pos);
-               });
-        });
+        Value bucket = mine[0];
+        when(kb, kb.cmpi(CmpI::sge, bucket, kb.i32(0)),
+             [&](LoweringBuilder &kb) {
+               Value bk = kb.toIndex(bucket);
+               Value c = arith::DivUIOp::create(kb, item, chunk);
+               Value pos = kb.add(kb.load(offs, {bk}),
+                                  kb.load(counts, {countAt(kb, bk, c)}));
+               pos = kb.add(pos, mine[1]);
+               place(kb, item, bucket, pos);
+             });
       });
 }

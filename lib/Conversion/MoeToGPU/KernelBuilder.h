@@ -165,10 +165,15 @@ SmallVector<Value> warpAllReduce(LoweringBuilder &b, ValueRange values,
 Value warpInclusiveSum(LoweringBuilder &b, Value v, Value lane);
 
 /// For an i32 `key` per lane: (lanes below this one with the same key,
-/// lanes with the same key), by 32 idx shuffles; `laneI32` is the i32
-/// lane id.
-std::pair<Value, Value> warpRankOf(LoweringBuilder &b, Value key,
-                                   Value laneI32);
+/// lanes with the same key): one match.any.sync and two popc where
+/// `matchSync` (sm_70 and later), else 32 idx shuffles; `laneI32` is the
+/// i32 lane id.
+std::pair<Value, Value> warpRankOf(LoweringBuilder &b, Value key, Value laneI32,
+                                   bool matchSync = false);
+
+/// Whether `chip` ("sm_90a", "sm_75", ...) is sm_`version` or later; false
+/// for a chip name that is not sm_<digits>.
+bool chipAtLeast(StringRef chip, unsigned version);
 
 /// One warp per row of `rows`: kRowsPerBlock rows per block, blocks over
 /// grid.x. body(row, lane) runs on all 32 lanes of the row's warp (the
@@ -181,23 +186,27 @@ void launchWarpPerRow(
 // Stable bucketing over many blocks.
 //===----------------------------------------------------------------------===//
 
-/// stableBuckets keeps at most this many chunks (larger inputs get longer
-/// chunks), which bounds its scans.
-constexpr int64_t kMaxSortChunks = 256;
+/// stableBuckets' scratch of per-chunk bucket counts holds at most about
+/// this many entries (more items make longer chunks), which bounds its
+/// memory and its scans.
+constexpr int64_t kMaxSortCounts = int64_t(1) << 20;
 /// Largest bucket count stableBuckets handles (per-warp bucket counters in
 /// shared memory, at most 32 KiB a block); orderedBuckets has no limit.
 constexpr int64_t kMaxSortBuckets = 8192;
 
 /// Stable counting sort of `n` items into `numBuckets` buckets, the same
 /// result as orderedBuckets, in three multi-block kernels:
-///   1. one warp per chunk of 32 * s consecutive items (s = max(1,
-///      ceil(n / (32 * kMaxSortChunks)))), in s rounds of 32: each item's
-///      rank among the chunk's earlier items of its bucket (shuffles inside
-///      the round, a running per-bucket count in shared memory across
-///      rounds) into `ranks` (n i32), and the chunk's histogram into
+///   1. one warp per chunk of 32 * s consecutive items, in s rounds of 32
+///      (s = clamp(ceil(numBuckets / 32), 1, 8), larger when the chunks
+///      would pass max(256, kMaxSortCounts / numBuckets)): each item's
+///      rank among the chunk's earlier items of its bucket (warpRankOf
+///      inside the round, a running per-bucket count in the warp's row of
+///      shared memory across rounds, each round's ids loaded during the
+///      one before) into `ranks` (n i32), and the chunk's histogram into
 ///      `counts[bucket][chunk]`;
-///   2. one warp per bucket: the exclusive prefix of its counts over the
-///      chunks (in place) and its total;
+///   2. one block per bucket: the exclusive prefix of its counts over the
+///      chunks (in place, block-wide scans of kScanThreads chunks) and its
+///      total;
 ///   3. one thread per item; each block first scans the bucket totals into
 ///      the exclusive bucket offsets (block 0 also writes them to
 ///      `bucketOffsets`, numBuckets i32); position = offset[bucket] +
@@ -205,14 +214,14 @@ constexpr int64_t kMaxSortBuckets = 8192;
 /// `bucketOf(item)` is in [0, numBuckets) or -1 (the item is skipped); it
 /// is evaluated in kernels 1 and 3, and only for items < n. Items of one
 /// bucket get consecutive positions in item order. Deterministic, no
-/// atomics, O(n + numBuckets * chunks) work: at most kMaxSortChunks
-/// chunks, kernel 2 scans 32 chunks per step.
+/// atomics, O(n + numBuckets * chunks) work; `matchSync` as warpRankOf.
 void stableBuckets(
     LoweringBuilder &b, Value n, int64_t numBuckets,
     function_ref<Value(LoweringBuilder &, Value item)> bucketOf,
     Value bucketOffsets,
     function_ref<void(LoweringBuilder &, Value item, Value bucket, Value pos)>
-        place);
+        place,
+    bool matchSync = false);
 
 /// moe.dispatch's bucket of slot `slot` (row slot / k, slot slot % k) of the
 /// `T x k` expert ids: its expert, E for an id outside [0, E).
@@ -222,9 +231,11 @@ Value dispatchBucket(LoweringBuilder &b, Value ids, Value slot, int64_t k,
 /// moe.dispatch's kernels (DispatchToGPU.cpp) on the `T x k` expert ids
 /// `ids` (m = T * k slots, as index and i32): the exclusive offsets of the
 /// E + 1 buckets (E: ids outside [0, E)) into `offsets`, and for every slot
-/// its position's reverse index and token into `rev` / `tok`.
+/// its position's reverse index and token into `rev` / `tok`; `matchSync`
+/// as warpRankOf.
 void emitDispatch(LoweringBuilder &b, Value ids, int64_t k, int64_t e, Value m,
-                  Value mI32, Value offsets, Value rev, Value tok);
+                  Value mI32, Value offsets, Value rev, Value tok,
+                  bool matchSync = false);
 
 } // namespace gpu_lowering
 } // namespace moe

@@ -35,7 +35,7 @@ void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
   populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
                                gemm.routeDispatchSmall,
                                gemm.programmaticLaunch);
-  populateDispatchToGPUPatterns(patterns);
+  populateDispatchToGPUPatterns(patterns, gemm.chip);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, gemm);
 }

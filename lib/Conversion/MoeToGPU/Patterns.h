@@ -20,7 +20,7 @@ void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
                                   bool i32Keys, bool smallRouteDispatch,
                                   bool allowDependents);
 /// cumsum, get_indices, get_indptr, dispatch.
-void populateDispatchToGPUPatterns(RewritePatternSet &patterns);
+void populateDispatchToGPUPatterns(RewritePatternSet &patterns, StringRef chip);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 /// expert_gemm, glu (grouped_matmul: populateMoeFusedFormPatterns).

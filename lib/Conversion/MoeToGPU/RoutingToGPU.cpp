@@ -93,6 +93,8 @@ Value orderKey(LoweringBuilder &b, Value v) {
 struct WarpSelectMode {
   bool i32Keys = false;
   bool redux = false;
+  /// match.any.sync for the slot ranks (sm_70 and later).
+  bool matchSync = false;
   Value key(LoweringBuilder &b, Value v, Value entryI32) const;
   Value none(LoweringBuilder &b) const {
     return i32Keys ? b.i32(0)
@@ -816,7 +818,8 @@ void routeDispatchCluster(LoweringBuilder &b, const RouteConfig &cfg,
               return {b.i32(-1)};
             })[0];
         Value before, total;
-        std::tie(before, total) = warpRankOf(b, bucket, b.toI32(lane));
+        std::tie(before, total) =
+            warpRankOf(b, bucket, b.toI32(lane), mode.matchSync);
         Value placed = b.cmpi(CmpI::sge, bucket, b.i32(0));
         Value last = b.cmpi(CmpI::eq, total, b.add(before, b.i32(1)));
         when(b, b.andi(placed, last), [&](LoweringBuilder &b) {
@@ -996,7 +999,8 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
           LoweringBuilder nb(loc, nested);
           routePerWarp(nb, cfg, mode);
           Value ids = cfg.indices;
-          emitDispatch(nb, ids, cfg.k, e, m, mI32, offsets, rev, tok);
+          emitDispatch(nb, ids, cfg.k, e, m, mI32, offsets, rev, tok,
+                       mode.matchSync);
           scf::YieldOp::create(nb);
         });
     rewriter.replaceOp(op, {toTensor(b, cfg.weights), toTensor(b, cfg.indices),
@@ -1015,12 +1019,11 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
                                              StringRef chip, bool i32Keys,
                                              bool smallRouteDispatch,
                                              bool allowDependents) {
-  // redux.sync: sm_80 and later ("sm_90a" -> 90).
-  unsigned sm = 0;
+  // redux.sync: sm_80 and later ("sm_90a" -> 90); match.sync: sm_70.
   WarpSelectMode mode;
   mode.i32Keys = i32Keys;
-  mode.redux = chip.consume_front("sm_") &&
-               !chip.take_while(llvm::isDigit).getAsInteger(10, sm) && sm >= 80;
+  mode.redux = chipAtLeast(chip, 80);
+  mode.matchSync = chipAtLeast(chip, 70);
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
   if (smallRouteDispatch)
     patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode,

@@ -1,5 +1,6 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
+// RUN: moe-opt %s "--convert-moe-to-gpu=chip=sm_60" | FileCheck %s --check-prefix=SM60
 
 // Dispatch metadata kernels:
 // - cumsum: zero fill, a per-row histogram (row b only touches e*T + b),
@@ -222,9 +223,10 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // moe.dispatch
 //===----------------------------------------------------------------------===//
 
-// Chunks of s * 32 slots, s = max(ceil(T*k / 8192), 1), so at most 256
-// chunks. Buffers: offsets (E + 1), the two T*k maps, counts ((E + 1) x
-// chunks), bucket totals (E + 1), ranks (T*k); nothing of size E*T.
+// Chunks of s * 32 slots, s = max(ceil(T*k / (32 * max(256, 2^20 / 9))),
+// clamp(ceil(9 / 32), 1, 8)) = max(ceil(T*k / 3728256), 1). Buffers:
+// offsets (E + 1), the two T*k maps, counts ((E + 1) x chunks), bucket
+// totals (E + 1), ranks (T*k); nothing of size E*T.
 // CHECK-LABEL: func.func @dispatch_dynamic(
 // CHECK: %[[IDS:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x2xi32>
 // CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IDS]], %c0
@@ -233,8 +235,8 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // CHECK: %[[OFF:[a-zA-Z0-9_]+]] = memref.alloc() : memref<9xi32>
 // CHECK: %[[REV:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK: %[[TOK:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
-// CHECK: %[[S0:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %c8192 : index
-// CHECK: %[[STEPS:[a-zA-Z0-9_]+]] = arith.maxui %[[S0]], %c1 : index
+// CHECK: %[[S0:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %c3728256 : index
+// CHECK: %[[STEPS:[a-zA-Z0-9_]+]] = arith.maxui %[[S0]], %c1{{(_[0-9]+)?}} : index
 // CHECK: %[[CHUNK:[a-zA-Z0-9_]+]] = arith.muli %[[STEPS]], %c32 : index
 // CHECK: %[[NC0:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %[[CHUNK]] : index
 // CHECK: %[[NC:[a-zA-Z0-9_]+]] = arith.maxui %[[NC0]], %c1 : index
@@ -244,7 +246,7 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // CHECK: %[[RANK:[a-zA-Z0-9_]+]] = memref.alloc(%[[M]]) : memref<?xi32>
 // CHECK-NOT: memref.alloc
 // 1. One warp per chunk, 8 warps a block, a 8 x (E + 1) shared row of
-//    running counts per warp.
+//    running counts per warp, which only that warp touches: warp barriers.
 // CHECK: %[[B1:[a-zA-Z0-9_]+]] = arith.ceildivui %[[NC]], %c8 : index
 // CHECK: %[[G1:[a-zA-Z0-9_]+]] = arith.maxui %[[B1]], %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch blocks(%[[BX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G1]], %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}) threads(%[[TX:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_#]+}} = %c1{{(_[0-9]+)?}}) workgroup(%[[RUNNING:[a-zA-Z0-9_]+]] : memref<8x9xi32, #gpu.address_space<workgroup>>) {
@@ -253,74 +255,93 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // CHECK: %[[C0:[a-zA-Z0-9_]+]] = arith.muli %[[BX]], %c8{{(_[0-9]+)?}} : index
 // CHECK: %[[C:[a-zA-Z0-9_]+]] = arith.addi %[[C0]], %[[WARP]] : index
 // CHECK: memref.store %c0_i32, %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}] : memref<8x9xi32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[STEPS]] step
-// Bucket: the expert, E = 8 for an id outside [0, 8), -1 past T*k.
-// CHECK: %[[IN:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ITEM:[a-zA-Z0-9_]+]], %[[M]] : index
-// CHECK: %[[BK:[a-zA-Z0-9_]+]] = scf.if %[[IN]] -> (i32) {
+// CHECK: nvvm.bar.warp.sync %c-1_i32
+// CHECK-NOT: gpu.barrier
+// Bucket of round 0 (the expert, E = 8 for an id outside [0, 8), -1 past
+// T*k), loaded before the loop; each round loads the next round's.
+// CHECK: %[[IN:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_#]+}}, %[[M]] : index
+// CHECK: %[[BK0:[a-zA-Z0-9_]+]] = scf.if %[[IN]] -> (i32) {
 // CHECK: %[[E:[a-zA-Z0-9_]+]] = memref.load %[[IDS]]
 // CHECK: %[[INR:[a-zA-Z0-9_]+]] = arith.andi
 // CHECK: arith.select %[[INR]], %[[E]], %c8_i32{{(_[0-9]+)?}} : i32
-// CHECK: scf.yield %c-1_i32 : i32
-// Rank inside the round: one idx shuffle from each of the 32 lanes.
-// CHECK-COUNT-32: gpu.shuffle  idx %[[BK]], %c{{[0-9]+}}_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : i32
+// CHECK: scf.yield %c-1_i32{{(_[0-9]+)?}} : i32
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[STEPS]] step %{{[a-zA-Z0-9_#]+}} iter_args(%[[BK:[a-zA-Z0-9_]+]] = %[[BK0]]) -> (i32) {
+// CHECK: %[[ITEM:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_#]+}}, %[[LANE]] : index
+// CHECK: %[[NEXT:[a-zA-Z0-9_]+]] = scf.if %{{[a-zA-Z0-9_#]+}} -> (i32) {
+// CHECK: memref.load %[[IDS]]
+// Rank inside the round: match.any.sync, then popc of the lanes below.
+// CHECK: %[[SAME:[a-zA-Z0-9_]+]] = nvvm.match.sync  any %c-1_i32{{(_[0-9]+)?}}, %[[BK]] : i32 -> i32
+// CHECK: %[[LT:[a-zA-Z0-9_]+]] = nvvm.read.ptx.sreg.lanemask.lt : i32
+// CHECK: %[[BELOW:[a-zA-Z0-9_]+]] = arith.andi %[[SAME]], %[[LT]] : i32
+// CHECK: %[[BEFORE:[a-zA-Z0-9_]+]] = llvm.intr.ctpop(%[[BELOW]]) : (i32) -> i32
+// CHECK: %[[TOTAL:[a-zA-Z0-9_]+]] = llvm.intr.ctpop(%[[SAME]]) : (i32) -> i32
 // CHECK-NOT: gpu.shuffle
 // CHECK: %[[VALID:[a-zA-Z0-9_]+]] = arith.cmpi sge, %[[BK]], %c0_i32{{(_[0-9]+)?}} : i32
 // CHECK: scf.if %[[VALID]] {
 // CHECK: %[[RB:[a-zA-Z0-9_]+]] = memref.load %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}] : memref<8x9xi32, #gpu.address_space<workgroup>>
-// CHECK: %[[R:[a-zA-Z0-9_]+]] = arith.addi %[[RB]], %[[BEFORE:[a-zA-Z0-9_]+]] : i32
+// CHECK: %[[R:[a-zA-Z0-9_]+]] = arith.addi %[[RB]], %[[BEFORE]] : i32
 // CHECK: memref.store %[[R]], %[[RANK]][%[[ITEM]]] : memref<?xi32>
-// CHECK: gpu.barrier
+// CHECK: nvvm.bar.warp.sync
 // The bucket's last lane of the round adds the round's count.
 // CHECK: %[[B1P:[a-zA-Z0-9_]+]] = arith.addi %[[BEFORE]], %c1_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[LAST:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[TOTAL:[a-zA-Z0-9_]+]], %[[B1P]] : i32
+// CHECK: %[[LAST:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[TOTAL]], %[[B1P]] : i32
 // CHECK: arith.andi %[[VALID]], %[[LAST]] : i1
 // CHECK: %[[OLD:[a-zA-Z0-9_]+]] = memref.load %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}]
 // CHECK: %[[NEW:[a-zA-Z0-9_]+]] = arith.addi %[[OLD]], %[[TOTAL]] : i32
 // CHECK: memref.store %[[NEW]], %[[RUNNING]][%[[WARP]], %{{[a-zA-Z0-9_#]+}}]
-// CHECK: gpu.barrier
+// CHECK: nvvm.bar.warp.sync
+// CHECK: scf.yield %[[NEXT]] : i32
 // The chunk's histogram, counts[bucket * chunks + chunk].
 // CHECK: arith.cmpi ult, %[[C]], %[[NC]] : index
 // CHECK: %[[AT0:[a-zA-Z0-9_]+]] = arith.muli %{{[a-zA-Z0-9_#]+}}, %[[NC]] : index
 // CHECK: %[[AT:[a-zA-Z0-9_]+]] = arith.addi %[[AT0]], %[[C]] : index
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[CNT]][%[[AT]]] : memref<?xi32>
 // CHECK: gpu.terminator
-// 2. One warp per bucket (ceil(9 / 8) blocks): exclusive prefix over the
-//    chunks, 32 at a time (inclusive warp scan with 5 up shuffles), total.
-// CHECK: %[[B2:[a-zA-Z0-9_]+]] = arith.ceildivui %c9{{(_[0-9]+)?}}, %c8{{(_[0-9]+)?}} : index
-// CHECK: %[[G2:[a-zA-Z0-9_]+]] = arith.maxui %[[B2]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks(%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G2]], {{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}},
-// CHECK: %[[SUM:[a-zA-Z0-9_]+]] = scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[NC]] step %c32{{(_[0-9]+)?}} iter_args(%[[ACC:[a-zA-Z0-9_]+]] = %c0_i32) -> (i32) {
+// 2. One block of 1024 threads per bucket: exclusive prefix over the
+//    chunks, 1024 at a time (warp scans with 5 up shuffles, the warp sums
+//    through shared memory), then the total.
+// CHECK: %[[G2:[a-zA-Z0-9_]+]] = arith.maxui %c9{{(_[0-9]+)?}}, %c1{{(_[0-9]+)?}} : index
+// CHECK: gpu.launch blocks(%[[BX2:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G2]], {{.*}}) threads(%[[TX2:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c1024{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[WS2:[a-zA-Z0-9_]+]] : memref<32xi32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[SUM:[a-zA-Z0-9_]+]] = scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %[[NC]] step %c1024{{(_[0-9]+)?}} iter_args(%[[ACC:[a-zA-Z0-9_]+]] = %c0_i32) -> (i32) {
 // CHECK: memref.load %[[CNT]]
 // CHECK-COUNT-5: gpu.shuffle  up
+// CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[WS2]][%{{[a-zA-Z0-9_#]+}}] : memref<32xi32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c32{{(_[0-9]+)?}} step
+// CHECK: gpu.barrier
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[CNT]][%{{[a-zA-Z0-9_#]+}}] : memref<?xi32>
-// CHECK: gpu.shuffle  idx %{{[a-zA-Z0-9_#]+}}, %c31_i32
-// CHECK: memref.store %[[SUM]], %[[TOT]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32>
+// CHECK: arith.cmpi eq, %[[TX2]], %c0{{(_[0-9]+)?}} : index
+// CHECK: memref.store %[[SUM]], %[[TOT]][%[[BX2]]] : memref<9xi32>
 // CHECK: gpu.terminator
-// 3. One thread per slot. Each block scans the totals into the bucket
-//    offsets (workgroup), block 0 also writes them to the offsets result;
-//    then the slot goes to offsets[bucket] + counts[bucket][chunk] + rank,
-//    guarded by 0 <= pos < T*k.
+// 3. One thread per slot: its bucket and rank loaded first; each block
+//    scans the totals into the bucket offsets (workgroup), block 0 also
+//    writes them to the offsets result; then the slot goes to
+//    offsets[bucket] + counts[bucket][chunk] + rank, guarded by 0 <= pos
+//    < T*k.
 // CHECK: %[[NB3:[a-zA-Z0-9_]+]] = arith.ceildivui %[[M]], %c256{{(_[0-9]+)?}} : index
 // CHECK: %[[G3:[a-zA-Z0-9_]+]] = arith.maxui %[[NB3]], %c1{{(_[0-9]+)?}} : index
 // CHECK: gpu.launch blocks(%[[BX3:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %[[G3]], {{.*}}) threads(%[[TX3:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}) in (%{{[a-zA-Z0-9_#]+}} = %c256{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[OFFS:[a-zA-Z0-9_]+]] : memref<9xi32, #gpu.address_space<workgroup>>, %[[WS:[a-zA-Z0-9_]+]] : memref<8xi32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[SLOT:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_#]+}}, %[[TX3]] : index
+// CHECK: %[[INS:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[SLOT]], %[[M]] : index
+// CHECK: %[[MINE:[a-zA-Z0-9_]+]]:2 = scf.if %[[INS]] -> (i32, i32) {
+// CHECK: memref.load %[[IDS]]
+// CHECK: %[[RK:[a-zA-Z0-9_]+]] = memref.load %[[RANK]][%[[SLOT]]] : memref<?xi32>
 // CHECK: memref.load %[[TOT]]
 // CHECK-COUNT-5: gpu.shuffle  up
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[WS]][%{{[a-zA-Z0-9_#]+}}] : memref<8xi32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[OFFS]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: arith.cmpi eq, %[[BX3]], %c0{{(_[0-9]+)?}} : index
 // CHECK: %[[O:[a-zA-Z0-9_]+]] = memref.load %[[OFFS]][%{{[a-zA-Z0-9_#]+}}]
 // CHECK: memref.store %[[O]], %[[OFF]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32>
-// CHECK: %[[SLOT:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_#]+}}, %[[TX3]] : index
-// CHECK: arith.cmpi ult, %[[SLOT]], %[[M]] : index
+// CHECK: arith.cmpi sge, %[[MINE]]#0, %c0_i32{{(_[0-9]+)?}} : i32
 // CHECK: %[[CH:[a-zA-Z0-9_]+]] = arith.divui %[[SLOT]], %[[CHUNK]] : index
 // CHECK: %[[PRE:[a-zA-Z0-9_]+]] = memref.load %[[CNT]][%{{[a-zA-Z0-9_#]+}}] : memref<?xi32>
 // CHECK: %[[BASE:[a-zA-Z0-9_]+]] = memref.load %[[OFFS]][%{{[a-zA-Z0-9_#]+}}] : memref<9xi32, #gpu.address_space<workgroup>>
 // CHECK: %[[P0:[a-zA-Z0-9_]+]] = arith.addi %[[BASE]], %[[PRE]] : i32
-// CHECK: %[[RK:[a-zA-Z0-9_]+]] = memref.load %[[RANK]][%[[SLOT]]] : memref<?xi32>
-// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.addi %[[P0]], %[[RK]] : i32
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.addi %[[P0]], %[[MINE]]#1 : i32
 // CHECK: arith.cmpi slt, %[[POS]], %[[M32]] : i32
 // CHECK: arith.cmpi sge, %[[POS]], %c0_i32{{(_[0-9]+)?}} : i32
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[REV]]
@@ -331,6 +352,14 @@ func.func @get_indptr_inclusive_i64(%cs: tensor<32xi32>) -> tensor<8xi64> {
 // CHECK: %[[RT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[REV]] restrict writable : memref<?xi32> to tensor<?xi32>
 // CHECK: %[[KT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[TOK]] restrict writable : memref<?xi32> to tensor<?xi32>
 // CHECK: return %[[OT]], %[[RT]], %[[KT]]
+//
+// Before sm_70 (no match.sync) the rank is 32 idx shuffles.
+// SM60-LABEL: func.func @dispatch_dynamic(
+// SM60-NOT: nvvm.match.sync
+// SM60: scf.for
+// SM60-COUNT-32: gpu.shuffle  idx %{{[a-zA-Z0-9_]+}}, %c{{[0-9]+}}_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : i32
+// SM60-NOT: nvvm.match.sync
+// SM60-LABEL: func.func @dispatch_static(
 func.func @dispatch_dynamic(%ids: tensor<?x2xi32>) -> (tensor<9xi32>, tensor<?xi32>, tensor<?xi32>) {
   %o, %r, %t = moe.dispatch %ids num_experts = 8 : tensor<?x2xi32> -> tensor<9xi32>, tensor<?xi32>, tensor<?xi32>
   return %o, %r, %t : tensor<9xi32>, tensor<?xi32>, tensor<?xi32>

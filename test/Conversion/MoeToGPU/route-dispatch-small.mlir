@@ -34,9 +34,12 @@
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[W]]
 // CHECK: memref.store %c0_i32{{(_[0-9]+)?}}, %[[COUNTS]]
 // CHECK: gpu.barrier
-// Slot s: its bucket from the routed ids, its rank in the warp.
+// Slot s: its bucket from the routed ids, its rank in the warp
+// (match.any.sync, popc of the lanes below).
 // CHECK: memref.load %[[IDS]]
-// CHECK-COUNT-32: gpu.shuffle  idx
+// CHECK: nvvm.match.sync  any
+// CHECK: nvvm.read.ptx.sreg.lanemask.lt
+// CHECK: llvm.intr.ctpop
 // CHECK: memref.store %{{[a-z0-9_]+}}, %[[COUNTS]]
 // CHECK: gpu.barrier
 // Per bucket: the earlier warps' counts in place, the block's total.

@@ -4,26 +4,31 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// One warp per token row (kRowsPerBlock rows per block) when E <= 512 and
-// n_group <= 32: lane l holds the R = ceil(E / 32) consecutive entries
-// l * R .. l * R + R - 1 of the row in registers, and each of the k picks
-// is one warp-wide argmax. By default (option warp-select=i64) entries
-// compare as one unsigned i64 per entry, (order key of the value) << 32 |
-// ~index, and pick j is the butterfly (gpu.shuffle xor) maximum of the
-// keys below pick j - 1's. With warp-select=i32 a key is the i32 order key
-// alone (0 = not selectable, NaN 1): each lane's best (key, entry), the
-// warp's largest key (redux.sync umax on sm_80 and later, else a
-// butterfly), the lowest entry holding it (umin), then the pick's key is
-// cleared in its lane. Either way (key descending, entry ascending) is
-// exactly the selection order of Selection.h's `precedes` (larger value
-// first, -0 == +0, lower index on ties, NaN below every number and NaNs
-// by index): the picks are those of `selectTopK`.
+// One warp per token row when E <= 512 and n_group <= 32: lane l holds
+// the R = ceil(E / 32) consecutive entries l * R .. l * R + R - 1 of the
+// row in registers, and each of the k picks is one warp-wide argmax. With
+// warp-select=i64, entries compare as one unsigned i64 per entry, (order
+// key of the value) << 32 | ~index, and pick j is the butterfly (gpu.shuffle
+// xor) maximum of the keys below pick j - 1's. With warp-select=i32 (the
+// default) a key is the i32 order key alone (0 = not selectable, NaN 1):
+// the warp's largest key (redux.sync umax on sm_80 and later, else a
+// butterfly), the lowest entry holding it (umin), then the pick leaves the
+// candidates; when R <= kSortedSelectRegs each lane sorts its entries once
+// and a pick compares only the lanes' heads (warpSelectSorted), else every
+// pick scans the lane's R keys and clears the picked one. Either way (key
+// descending, entry ascending) is exactly the selection order of
+// Selection.h's `precedes` (larger value first, -0 == +0, lower index on
+// ties, NaN below every number and NaNs by index): the picks are those of
+// `selectTopK`.
 // moe.route computes every score once with the same f32 operations as
 // RoutingScores / groupScore / groupKept, in the same order wherever the
 // rounding depends on it: the softmax row max is a maximumf butterfly
-// (exact in any order), the softmax sum is added in expert order (lane l
-// adds its R exponentials to the running sum and hands it to lane l + 1),
-// a group score is the top-2 of a multiset (exact in any order), the
+// (exact in any order), the softmax sum is added in expert order (for E
+// <= 128 by the route kernel's 16-row blocks: the warps write their
+// exponentials to shared memory and lane j of warp 0 adds row j's;
+// elsewhere lane l adds
+// its R exponentials to the running sum and hands it to lane l + 1), a
+// group score is the top-2 of a multiset (exact in any order), the
 // normalising sum runs over the slots in order. Results are bit-identical
 // to the one-thread-per-row kernel, which remains for larger E / n_group:
 // it runs the k selection passes of Selection.h serially over the row
@@ -86,15 +91,18 @@ Value orderKey(LoweringBuilder &b, Value v) {
 
 /// How the warp-per-row kernels select (option `warp-select`): i64 keys
 /// with the entry in the low half and a butterfly argmax over the keys
-/// ranking after the previous pick (default), or i32 order keys, the
-/// lanes' best, redux.sync umax / umin (a butterfly before sm_80) and the
-/// picked key cleared (fewer instructions per pick; not yet measured on
-/// the H200).
+/// ranking after the previous pick, or i32 order keys (the default), the
+/// lanes' best (their sorted heads when sortedSelect applies), redux.sync
+/// umax / umin (a butterfly before sm_80) and the pick leaving the
+/// candidates.
 struct WarpSelectMode {
   bool i32Keys = false;
   bool redux = false;
   /// match.any.sync for the slot ranks (sm_70 and later).
   bool matchSync = false;
+  /// warp-select=i32 with each lane's entries sorted once
+  /// (warpSelectSorted) when a lane holds at most kSortedSelectRegs.
+  bool sortedSelect = true;
   Value key(LoweringBuilder &b, Value v, Value entryI32) const;
   Value none(LoweringBuilder &b) const {
     return i32Keys ? b.i32(0)
@@ -293,6 +301,84 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
       });
 }
 
+/// Largest entries per lane for which warpSelectSorted is used (its sort
+/// costs R (R - 1) / 2 compare-exchanges once; each pass then looks at
+/// one key per lane instead of R).
+constexpr int64_t kSortedSelectRegs = 4;
+
+/// warp-select=i32 with each lane's entries sorted first, (key descending,
+/// entry ascending) = `precedes`' order, by an odd-even transposition
+/// network: pass j then compares only the lanes' heads (redux umax of the
+/// head keys, umin of the entries of the heads holding it), and the lane
+/// that owns the pick pops its head. A lane's head is its first entry of
+/// its largest key, so the picks are exactly warpSelect's (no key left,
+/// not reachable: entry 0, as there).
+WarpPicks warpSelectSorted(LoweringBuilder &b, const WarpRow &row, int64_t k,
+                           ArrayRef<Value> keys, ArrayRef<Value> scores,
+                           bool sumScores, bool redux) {
+  int64_t regs = static_cast<int64_t>(keys.size());
+  bool withScores = !scores.empty();
+  SmallVector<Value> key(keys.begin(), keys.end()), entry, score;
+  for (int64_t r = 0; r < regs; ++r)
+    entry.push_back(b.toI32(row.entry(b, r)));
+  if (withScores)
+    score.assign(scores.begin(), scores.end());
+  auto exchange = [&](int64_t i, int64_t j) {
+    // Entry j goes first: a larger key, or the same key and a lower entry.
+    Value later =
+        arith::OrIOp::create(b, b.cmpi(CmpI::ugt, key[j], key[i]),
+                             b.andi(b.cmpi(CmpI::eq, key[j], key[i]),
+                                    b.cmpi(CmpI::ult, entry[j], entry[i])));
+    auto swap = [&](SmallVector<Value> &v) {
+      Value vi = b.select(later, v[j], v[i]);
+      v[j] = b.select(later, v[i], v[j]);
+      v[i] = vi;
+    };
+    swap(key);
+    swap(entry);
+    if (withScores)
+      swap(score);
+  };
+  for (int64_t round = 0; round < regs; ++round)
+    for (int64_t i = round % 2; i + 1 < regs; i += 2)
+      exchange(i, i + 1);
+  SmallVector<Value> state(key);
+  state.append(entry);
+  if (withScores)
+    state.append(score);
+  return warpSelectLoop(
+      b, row, k, state, withScores, sumScores,
+      [&](LoweringBuilder &b, ValueRange in) -> WarpPick {
+        ValueRange inKey = in.take_front(regs);
+        ValueRange inEntry = in.slice(regs, regs);
+        Value best = warpReduceU32(b, inKey[0], /*max=*/true, redux);
+        Value offer =
+            b.select(b.cmpi(CmpI::eq, inKey[0], best), inEntry[0], b.i32(-1));
+        Value first = warpReduceU32(b, offer, /*max=*/false, redux);
+        Value none = b.cmpi(CmpI::eq, best, b.i32(0));
+        WarpPick p;
+        p.pick = b.select(none, b.i32(0),
+                          b.clamp(first, b.i32(0), b.i32(row.numEntries - 1)));
+        // The owner pops its head (entries are unique).
+        Value pop = b.andi(b.cmpi(CmpI::eq, inEntry[0], first),
+                           b.cmpi(CmpI::ne, best, b.i32(0)));
+        auto popped = [&](ValueRange v, Value fill) {
+          for (int64_t r = 0; r < regs; ++r)
+            p.state.push_back(
+                b.select(pop, r + 1 < regs ? v[r + 1] : fill, v[r]));
+        };
+        popped(inKey, b.i32(0));
+        popped(inEntry, b.i32(-1));
+        if (withScores) {
+          ValueRange inScore = in.slice(2 * regs, regs);
+          popped(inScore, b.f32(0.0));
+          p.score = warpShuffle(b, inScore[0], row.owner(b, p.pick),
+                                gpu::ShuffleMode::IDX);
+        }
+        return p;
+      });
+}
+
 /// warp-select=i64: `keys[r]` is register r's i64 selection key (0 = not
 /// selectable). Pass j takes the largest key below the previous pick's
 /// key (the best entry ranking strictly after it): a per-lane maximum,
@@ -342,6 +428,9 @@ WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
 WarpPicks warpSelectWith(LoweringBuilder &b, const WarpSelectMode &mode,
                          const WarpRow &row, int64_t k, ArrayRef<Value> keys,
                          ArrayRef<Value> scores, bool sumScores) {
+  if (mode.i32Keys && mode.sortedSelect &&
+      static_cast<int64_t>(keys.size()) <= kSortedSelectRegs)
+    return warpSelectSorted(b, row, k, keys, scores, sumScores, mode.redux);
   if (mode.i32Keys)
     return warpSelect(b, row, k, keys, scores, sumScores, mode.redux);
   return warpSelect64(b, row, k, keys, scores, sumScores);
@@ -639,10 +728,19 @@ void dropGroups(LoweringBuilder &b, const RouteConfig &cfg, const WarpRow &row,
   }
 }
 
+/// The softmax row sum of a warp's exponentials (lane l holds entries
+/// l * R + r), added in expert order: (..((0 + e_0) + e_1) ..).
+using OrderedSumFn =
+    function_ref<Value(LoweringBuilder &, ArrayRef<Value> exps)>;
+
 /// Routes row `rowIdx` on the calling warp (all 32 lanes, `lane` = lane
-/// id): weights and indices into cfg.weights / cfg.indices.
+/// id): weights and indices into cfg.weights / cfg.indices, stored only
+/// where `rowValid` (null: always). `orderedSum` (null: the lanes hand
+/// the running sum on, 32 shuffles) adds the softmax exponentials.
 void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
-                    const WarpSelectMode &mode, Value rowIdx, Value lane) {
+                    const WarpSelectMode &mode, Value rowIdx, Value lane,
+                    Value rowValid = nullptr,
+                    OrderedSumFn orderedSum = nullptr) {
   int64_t e = cfg.e, k = cfg.k;
   WarpRow row{e, lane};
   int64_t regs = row.regs();
@@ -684,11 +782,15 @@ void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
     for (int64_t r = 0; r < regs; ++r)
       ex.push_back(math::ExpOp::create(b, b.sub(x[r], rowMax)));
     Value rowSum = zero;
-    for (int64_t l = 0; l * regs < e; ++l) {
-      Value partial = rowSum;
-      for (int64_t r = 0; r < regs && l * regs + r < e; ++r)
-        partial = b.add(partial, ex[r]);
-      rowSum = warpShuffle(b, partial, l, gpu::ShuffleMode::IDX);
+    if (orderedSum) {
+      rowSum = orderedSum(b, ex);
+    } else {
+      for (int64_t l = 0; l * regs < e; ++l) {
+        Value partial = rowSum;
+        for (int64_t r = 0; r < regs && l * regs + r < e; ++r)
+          partial = b.add(partial, ex[r]);
+        rowSum = warpShuffle(b, partial, l, gpu::ShuffleMode::IDX);
+      }
     }
     Value dead = b.cmpf(CmpF::OEQ, rowMax, negInf);
     for (int64_t r = 0; r < regs; ++r)
@@ -722,18 +824,88 @@ void routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
   if (cfg.normalize)
     denom = b.select(b.cmpf(CmpF::OGT, picks.scoreSum, zero), picks.scoreSum,
                      b.f32(1.0));
-  forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
-    b.store(picks.picks[q], cfg.indices, {rowIdx, j});
-    Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
-    b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
-  });
+  auto store = [&](LoweringBuilder &b) {
+    forEachLaneSlot(b, row, k, [&](LoweringBuilder &b, Value j, int64_t q) {
+      b.store(picks.picks[q], cfg.indices, {rowIdx, j});
+      Value wv = b.mul(b.div(picks.scores[q], denom), b.f32(cfg.scaling));
+      b.store(b.fromF32(wv, cfg.w), cfg.weights, {rowIdx, j});
+    });
+  };
+  if (rowValid)
+    when(b, rowValid, store);
+  else
+    store(b);
 }
 
+/// Rows (= warps) per block of the softmax route kernel.
+constexpr int64_t kRouteBlockRows = 16;
+/// Largest entries per lane (E <= 128) for which the softmax row sums are
+/// added through shared memory: at E = 256 (DeepSeek-V3) the one lane's
+/// 256 dependent adds held the block's other warps longer than the 32
+/// shuffle steps took (route kernel 39.8 -> 45.5 us at T = 16384, NOTES
+/// v61).
+constexpr int64_t kSharedSumRegs = 4;
+
+/// One warp per row. With softmax and E <= 32 * kSharedSumRegs,
+/// kRouteBlockRows rows a block and the
+/// ordered row sums off the warps: every warp writes its row's
+/// exponentials to shared memory (one row of R * 32 + 1 f32 per warp,
+/// the padding makes lane j's walk along row j conflict-free), then lane
+/// j of warp 0 adds row j's in expert order (entries past E are exp(-inf)
+/// = 0 and add nothing) and hands the sums back: one lane per row does
+/// the sequential adds instead of 32 dependent shuffles per row. Warps
+/// past the last row compute on row 0 and store nothing, so that every
+/// warp reaches the barriers.
 void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
                   const WarpSelectMode &mode) {
-  launchWarpPerRow(b, cfg.t, [&](LoweringBuilder &b, Value rowIdx, Value lane) {
-    routeRowOnWarp(b, cfg, mode, rowIdx, lane);
-  });
+  WarpRow shape{cfg.e, Value()};
+  if (!cfg.softmax || shape.regs() > kSharedSumRegs) {
+    launchWarpPerRow(b, cfg.t,
+                     [&](LoweringBuilder &b, Value rowIdx, Value lane) {
+                       routeRowOnWarp(b, cfg, mode, rowIdx, lane);
+                     });
+    return;
+  }
+  int64_t width = shape.regs() * kWarpSize;
+  Type f32 = b.getF32Type();
+  launch(
+      b, b.ceilDiv(cfg.t, kRouteBlockRows), b.idx(1),
+      kRouteBlockRows * kWarpSize,
+      {workgroupType({kRouteBlockRows, width + 1}, f32),
+       workgroupType({kRouteBlockRows}, f32)},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value> shared) {
+        Value exps = shared[0], sums = shared[1];
+        Value warp = arith::DivUIOp::create(kb, ids.threadX, kb.idx(kWarpSize));
+        Value lane = arith::RemUIOp::create(kb, ids.threadX, kb.idx(kWarpSize));
+        Value row = kb.add(kb.mul(ids.blockX, kb.idx(kRouteBlockRows)), warp);
+        Value rowValid = kb.cmpi(CmpI::ult, row, cfg.t);
+        // T = 0 still launches one block (uniform: no barrier is reached).
+        when(
+            kb, kb.cmpi(CmpI::ugt, cfg.t, kb.idx(0)), [&](LoweringBuilder &kb) {
+              auto orderedSum = [&](LoweringBuilder &kb,
+                                    ArrayRef<Value> ex) -> Value {
+                int64_t regs = static_cast<int64_t>(ex.size());
+                for (int64_t r = 0; r < regs; ++r)
+                  kb.store(
+                      ex[r], exps,
+                      {warp, kb.add(kb.mul(lane, kb.idx(regs)), kb.idx(r))});
+                gpu::BarrierOp::create(kb);
+                Value summer =
+                    kb.andi(kb.cmpi(CmpI::eq, warp, kb.idx(0)),
+                            kb.cmpi(CmpI::ult, lane, kb.idx(kRouteBlockRows)));
+                when(kb, summer, [&](LoweringBuilder &kb) {
+                  Value sum = kb.f32(0.0);
+                  for (int64_t i = 0; i < width; ++i)
+                    sum = kb.add(sum, kb.load(exps, {lane, kb.idx(i)}));
+                  kb.store(sum, sums, {lane});
+                });
+                gpu::BarrierOp::create(kb);
+                return kb.load(sums, {warp});
+              };
+              routeRowOnWarp(kb, cfg, mode, kb.select(rowValid, row, kb.idx(0)),
+                             lane, rowValid, orderedSum);
+            });
+      });
 }
 
 //===----------------------------------------------------------------------===//

@@ -71,7 +71,7 @@
 // CHECK-NEXT: gpu.terminator
 // CHECK: } else {
 // The many-row form: the route kernel, then the three dispatch kernels.
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c128{{(_[0-9]+)?}},
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c512{{(_[0-9]+)?}},
 // CHECK-COUNT-3: gpu.launch
 // CHECK-NOT: gpu.launch
 // CHECK: return

@@ -35,36 +35,59 @@
 // I32: %[[INE:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c8 : index
 // I32: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i32{{(_[0-9]+)?}} : i32
 // I32: %[[ENTRY:[a-zA-Z0-9_]+]] = arith.index_cast %{{[a-zA-Z0-9_]+}} : index to i32
-// k = 2 passes; the state is the lane's keys and its slot pick.
-// I32: %[[PICKS:[a-zA-Z0-9_]+]]:2 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[K0:[a-zA-Z0-9_]+]] = %[[SEL]], %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32) {
-// The lane's best (one register here), the warp's best key, the lowest
-// entry offering it.
-// I32: %[[GT:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[K0]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[LK:[a-zA-Z0-9_]+]] = arith.select %[[GT]], %[[K0]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[LE:[a-zA-Z0-9_]+]] = arith.select %[[GT]], %[[ENTRY]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[BEST:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[LK]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
-// I32: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[LK]], %[[BEST]] : i32
-// I32: %[[OFFER:[a-zA-Z0-9_]+]] = arith.select %[[HAS]], %[[LE]], %c-1_i32{{(_[0-9]+)?}} : i32
+// k = 2 passes. A lane's entries are sorted once (key descending, entry
+// ascending; one entry here, so no exchange): the state is the lane's keys,
+// entries and its slot pick.
+// I32: %[[PICKS:[a-zA-Z0-9_]+]]:3 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[K0:[a-zA-Z0-9_]+]] = %[[SEL]], %[[E0:[a-zA-Z0-9_]+]] = %[[ENTRY]], %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32, i32) {
+// The warp's best head key, the lowest head entry offering it.
+// I32: %[[BEST:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[K0]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// I32: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[K0]], %[[BEST]] : i32
+// I32: %[[OFFER:[a-zA-Z0-9_]+]] = arith.select %[[HAS]], %[[E0]], %c-1_i32{{(_[0-9]+)?}} : i32
 // I32: %[[LOW:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
-// The pick, clamped to [0, E - 1]; its key is cleared.
+// The pick, clamped to [0, E - 1] (0 when no key is left); its owner pops
+// its head.
+// I32: %[[NONE:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
 // I32: arith.maxsi %[[LOW]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
-// I32: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[ENTRY]], %[[PICK]] : i32
-// I32: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[MATCH]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32
+// I32: %[[CL:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
+// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.select %[[NONE]], %c0_i32{{(_[0-9]+)?}}, %[[CL]] : i32
+// I32: %[[LEFT:[a-zA-Z0-9_]+]] = arith.cmpi ne, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[E0]], %[[LOW]] : i32
+// I32: %[[POP:[a-zA-Z0-9_]+]] = arith.andi %[[MATCH]], %[[LEFT]] : i1
+// I32: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32
+// I32: %[[E1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c-1_i32{{(_[0-9]+)?}}, %[[E0]] : i32
 // Lane j keeps pick j.
 // I32: %[[IS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[J]], %{{[a-zA-Z0-9_]+}} : index
 // I32: %[[NEXT:[a-zA-Z0-9_]+]] = arith.select %[[IS]], %[[PICK]], %[[MINE]] : i32
-// I32: scf.yield %[[K1]], %[[NEXT]] : i32, i32
+// I32: scf.yield %[[K1]], %[[E1]], %[[NEXT]] : i32, i32, i32
 // I32-NOT: gpu.shuffle
 // I32: gpu.terminator
-// Two registers per lane, two slot registers: four loop-carried i32.
+// Two registers per lane, sorted by one compare-exchange (a larger key,
+// or the same key and a lower entry, goes first); two keys, two entries
+// and two slot registers loop-carried.
 // I32-LABEL: func.func @topk_two_regs(
-// I32: scf.for {{.*}} to %c40{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32) {
+// I32: %[[LT2:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i32
+// I32: %[[EQ2:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[B:[a-zA-Z0-9_]+]], %[[A:[a-zA-Z0-9_]+]] : i32
+// I32: %[[TIE:[a-zA-Z0-9_]+]] = arith.andi %[[EQ2]], %[[LT2]] : i1
+// I32: %[[GT2:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[B]], %[[A]] : i32
+// I32: %[[SWAP:[a-zA-Z0-9_]+]] = arith.ori %[[GT2]], %[[TIE]] : i1
+// I32: %[[FIRST:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[B]], %[[A]] : i32
+// I32: %[[SECOND:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[A]], %[[B]] : i32
+// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[FIRST]], %{{[a-zA-Z0-9_]+}} = %[[SECOND]], {{.*}}) -> (i32, i32, i32, i32, i32, i32) {
 // I32-COUNT-2: nvvm.redux.sync
 // I32: scf.yield
-// The softmax route carries its key, the score sum and its slot.
+// Five registers per lane (E = 160 > 4 * 32): no sort; each pass takes
+// every lane's best of its five keys, and the pick's key is cleared.
+// I32-LABEL: func.func @topk_five_regs(
+// I32: scf.for {{.*}} to %c3{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32, i32, i32) {
+// I32-COUNT-5: arith.cmpi ugt
+// I32: nvvm.redux.sync  umax
+// I32: nvvm.redux.sync  umin
+// I32-COUNT-5: arith.cmpi eq
+// I32: scf.yield
+// The softmax route carries its key, entry and score, the score sum and
+// its slot.
 // I32-LABEL: func.func @route_softmax(
-// I32: scf.for {{.*}} to %c2 step {{.*}} -> (i32, f32, i32, f32) {
+// I32: scf.for {{.*}} to %c2 step {{.*}} -> (i32, i32, f32, f32, i32, f32) {
 // I32: nvvm.redux.sync  umax
 // I32: nvvm.redux.sync  umin
 // I32: gpu.shuffle  idx
@@ -73,7 +96,7 @@
 // I32-LABEL: func.func @route_sigmoid_bias_groups(
 // I32: %[[ALLOWED:[a-zA-Z0-9_]+]] = arith.cmpi ne, %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
 // I32: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
-// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[KEY]], {{.*}}) -> (i32, f32, i32, f32) {
+// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[KEY]], {{.*}}) -> (i32, i32, f32, f32, i32, f32) {
 // I32-COUNT-2: nvvm.redux.sync
 // I32: scf.yield
 // I32-NOT: i64
@@ -84,7 +107,7 @@
 // xor shuffles (umax, then umin).
 // SM75-LABEL: func.func @topk_dynamic(
 // SM75-NOT: nvvm.redux
-// SM75: scf.for {{.*}} -> (i32, i32) {
+// SM75: scf.for {{.*}} -> (i32, i32, i32) {
 // SM75-COUNT-5: gpu.shuffle  xor
 // SM75: arith.maxui
 // SM75-COUNT-5: gpu.shuffle  xor
@@ -198,6 +221,12 @@ func.func @topk_two_regs(%x: tensor<?x40xf32>) -> (tensor<?x40xf32>, tensor<?x40
   return %v, %i : tensor<?x40xf32>, tensor<?x40xi32>
 }
 
+// Five registers per lane (see the I32 checks).
+func.func @topk_five_regs(%x: tensor<?x160xf32>) -> (tensor<?x3xf32>, tensor<?x3xi32>) {
+  %v, %i = moe.topk %x k = 3 : tensor<?x160xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
+  return %v, %i : tensor<?x3xf32>, tensor<?x3xi32>
+}
+
 // E = 1024 > 512: one thread per row (256-thread blocks), k selection
 // passes over the row, no shuffles.
 // CHECK-LABEL: func.func @topk_wide(
@@ -217,23 +246,30 @@ func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32
 // moe.route
 //===----------------------------------------------------------------------===//
 
-// Softmax + normalize from f16 logits, E = 8: the row max as a maximumf
-// butterfly, the exponentials once, the row sum added in expert order
-// (lane l adds its entries to the running sum, which it then broadcasts
-// to lane l + 1: 8 idx shuffles from lanes 0..7), the scores; no scratch
-// buffers. Each pick also fetches its score from the lane holding it
-// (entry / R) and adds it to the normalising sum in slot order.
+// Softmax + normalize from f16 logits, E = 8: 512-thread blocks of 16
+// rows (one per warp; a warp past T computes on row 0 and stores nothing,
+// so that all reach the barriers), the row max as a maximumf butterfly,
+// the exponentials once, written to a padded 16 x 33 shared row per warp;
+// lane j of warp 0 adds row j's in expert order (32 entries, those past E
+// are 0) and hands the sums back through shared memory; the scores; no
+// scratch buffers. Each pick also fetches its score from the lane holding
+// it (entry / R) and adds it to the normalising sum in slot order.
 // CHECK-LABEL: func.func @route_softmax(
 // CHECK: %[[IN:[a-zA-Z0-9_]+]] = bufferization.to_buffer %{{[a-zA-Z0-9_#]+}} read_only : tensor<?x8xf16> to memref<?x8xf16, strided<[?, ?], offset: ?>>
 // CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
 // CHECK: %[[W:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
 // CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
 // CHECK-NOT: memref.alloc
-// CHECK: %[[NB:[a-zA-Z0-9_]+]] = arith.ceildivui %[[T]], %c4 : index
+// CHECK: %[[NB:[a-zA-Z0-9_]+]] = arith.ceildivui %[[T]], %c16 : index
 // CHECK: %[[GRID:[a-zA-Z0-9_]+]] = arith.maxui %[[NB]], %c1{{(_[0-9]+)?}} : index
-// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %[[GRID]], {{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}},
-// CHECK: %[[OK:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ROW:[a-zA-Z0-9_]+]], %[[T]] : index
-// CHECK: scf.if %[[OK]]
+// CHECK: gpu.launch blocks({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %[[GRID]], {{.*}}) threads(%[[TX:[a-zA-Z0-9_]+]], {{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c512{{(_[0-9]+)?}}, {{.*}}) workgroup(%[[EXPS:[a-zA-Z0-9_]+]] : memref<16x33xf32, #gpu.address_space<workgroup>>, %[[SUMS:[a-zA-Z0-9_]+]] : memref<16xf32, #gpu.address_space<workgroup>>) {
+// CHECK: %[[WARP:[a-zA-Z0-9_]+]] = arith.divui %[[TX]], %c32 : index
+// CHECK: %[[LANE:[a-zA-Z0-9_]+]] = arith.remui %[[TX]], %c32{{(_[0-9]+)?}} : index
+// CHECK: %[[ROW0:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_]+}}, %[[WARP]] : index
+// CHECK: %[[OK:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[ROW0]], %[[T]] : index
+// CHECK: %[[ANY:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[T]], %c0{{(_[0-9]+)?}} : index
+// CHECK: scf.if %[[ANY]] {
+// CHECK: %[[ROW:[a-zA-Z0-9_]+]] = arith.select %[[OK]], %[[ROW0]], %c0{{(_[0-9]+)?}} : index
 // Sanitised logit (NaN -> -inf, +inf -> max finite), -inf past E.
 // CHECK: arith.extf %{{[a-zA-Z0-9_#]+}} : f16 to f32
 // CHECK: arith.cmpf uno
@@ -245,14 +281,19 @@ func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32
 // CHECK: %[[MAX:[a-zA-Z0-9_]+]] = arith.maximumf %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : f32
 // CHECK: %[[D:[a-zA-Z0-9_]+]] = arith.subf %[[X]], %[[MAX]] : f32
 // CHECK: %[[EX:[a-zA-Z0-9_]+]] = math.exp %[[D]] : f32
-// Row sum, in expert order.
-// CHECK: %[[P0:[a-zA-Z0-9_]+]] = arith.addf %{{[a-zA-Z0-9_]+}}, %[[EX]] : f32
-// CHECK: %[[S0:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %[[P0]], %c0_i32, %c32_i32{{(_[0-9]+)?}} : f32
-// CHECK: %[[P1:[a-zA-Z0-9_]+]] = arith.addf %[[S0]], %[[EX]] : f32
-// CHECK: %[[S1:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %[[P1]], %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
-// CHECK-COUNT-6: gpu.shuffle  idx
+// Row sum, in expert order, by lane j of warp 0 for row j.
+// CHECK: memref.store %[[EX]], %[[EXPS]][%[[WARP]], %{{[a-zA-Z0-9_]+}}] : memref<16x33xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[L0:[a-zA-Z0-9_]+]] = memref.load %[[EXPS]][%[[LANE]], %c0{{(_[0-9]+)?}}] : memref<16x33xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P0:[a-zA-Z0-9_]+]] = arith.addf %cst{{(_[0-9]+)?}}, %[[L0]] : f32
+// CHECK: %[[L1:[a-zA-Z0-9_]+]] = memref.load %[[EXPS]][%[[LANE]], %c1{{(_[0-9]+)?}}] : memref<16x33xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[P1:[a-zA-Z0-9_]+]] = arith.addf %[[P0]], %[[L1]] : f32
+// CHECK-COUNT-30: arith.addf
+// CHECK: memref.store %{{[a-zA-Z0-9_]+}}, %[[SUMS]][%[[LANE]]] : memref<16xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-NEXT: %[[SUM:[a-zA-Z0-9_]+]] = memref.load %[[SUMS]][%[[WARP]]] : memref<16xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[DEAD:[a-zA-Z0-9_]+]] = arith.cmpf oeq, %[[MAX]], %cst : f32
-// CHECK: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[EX]], %[[SUM:[a-zA-Z0-9_]+]] : f32
+// CHECK: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[EX]], %[[SUM]] : f32
 // CHECK: %[[S:[a-zA-Z0-9_]+]] = arith.select %[[DEAD]], %{{[a-zA-Z0-9_]+}}, %[[Q]] : f32
 // CHECK: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
 // Selection of the k = 2 picks, carrying the score sum and the lane's
@@ -266,6 +307,7 @@ func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32
 // Normalisation by the sum of the picked scores (1 when it is not > 0).
 // CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#1, %{{[a-zA-Z0-9_]+}} : f32
 // CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#1, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: scf.if %[[OK]]
 // CHECK: scf.if
 // CHECK: memref.store %[[LOOP]]#2, %[[IDX]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xi32>
 // CHECK: arith.divf %[[LOOP]]#3, %[[DEN]] : f32
@@ -278,6 +320,22 @@ func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32
 func.func @route_softmax(%l: tensor<?x8xf16>) -> (tensor<?x2xf32>, tensor<?x2xi32>) {
   %w, %i = moe.route %l k = 2 scoring = softmax {normalize = true} : tensor<?x8xf16> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %w, %i : tensor<?x2xf32>, tensor<?x2xi32>
+}
+
+// E = 256 (8 entries per lane, more than kSharedSumRegs = 4): 128-thread
+// blocks of 4 rows, no shared memory, the row sum handed from lane to lane
+// (32 idx shuffles, 8 adds each).
+// CHECK-LABEL: func.func @route_softmax_wide(
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}}, {{.*}}) {
+// CHECK: math.exp
+// CHECK-COUNT-8: arith.addf
+// CHECK: gpu.shuffle  idx %{{[a-zA-Z0-9_]+}}, %c0_i32,
+// CHECK-COUNT-31: gpu.shuffle  idx
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func @route_softmax_wide(%l: tensor<?x256xbf16>) -> (tensor<?x8xf32>, tensor<?x8xi32>) {
+  %w, %i = moe.route %l k = 8 scoring = softmax {normalize = true} : tensor<?x256xbf16> -> tensor<?x8xf32>, tensor<?x8xi32>
+  return %w, %i : tensor<?x8xf32>, tensor<?x8xi32>
 }
 
 // Sigmoid + bias + group-limited top2_sum (E = 16, 8 groups of 2, keep 3)
@@ -398,7 +456,7 @@ func.func @route_many_groups(%l: tensor<?x128xf32>) -> (tensor<?x4xf32>, tensor<
 // CHECK: %[[T:[a-zA-Z0-9_]+]] = memref.dim %[[IN]], %c0
 // CHECK: %[[W:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xf32>
 // CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
-// CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}},
+// CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c512{{(_[0-9]+)?}},
 // CHECK: math.exp
 // CHECK: gpu.shuffle
 // CHECK: gpu.terminator

@@ -56,7 +56,13 @@ While it runs, nvidia-smi samples the SM clock and board power every 50 ms
 of the samples taken during its runs and the share of them with the power
 cap active (<key>_sm_mhz, <key>_power_w, <key>_power_capped in the JSON, a
 "Clock and power while timing" table in the .md), since the large cells
-run at the card's power limit (bench/NOTES.md v49).
+run at the card's power limit (bench/NOTES.md v49). Each timed cell also
+records the board energy per run from NVML's total-energy counter
+(<key>_energy_mj; it includes the L2 flush before each run; absent when
+NVML is not there) and the median of its first and of its last 10% of runs
+(<key>_first_us, <key>_last_us): the power / thermal controller slows
+the large cells down in steps while they run (bench/NOTES.md, results at
+51af224), so the median is the stepped-down state.
 BENCH_DUMP_TIMES=1 also records every run's time (<key>_times).
 """
 
@@ -321,6 +327,40 @@ class SmiLog:
             self.proc.terminate()
 
 
+class Energy:
+    """NVML's total energy counter of the device (mJ since the driver
+    loaded), through ctypes; read() is None where NVML or the counter is
+    missing (BENCH_NO_SMI=1 also leaves it out)."""
+
+    def __init__(self):
+        self.lib = self.handle = None
+        if os.environ.get("BENCH_NO_SMI"):
+            return
+        try:
+            import ctypes
+
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                return
+            handle = ctypes.c_void_p()
+            gpu = int((os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0])
+            if lib.nvmlDeviceGetHandleByIndex_v2(gpu, ctypes.byref(handle)) != 0:
+                return
+            self.ctypes, self.lib, self.handle = ctypes, lib, handle
+            if self.read() is None:
+                self.lib = None
+        except (OSError, AttributeError, ValueError):
+            self.lib = None
+
+    def read(self):
+        if self.lib is None:
+            return None
+        mj = self.ctypes.c_ulonglong()
+        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.handle, self.ctypes.byref(mj)) != 0:
+            return None
+        return mj.value
+
+
 class Timer:
     def __init__(self, args):
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
@@ -330,11 +370,13 @@ class Timer:
         self.max_runs = max(args.max_runs, args.min_runs)
         self.max_seconds = args.max_seconds_per_cell
         self.smi = SmiLog()
+        self.energy = Energy()
 
     def measure(self, run):
         """{us: median, min_us, runs} of `run()` between events, L2 flushed first."""
         times = []
         t0 = time.time()
+        e0 = self.energy.read()
         while len(times) < self.max_runs and (
             len(times) < self.min_runs or time.time() - t0 < self.max_seconds
         ):
@@ -344,7 +386,17 @@ class Timer:
             self.end.record()
             self.end.synchronize()
             times.append(self.start.elapsed_time(self.end) * 1e3)
-        stats = dict(us=statistics.median(times), min_us=min(times), runs=len(times))
+        e1 = self.energy.read()
+        tenth = max(1, len(times) // 10)
+        stats = dict(
+            us=statistics.median(times),
+            min_us=min(times),
+            runs=len(times),
+            first_us=statistics.median(times[:tenth]),
+            last_us=statistics.median(times[-tenth:]),
+        )
+        if e0 is not None and e1 is not None and e1 >= e0:
+            stats["energy_mj"] = round((e1 - e0) / len(times), 2)
         stats.update(self.smi.window(t0, time.time()))
         if os.environ.get("BENCH_DUMP_TIMES"):
             stats["times"] = [round(t, 1) for t in times]
@@ -491,7 +543,15 @@ class Bench:
         cell[key + "_mode"] = mode
         if "times" in stats:
             cell[key + "_times"] = stats["times"]
-        for name in ("sm_mhz", "power_w", "power_capped", "smi_samples"):
+        for name in (
+            "sm_mhz",
+            "power_w",
+            "power_capped",
+            "smi_samples",
+            "energy_mj",
+            "first_us",
+            "last_us",
+        ):
             if name in stats:
                 cell[key + "_" + name] = stats[name]
         if check is not None:
@@ -741,26 +801,33 @@ class Bench:
                 "",
                 "Median SM clock (MHz) and board power (W) of the nvidia-smi samples "
                 "(every 50 ms) taken while each cell's runs were timed, and the share "
-                "of them with the software power cap holding the clock down.",
+                "of them with the software power cap holding the clock down; board "
+                "energy per run (mJ, NVML, the L2 flush included) and the medians of "
+                "the first and the last 10% of the runs (us).",
                 "",
-                "| layer | T | ours MHz | ours W | ours capped | gmm MHz | gmm W | gmm capped |",
-                "|---|---|---|---|---|---|---|---|",
+                "| layer | T | ours MHz | ours W | ours capped | ours mJ | ours first us "
+                "| ours last us | gmm MHz | gmm W | gmm capped | gmm mJ |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|",
             ]
             for c in power:
                 lines.append(
-                    "| %s | %d | %s | %s | %s | %s | %s | %s |"
+                    "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |"
                     % (
                         c["layer"],
                         c["T"],
                         *(
-                            "-" if c.get(k) is None else "%g" % c[k]
+                            "-" if c.get(k) is None else "%.5g" % c[k]
                             for k in (
                                 "ours_sm_mhz",
                                 "ours_power_w",
                                 "ours_power_capped",
+                                "ours_energy_mj",
+                                "ours_first_us",
+                                "ours_last_us",
                                 "grouped_mm_sm_mhz",
                                 "grouped_mm_power_w",
                                 "grouped_mm_power_capped",
+                                "grouped_mm_energy_mj",
                             )
                         ),
                     )

@@ -59,7 +59,8 @@ cap active (<key>_sm_mhz, <key>_power_w, <key>_power_capped in the JSON, a
 run at the card's power limit (bench/NOTES.md v49). Each timed cell also
 records the board energy per run from NVML's total-energy counter
 (<key>_energy_mj; it includes the L2 flush before each run; absent when
-NVML is not there) and the median of its first and of its last 10% of runs
+NVML is not there; the counter advances in coarse steps, so the figure is
+only meaningful when the cell's runs span about a second or more) and the median of its first and of its last 10% of runs
 (<key>_first_us, <key>_last_us): the power / thermal controller slows
 the large cells down in steps while they run (bench/NOTES.md, results at
 51af224), so the median is the stepped-down state.

@@ -26,12 +26,11 @@
 // (exact in any order), the softmax sum is added in expert order (for E
 // <= 128 by the route kernel's 16-row blocks: the warps write their
 // exponentials to shared memory and lane j of warp 0 adds row j's;
-// elsewhere lane l adds
-// its R exponentials to the running sum and hands it to lane l + 1), a
-// group score is the top-2 of a multiset (exact in any order), the
-// normalising sum runs over the slots in order. Results are bit-identical
-// to the one-thread-per-row kernel, which remains for larger E / n_group:
-// it runs the k selection passes of Selection.h serially over the row
+// elsewhere lane l adds its R exponentials to the running sum and hands
+// it to lane l + 1), a group score is the top-2 of a multiset (exact in any
+// order), the normalising sum runs over the slots in order. Results are
+// bit-identical to the one-thread-per-row kernel, which remains for larger E /
+// n_group: it runs the k selection passes of Selection.h serially over the row
 // (O(k * E) per row), with the group mask in a T x n_group scratch buffer.
 //
 // moe.route_dispatch is split into route + dispatch, whose kernels are in
@@ -92,7 +91,8 @@ Value orderKey(LoweringBuilder &b, Value v) {
 /// How the warp-per-row kernels select (option `warp-select`): i64 keys
 /// with the entry in the low half and a butterfly argmax over the keys
 /// ranking after the previous pick, or i32 order keys (the default), the
-/// lanes' best (their sorted heads when sortedSelect applies), redux.sync
+/// lanes' best (their sorted heads when a lane holds at most
+/// kSortedSelectRegs entries), redux.sync
 /// umax / umin (a butterfly before sm_80) and the pick leaving the
 /// candidates.
 struct WarpSelectMode {
@@ -100,9 +100,6 @@ struct WarpSelectMode {
   bool redux = false;
   /// match.any.sync for the slot ranks (sm_70 and later).
   bool matchSync = false;
-  /// warp-select=i32 with each lane's entries sorted once
-  /// (warpSelectSorted) when a lane holds at most kSortedSelectRegs.
-  bool sortedSelect = true;
   Value key(LoweringBuilder &b, Value v, Value entryI32) const;
   Value none(LoweringBuilder &b) const {
     return i32Keys ? b.i32(0)
@@ -355,13 +352,13 @@ WarpPicks warpSelectSorted(LoweringBuilder &b, const WarpRow &row, int64_t k,
         Value offer =
             b.select(b.cmpi(CmpI::eq, inKey[0], best), inEntry[0], b.i32(-1));
         Value first = warpReduceU32(b, offer, /*max=*/false, redux);
-        Value none = b.cmpi(CmpI::eq, best, b.i32(0));
+        Value left = b.cmpi(CmpI::ne, best, b.i32(0));
         WarpPick p;
-        p.pick = b.select(none, b.i32(0),
-                          b.clamp(first, b.i32(0), b.i32(row.numEntries - 1)));
+        p.pick =
+            b.select(left, b.clamp(first, b.i32(0), b.i32(row.numEntries - 1)),
+                     b.i32(0));
         // The owner pops its head (entries are unique).
-        Value pop = b.andi(b.cmpi(CmpI::eq, inEntry[0], first),
-                           b.cmpi(CmpI::ne, best, b.i32(0)));
+        Value pop = b.andi(b.cmpi(CmpI::eq, inEntry[0], first), left);
         auto popped = [&](ValueRange v, Value fill) {
           for (int64_t r = 0; r < regs; ++r)
             p.state.push_back(
@@ -428,8 +425,7 @@ WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
 WarpPicks warpSelectWith(LoweringBuilder &b, const WarpSelectMode &mode,
                          const WarpRow &row, int64_t k, ArrayRef<Value> keys,
                          ArrayRef<Value> scores, bool sumScores) {
-  if (mode.i32Keys && mode.sortedSelect &&
-      static_cast<int64_t>(keys.size()) <= kSortedSelectRegs)
+  if (mode.i32Keys && static_cast<int64_t>(keys.size()) <= kSortedSelectRegs)
     return warpSelectSorted(b, row, k, keys, scores, sumScores, mode.redux);
   if (mode.i32Keys)
     return warpSelect(b, row, k, keys, scores, sumScores, mode.redux);
@@ -847,8 +843,8 @@ constexpr int64_t kRouteBlockRows = 16;
 constexpr int64_t kSharedSumRegs = 4;
 
 /// One warp per row. With softmax and E <= 32 * kSharedSumRegs,
-/// kRouteBlockRows rows a block and the
-/// ordered row sums off the warps: every warp writes its row's
+/// kRouteBlockRows rows a block and the ordered row sums off the warps:
+/// every warp writes its row's
 /// exponentials to shared memory (one row of R * 32 + 1 f32 per warp,
 /// the padding makes lane j's walk along row j conflict-free), then lane
 /// j of warp 0 adds row j's in expert order (entries past E are exp(-inf)
@@ -884,7 +880,7 @@ void routePerWarp(LoweringBuilder &b, const RouteConfig &cfg,
             kb, kb.cmpi(CmpI::ugt, cfg.t, kb.idx(0)), [&](LoweringBuilder &kb) {
               auto orderedSum = [&](LoweringBuilder &kb,
                                     ArrayRef<Value> ex) -> Value {
-                int64_t regs = static_cast<int64_t>(ex.size());
+                int64_t regs = shape.regs();
                 for (int64_t r = 0; r < regs; ++r)
                   kb.store(
                       ex[r], exps,

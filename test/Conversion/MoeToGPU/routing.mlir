@@ -46,11 +46,10 @@
 // I32: %[[LOW:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
 // The pick, clamped to [0, E - 1] (0 when no key is left); its owner pops
 // its head.
-// I32: %[[NONE:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[LEFT:[a-zA-Z0-9_]+]] = arith.cmpi ne, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
 // I32: arith.maxsi %[[LOW]], %c0_i32{{(_[0-9]+)?}} : i32
 // I32: %[[CL:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
-// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.select %[[NONE]], %c0_i32{{(_[0-9]+)?}}, %[[CL]] : i32
-// I32: %[[LEFT:[a-zA-Z0-9_]+]] = arith.cmpi ne, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.select %[[LEFT]], %[[CL]], %c0_i32{{(_[0-9]+)?}} : i32
 // I32: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[E0]], %[[LOW]] : i32
 // I32: %[[POP:[a-zA-Z0-9_]+]] = arith.andi %[[MATCH]], %[[LEFT]] : i1
 // I32: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32

@@ -135,14 +135,63 @@ def make_weights(layer):
     return w_up, w_down
 
 
-def make_inputs(layer, T):
+def routed_counts(layer, T, routing):
+    """Rows per expert that --routing asks for (None: random logits).
+    'balanced': T k / E each (the remainder one more on the first experts);
+    'split:D': the balanced counts + D on even experts and - D on odd ones
+    (an expert's last row tile then has D rows or is D rows short: the
+    price of short last tiles at the same total rows)."""
+    if routing == "random":
+        return None
+    E, slots = layer.E, T * layer.k
+    counts = [slots // E + (1 if e < slots % E else 0) for e in range(E)]
+    if routing.startswith("split:"):
+        d = int(routing.split(":", 1)[1])
+        for e in range(0, E - 1, 2):
+            d_e = min(d, counts[e + 1])
+            counts[e] += d_e
+            counts[e + 1] -= d_e
+    elif routing != "balanced":
+        raise ValueError("unknown --routing %r (random, balanced, split:D)" % routing)
+    if max(counts) > T:
+        raise ValueError(
+            "--routing %s: an expert would need %d of %d tokens" % (routing, max(counts), T)
+        )
+    return counts
+
+
+def make_inputs(layer, T, routing="random"):
     """x [T, H] and tie-free logits [T, E] (bf16). Each row of the logits is
     a random permutation of (-E/2 .. E/2-1) * 2^m: integers of at most 8
     bits times a power of two are exact in bf16, and adjacent values stay
-    2^m apart (a spread of about 8 over the row)."""
+    2^m apart (a spread of about 8 over the row). With a --routing other
+    than random, the permutation is rearranged so that the top k of token
+    t are the experts at slots t, t + T, ... of the expert-sorted slot list
+    (distinct, as no expert has more than T rows): each expert gets exactly
+    routed_counts' rows."""
     g = generator("inputs/%s/%d" % (layer.config, T))
     x = torch.randn((T, layer.H), dtype=torch.bfloat16, device=DEV, generator=g)
     perm = torch.argsort(torch.rand((T, layer.E), device=DEV, generator=g), dim=1)
+    counts = routed_counts(layer, T, routing)
+    if counts is not None:
+        E, k = layer.E, layer.k
+        experts = (
+            torch.repeat_interleave(torch.arange(E, device=DEV), torch.tensor(counts, device=DEV))
+            .view(k, T)
+            .t()
+        )  # [T, k]: the experts token t must pick
+        # perm[t, e] is expert e's rank in row t (0 lowest); the chosen
+        # experts take ranks E - 1 .. E - k in a random order, the others
+        # keep their relative order below.
+        rank_of_pick = torch.argsort(torch.rand((T, k), device=DEV, generator=g), dim=1)
+        chosen = torch.zeros((T, E), dtype=torch.bool, device=DEV)
+        chosen.scatter_(1, experts, True)
+        key = perm.float().masked_fill(chosen, -1.0)  # the others first, by perm
+        order = torch.argsort(key, dim=1, descending=True)  # others by perm, picks last
+        perm = torch.empty_like(perm)
+        others = order[:, : E - k]
+        perm.scatter_(1, others, torch.arange(E - 1, k - 1, -1, device=DEV).expand(T, E - k) - k)
+        perm.scatter_(1, experts, E - 1 - rank_of_pick)
     scale = 2.0 ** round(math.log2(8.0 / layer.E))
     logits = ((perm - layer.E // 2).float() * scale).to(torch.bfloat16)
     return x, logits
@@ -592,7 +641,7 @@ class Bench:
         t0 = time.time()
         self.log("%s T=%d ..." % (layer.name, T))
         try:
-            x, logits = make_inputs(layer, T)
+            x, logits = make_inputs(layer, T, args.routing)
             ids = torch.topk(logits.float(), layer.k, dim=1).indices
             hit = int(torch.unique(ids).numel())
             floor_us, nbytes, flops = floor_of(layer, T, hit)
@@ -993,6 +1042,12 @@ def main(argv=None):
         type=int,
         default=4096,
         help="rows checked against the f32 reference (a random subset above)",
+    )
+    ap.add_argument(
+        "--routing",
+        default="random",
+        help="random (the issue's cells), balanced (T k / E rows per expert) "
+        "or split:D (balanced +- D rows): probes of the short-last-tile cost",
     )
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--skip-baselines", action="store_true")

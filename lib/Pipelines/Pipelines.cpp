@@ -164,6 +164,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaWideSwapTileM = options.wgmmaWideSwapTileM;
   gemm.wgmmaConsumerSkew = options.wgmmaConsumerSkew;
   gemm.wgmmaIdleSkip = options.wgmmaIdleSkip;
+  gemm.wgmmaTailUnits = options.wgmmaTailUnits;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -226,6 +227,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaWideSwapTileM = gemm.wgmmaWideSwapTileM;
   kernels.wgmmaConsumerSkew = gemm.wgmmaConsumerSkew;
   kernels.wgmmaIdleSkip = gemm.wgmmaIdleSkip;
+  kernels.wgmmaTailUnits = gemm.wgmmaTailUnits;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

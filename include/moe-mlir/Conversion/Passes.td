@@ -189,6 +189,13 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "waits for and releases the stages; the two consumer "
            "warpgroups then meet (named barrier) before the epilogue "
            "(bench/NOTES.md v45)">,
+    Option<"wgmmaTailUnits", "wgmma-tail-units", "bool", /*default=*/"false",
+           "Main Hopper kernel (K-major weights by TMA, staged epilogue): "
+           "an expert's last row tile of at most 64 rows runs as tail "
+           "units, its rows x two column tiles, one per consumer "
+           "warpgroup, in stages of 32 K elements (64-byte swizzle), "
+           "instead of a whole 128-row tile whose second warpgroup's "
+           "MMAs are wasted (bench/NOTES.md v62)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -169,6 +169,13 @@ struct MoeLowerToNvvmOptions
                      "the tile's MMAs after the first K step (it only "
                      "waits for and releases the stages)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> wgmmaTailUnits{
+      *this, "wgmma-tail-units",
+      llvm::cl::desc("Main Hopper kernel: an expert's last row tile of at "
+                     "most 64 rows runs as tail units (its rows x two "
+                     "column tiles, one per consumer warpgroup, in stages "
+                     "of 32 K elements) instead of a whole 128-row tile"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -221,14 +221,14 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       auto hopperIf = [&](LoweringBuilder &b, Value cond,
                           const GemmKernelConfig &kernel, Value rhsMap,
                           function_ref<void(LoweringBuilder &)> otherwise,
-                          Value lhsMap = Value()) {
+                          Value lhsMap = Value(), Value rhsTailMap = Value()) {
         scf::IfOp::create(
             b, cond,
             [&](OpBuilder &nested, Location loc) {
               LoweringBuilder nb(loc, nested);
               emitWgmmaExpertGemm(nb, g, kernel, rhsMap,
                                   fillInKernel ? fill : UncoveredFill::Unread,
-                                  lhsMap);
+                                  lhsMap, rhsTailMap);
               scf::YieldOp::create(nb);
             },
             [&](OpBuilder &nested, Location loc) {
@@ -246,6 +246,14 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           rhsMap = emitRhsTensorMap(b, module, g, *config);
           ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
+        // The tail units' map (same weights, 32-element K boxes): described
+        // whenever the main one is, checked all the same.
+        Value rhsTailMap;
+        if (config->tailUnits) {
+          rhsTailMap = emitRhsTensorMap(b, module, g, *config, /*tail=*/true);
+          ok = b.andi(ok,
+                      b.cmpi(arith::CmpIPredicate::ne, rhsTailMap, zero64(b)));
+        }
         Value lhsMap;
         if (config->lhsTma) {
           Value lhsOk;
@@ -259,7 +267,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
                 zeroUncoveredRows(b, g, fill);
               emitSimtExpertGemm(b, g, config->simt);
             },
-            lhsMap);
+            lhsMap, rhsTailMap);
       };
       // The small-M kernels beside it, chosen on the host from the rows
       // (T x k, known at call time): the first whose swapRows x E bounds

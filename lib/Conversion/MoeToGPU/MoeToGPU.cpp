@@ -101,6 +101,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
     gemmOptions.wgmmaConsumerSkew = wgmmaConsumerSkew;
     gemmOptions.wgmmaIdleSkip = wgmmaIdleSkip;
+    gemmOptions.wgmmaTailUnits = wgmmaTailUnits;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

@@ -68,6 +68,9 @@ struct MoeGemmOptions {
   /// Main Hopper kernel: a consumer warpgroup with no rows in a tile
   /// skips its MMAs after the first K step.
   bool wgmmaIdleSkip = false;
+  /// Main Hopper kernel: an expert's last row tile of at most 64 rows runs
+  /// as tail units (two column tiles, one per consumer warpgroup).
+  bool wgmmaTailUnits = false;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

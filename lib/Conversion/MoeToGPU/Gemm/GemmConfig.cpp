@@ -240,6 +240,15 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   config.consumerSkew =
       options.wgmmaConsumerSkew >= 0 ? options.wgmmaConsumerSkew : 0;
   config.idleSkip = options.wgmmaIdleSkip;
+  // Tail units need the weights by TMA in K-major tiles (a second tensor
+  // map with 32-element boxes), 128-row tiles (two consumer warpgroups),
+  // the staged epilogue with the item handoff (the row table carries the
+  // tail's rows twice), and the lhs by cp.async (64-byte rows).
+  config.tailUnits = options.wgmmaTailUnits && config.rhsTma &&
+                     op.getTransposeRhs() && config.tileM == 128 &&
+                     config.stagedEpilogue && !config.bulkStores &&
+                     !config.lhsTma && !config.idleSkip &&
+                     config.consumerSkew == 0 && config.stageK == 64;
   return config;
 }
 
@@ -279,6 +288,7 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   config.swapAB = true;
   config.consumerSkew = 0;
   config.idleSkip = false;
+  config.tailUnits = false;
   config.swapRows = rows;
   config.cluster = 1;
   config.lhsTma = false;

@@ -100,6 +100,14 @@ struct GemmKernelConfig {
   /// for and releases the stages (a runtime loop bound, no branch around
   /// the wgmma: ptxas serialises those, C7520). Not with consumerSkew.
   bool idleSkip = false;
+  /// wgmma main kernel: an expert's last row tile of at most 64 rows runs
+  /// as tail units (its rows x column tiles c and c + 1, consumer
+  /// warpgroup w on c + w), each K step 32 elements deep with the 64-byte
+  /// swizzle (A 64 x 32 and two weight tiles of tileN x 32 in one stage),
+  /// the weights by a second tensor map (box 32 x tileN / 2). K-major
+  /// weights by TMA, staged epilogue with the item handoff, no lhs TMA, no
+  /// skew or idle skip (WgmmaEngine.cpp).
+  bool tailUnits = false;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the
@@ -154,6 +162,10 @@ struct RaggedTiles {
   int64_t numExperts, tileM;
 
   Value offsetAt(LoweringBuilder &b, Value expert) const;
+  /// Rows of the group [lo, hi) (none when hi < lo).
+  Value rowsIn(LoweringBuilder &b, Value lo, Value hi) const;
+  /// Row tiles of `rows` rows.
+  Value tilesOfRows(LoweringBuilder &b, Value rows) const;
   /// Row tiles of the group [lo, hi) (none when hi < lo).
   Value tilesIn(LoweringBuilder &b, Value lo, Value hi) const;
   Value tilesOf(LoweringBuilder &b, Value expert) const;
@@ -167,7 +179,7 @@ struct RaggedTiles {
   std::pair<Value, Value> advance(LoweringBuilder &b, Value unit, Value expert,
                                   Value before, int64_t scale = 1,
                                   int64_t unroll = kAdvanceUnroll) const;
-  /// advance for work units counted by `unitsOf(tiles)` per expert:
+  /// advance for work units counted by `unitsOf(rows)` per expert:
   /// `before` counts the units of the experts before `expert`.
   std::pair<Value, Value>
   advanceUnits(LoweringBuilder &b, Value unit, Value expert, Value before,
@@ -184,7 +196,7 @@ struct RaggedTiles {
     /// experts before it (for units past the end: the last expert).
     Value expert, before;
   };
-  /// Start for the units counted by `unitsOf(tiles)` per expert: the
+  /// Start for the units counted by `unitsOf(rows)` per expert: the
   /// expert is the number of experts whose units all end at or before
   /// `threshold` (the inclusive unit prefix <= threshold), clamped to E -
   /// 1. Lane `lane` takes experts [lane * c, lane * c + c), c = ceil(E /
@@ -254,15 +266,20 @@ void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
 /// `fill` (Rows or PermutedRows, else Unread = none): the kernel's
 /// consumer warpgroups zero the uncovered rows first (elide-fills).
 /// `lhsMap`: the lhs tensor map by value (!llvm.array<16 x i64>, from
-/// emitLhsTensorMap) when config.lhsTma, else null.
+/// emitLhsTensorMap) when config.lhsTma, else null. `rhsTailMap`: the
+/// tail units' rhs tensor map (emitRhsTensorMap with `tail`) when
+/// config.tailUnits, else null.
 void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                          const GemmKernelConfig &config, Value rhsMap,
                          UncoveredFill fill = UncoveredFill::Unread,
-                         Value lhsMap = Value());
+                         Value lhsMap = Value(), Value rhsTailMap = Value());
 /// Host code: the rhs TMA tensor map for `config` (moeRuntimeTensorMap3D,
 /// declared in `module` on first use); 0 when TMA cannot describe it.
+/// With `tail` (K-major weights only) the tail units' map: boxes of 32 K
+/// elements x tileN / 2 rows, 64-byte swizzle.
 Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
-                       const GemmOperands &g, const GemmKernelConfig &config);
+                       const GemmOperands &g, const GemmKernelConfig &config,
+                       bool tail = false);
 /// Host code: the lhs TMA tensor map (config.lhsTma) encoded into host
 /// memory (moeRuntimeEncodeTensorMap3D): {the map as !llvm.array<16 x i64>,
 /// an i1 that is false when TMA cannot describe the lhs}.

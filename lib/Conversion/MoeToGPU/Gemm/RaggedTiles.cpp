@@ -30,8 +30,16 @@ Value RaggedTiles::tilesOf(LoweringBuilder &b, Value expert) const {
   return tilesIn(b, lo, hi);
 }
 
+Value RaggedTiles::rowsIn(LoweringBuilder &b, Value lo, Value hi) const {
+  return b.sub(b.maxIdx(hi, lo), lo);
+}
+
+Value RaggedTiles::tilesOfRows(LoweringBuilder &b, Value rows) const {
+  return b.ceilDiv(rows, tileM);
+}
+
 Value RaggedTiles::tilesIn(LoweringBuilder &b, Value lo, Value hi) const {
-  return b.ceilDiv(b.sub(b.maxIdx(hi, lo), lo), tileM);
+  return tilesOfRows(b, rowsIn(b, lo, hi));
 }
 
 Value RaggedTiles::total(LoweringBuilder &b) const {
@@ -46,9 +54,11 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
   return b.add(b.ceilDiv(m, tileM), b.idx(numExperts));
 }
 
-/// while (expert < E - 1 && unit >= limit(before, tiles(expert)))
-///   before = next(before, tiles(expert)), ++expert;
-/// in rounds of `unroll` experts: a round loads the tiles of experts
+/// while (expert < E - 1 && unit >= limit(before, size(expert)))
+///   before = next(before, size(expert)), ++expert;
+/// with size = measure(lo, hi) of the expert's rows [lo, hi) (its tiles or
+/// its rows), in rounds of `unroll` experts: a round loads the sizes of
+/// experts
 /// expert .. expert + unroll - 1 at once (independent loads, clamped in bounds)
 /// and takes the steps in registers. One expert per round made every step a
 /// dependent L2 load: a block whose first item lay in expert 127 waited
@@ -56,6 +66,7 @@ Value RaggedTiles::upperBound(LoweringBuilder &b) const {
 static std::pair<Value, Value>
 advanceWhile(const RaggedTiles &ragged, LoweringBuilder &b, Value unit,
              Value expert, Value before, int64_t unroll,
+             function_ref<Value(LoweringBuilder &, Value, Value)> measure,
              function_ref<Value(LoweringBuilder &, Value, Value)> limit,
              function_ref<Value(LoweringBuilder &, Value, Value)> next) {
   Type idxType = b.getIndexType();
@@ -64,18 +75,20 @@ advanceWhile(const RaggedTiles &ragged, LoweringBuilder &b, Value unit,
       [&](OpBuilder &nested, Location loc, ValueRange args) {
         LoweringBuilder nb(loc, nested);
         Value last = nb.idx(ragged.numExperts - 1);
-        SmallVector<Value> tiles;
-        for (int64_t j = 0; j < unroll; ++j)
-          tiles.push_back(
-              ragged.tilesOf(nb, nb.minIdx(nb.add(args[0], nb.idx(j)), last)));
+        SmallVector<Value> sizes;
+        for (int64_t j = 0; j < unroll; ++j) {
+          Value e = nb.minIdx(nb.add(args[0], nb.idx(j)), last);
+          sizes.push_back(measure(nb, ragged.offsetAt(nb, e),
+                                  ragged.offsetAt(nb, nb.add(e, nb.idx(1)))));
+        }
         Value alive = arith::ConstantIntOp::create(nb, nb.getI1Type(), 1);
         Value e = args[0], at = args[1];
         for (int64_t j = 0; j < unroll; ++j) {
           Value ej = nb.add(args[0], nb.idx(j));
           Value step =
               nb.andi(nb.andi(alive, nb.cmpi(CmpI::ult, ej, last)),
-                      nb.cmpi(CmpI::uge, unit, limit(nb, at, tiles[j])));
-          at = nb.select(step, next(nb, at, tiles[j]), at);
+                      nb.cmpi(CmpI::uge, unit, limit(nb, at, sizes[j])));
+          at = nb.select(step, next(nb, at, sizes[j]), at);
           e = nb.select(step, nb.add(ej, nb.idx(1)), e);
           alive = step;
         }
@@ -95,6 +108,9 @@ std::pair<Value, Value> RaggedTiles::advance(LoweringBuilder &b, Value unit,
                                              int64_t unroll) const {
   return advanceWhile(
       *this, b, unit, expert, before, unroll,
+      [&](LoweringBuilder &b, Value lo, Value hi) {
+        return tilesIn(b, lo, hi);
+      },
       [&](LoweringBuilder &b, Value before, Value tiles) {
         return b.mul(b.add(before, tiles), b.idx(scale));
       },
@@ -108,10 +124,13 @@ RaggedTiles::advanceUnits(LoweringBuilder &b, Value unit, Value expert,
                           Value before,
                           function_ref<Value(LoweringBuilder &, Value)> unitsOf,
                           int64_t unroll) const {
-  auto after = [&](LoweringBuilder &b, Value before, Value tiles) {
-    return b.add(before, unitsOf(b, tiles));
+  auto after = [&](LoweringBuilder &b, Value before, Value rows) {
+    return b.add(before, unitsOf(b, rows));
   };
-  return advanceWhile(*this, b, unit, expert, before, unroll, after, after);
+  return advanceWhile(
+      *this, b, unit, expert, before, unroll,
+      [&](LoweringBuilder &b, Value lo, Value hi) { return rowsIn(b, lo, hi); },
+      after, after);
 }
 
 /// Experts per lane up to which locate keeps the lane's offsets and units
@@ -134,7 +153,7 @@ RaggedTiles::Start RaggedTiles::locateStreamed(
     Value e = b.add(first, j);
     Value hi = offsetAt(b, b.minIdx(b.add(e, b.idx(1)), numE));
     Value valid = b.cmpi(CmpI::ult, e, numE);
-    return {b.select(valid, unitsOf(b, tilesIn(b, lo, hi)), b.idx(0)), hi};
+    return {b.select(valid, unitsOf(b, rowsIn(b, lo, hi)), b.idx(0)), hi};
   };
   Value lo0 = offsetAt(b, b.minIdx(first, numE));
   Value sum = b.forLoop(
@@ -183,9 +202,9 @@ RaggedTiles::Start RaggedTiles::locate(
   SmallVector<Value> units;
   Value sum = b.idx(0);
   for (int64_t j = 0; j < chunk; ++j) {
-    Value tiles = tilesIn(b, offs[j], offs[j + 1]);
+    Value rows = rowsIn(b, offs[j], offs[j + 1]);
     Value valid = b.cmpi(CmpI::ult, b.add(first, b.idx(j)), numE);
-    units.push_back(b.select(valid, unitsOf(b, tiles), b.idx(0)));
+    units.push_back(b.select(valid, unitsOf(b, rows), b.idx(0)));
     sum = b.add(sum, units.back());
   }
   Value sum32 = b.toI32(sum);

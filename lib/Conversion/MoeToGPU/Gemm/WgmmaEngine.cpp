@@ -86,130 +86,215 @@ Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
   return b.andi(lhsOk, nvvm::rowsAligned16(b, g.rhs, {0, 1}, 2));
 }
 
-void WgmmaKernel::forEachItem(
-    LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-    function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk) {
-  if (cluster > 1)
+void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
+                              Value gridX, ItemBody body, bool walk) {
+  // Tail units: the cluster walk, which without clusters (every shift 0)
+  // is the plain walk plus the tails.
+  if (cluster > 1 || tails)
     return forEachClusterItem(b, tid, blockX, gridX, body, walk);
   Value zero = b.idx(0);
   // The block's first item by the whole warp (RaggedTiles::locate): row
   // tile blockX / C. Expert e owns items [before * C, (before + tiles) *
   // C).
   Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
-  auto identity = [](LoweringBuilder &, Value tiles) { return tiles; };
+  auto tilesOf = [&](LoweringBuilder &b, Value rows) {
+    return ragged.tilesOfRows(b, rows);
+  };
   RaggedTiles::Start start =
-      ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)), identity);
+      ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)), tilesOf);
   Value totalItems = b.mul(start.total, b.idx(colTiles));
-  b.forLoop(blockX, totalItems, gridX, {start.expert, start.before, zero},
-            [&](LoweringBuilder &b, Value item,
-                ValueRange state) -> SmallVector<Value> {
-              Value next = b.add(state[2], b.idx(kSteps));
-              if (!walk) {
-                body(b, WorkItem{{}, {}, {}, {}, state[2]});
-                return {state[0], state[1], next};
-              }
-              // Within an expert the row tile runs fastest, so the blocks
-              // of one wave share each rhs tile (read from DRAM once) and
-              // the expert's lhs rows stay in L2 across column tiles. The
-              // item's expert: a short walk from the last one, or (small-M
-              // kernel, locateEach) found again by the whole warp.
-              Value expert, before;
-              if (locateEach) {
-                RaggedTiles::Start at = ragged.locate(
-                    b, lane, b.div(item, b.idx(colTiles)), identity);
-                expert = at.expert;
-                before = at.before;
-              } else {
-                std::tie(expert, before) = ragged.advance(
-                    b, item, state[0], state[1], colTiles, advanceUnroll);
-              }
-              Value lo = ragged.offsetAt(b, expert);
-              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-              Value tiles = b.maxIdx(ragged.tilesIn(b, lo, hi), b.idx(1));
-              Value local = b.sub(item, b.mul(before, b.idx(colTiles)));
-              // 32-bit: a 64-bit division becomes a branch between the
-              // 32- and 64-bit forms (NVPTX's slow-division bypass), which
-              // LLVM placed before the consumer's last wgmma wait, and
-              // ptxas then serialised the wgmma (C7520).
-              Value colTile = b.toIndex(
-                  arith::DivUIOp::create(b, b.toI32(local), b.toI32(tiles)));
-              Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
-              Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
-              Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
-              body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2]});
-              return {expert, before, next};
-            });
+  // Every item has kSteps K steps: its number in the walk is step / kSteps.
+  auto ordinalOf = [&](LoweringBuilder &b, Value step) -> Value {
+    return arith::DivUIOp::create(b, step, b.idx(kSteps));
+  };
+  b.forLoop(
+      blockX, totalItems, gridX, {start.expert, start.before, zero},
+      [&](LoweringBuilder &b, Value item,
+          ValueRange state) -> SmallVector<Value> {
+        Value next = b.add(state[2], b.idx(kSteps));
+        if (!walk) {
+          body(b,
+               WorkItem{
+                   {}, {}, {}, {}, state[2], {}, {}, ordinalOf(b, state[2])});
+          return {state[0], state[1], next};
+        }
+        // Within an expert the row tile runs fastest, so the blocks
+        // of one wave share each rhs tile (read from DRAM once) and
+        // the expert's lhs rows stay in L2 across column tiles. The
+        // item's expert: a short walk from the last one, or (small-M
+        // kernel, locateEach) found again by the whole warp.
+        Value expert, before;
+        if (locateEach) {
+          RaggedTiles::Start at =
+              ragged.locate(b, lane, b.div(item, b.idx(colTiles)), tilesOf);
+          expert = at.expert;
+          before = at.before;
+        } else {
+          std::tie(expert, before) = ragged.advance(b, item, state[0], state[1],
+                                                    colTiles, advanceUnroll);
+        }
+        Value lo = ragged.offsetAt(b, expert);
+        Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+        Value tiles = b.maxIdx(ragged.tilesIn(b, lo, hi), b.idx(1));
+        Value local = b.sub(item, b.mul(before, b.idx(colTiles)));
+        // 32-bit: a 64-bit division becomes a branch between the
+        // 32- and 64-bit forms (NVPTX's slow-division bypass), which
+        // LLVM placed before the consumer's last wgmma wait, and
+        // ptxas then serialised the wgmma (C7520).
+        Value colTile = b.toIndex(
+            arith::DivUIOp::create(b, b.toI32(local), b.toI32(tiles)));
+        Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
+        Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
+        Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
+        body(b, WorkItem{expert,
+                         rowStart,
+                         tileRows,
+                         colTile,
+                         state[2],
+                         {},
+                         {},
+                         ordinalOf(b, state[2])});
+        return {expert, before, next};
+      });
 }
 
-Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value tiles) const {
+std::pair<Value, Value> WgmmaKernel::splitRows(LoweringBuilder &b,
+                                               Value rows) const {
+  if (!tails)
+    return {ragged.tilesOfRows(b, rows), b.idx(0)};
+  Value whole = b.div(rows, b.idx(tileM));
+  Value rest = b.sub(rows, b.mul(whole, b.idx(tileM)));
+  Value isTail = b.cmpi(CmpI::ule, rest, b.idx(kTailRows));
+  return {b.add(whole, b.select(isTail, b.idx(0), b.idx(1))),
+          b.select(isTail, rest, b.idx(0))};
+}
+
+Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value rows) const {
   // Uncoupled the shift is 0: tiles "pairs" of one tile, no odd tile.
-  Value shift = coupledShift;
+  Value shift = coupledShift ? coupledShift : b.idx(0);
+  auto [tiles, tailRows] = splitRows(b, rows);
   Value pairs = arith::ShRUIOp::create(b, tiles, shift);
   Value odd = arith::AndIOp::create(b, tiles, shift);
-  return b.add(b.mul(pairs, b.idx(colTiles)),
-               b.mul(odd, b.idx((colTiles + 1) / 2)));
+  Value units = b.add(b.mul(pairs, b.idx(colTiles)),
+                      b.mul(odd, b.idx((colTiles + 1) / 2)));
+  if (!tails)
+    return units;
+  // ceil(colTiles / (2 << shift)) tail units.
+  Value perUnit = arith::ShLIOp::create(b, b.idx(2), shift);
+  Value tailUnits =
+      b.div(b.add(b.idx(colTiles), b.sub(perUnit, b.idx(1))), perUnit);
+  return b.add(units, b.select(b.cmpi(CmpI::ne, tailRows, b.idx(0)), tailUnits,
+                               b.idx(0)));
 }
 
-void WgmmaKernel::forEachClusterItem(
-    LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-    function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk) {
+void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
+                                     Value blockX, Value gridX, ItemBody body,
+                                     bool walk) {
   // Coupled: clusters are consecutive block pairs and both CTAs walk the
   // same units; uncoupled (no clusters; every shift below is 0, the rank
   // 0): every block walks the items on its own, as forEachItem.
   Value zero = b.idx(0);
-  Value start = arith::ShRUIOp::create(b, blockX, coupledShift);
-  Value stride = arith::ShRUIOp::create(b, gridX, coupledShift);
-  auto unitsOf = [&](LoweringBuilder &b, Value tiles) {
-    return clusterUnits(b, tiles);
+  Value shift = coupledShift ? coupledShift : zero;
+  Value start = arith::ShRUIOp::create(b, blockX, shift);
+  Value stride = arith::ShRUIOp::create(b, gridX, shift);
+  auto unitsOf = [&](LoweringBuilder &b, Value rows) {
+    return clusterUnits(b, rows);
   };
   Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
   RaggedTiles::Start first = ragged.locate(b, lane, start, unitsOf);
-  b.forLoop(start, first.total, stride, {first.expert, first.before, zero},
-            [&](LoweringBuilder &b, Value unit,
-                ValueRange state) -> SmallVector<Value> {
-              Value next = b.add(state[2], b.idx(kSteps));
-              if (!walk) {
-                body(b, WorkItem{{}, {}, {}, {}, state[2]});
-                return {state[0], state[1], next};
-              }
-              // Expert e's units: first its row-tile pairs (uncoupled: its row
-              // tiles), the pair index fastest (the pairs of a wave share each
-              // weight tile in L2), then the column pairs of an odd last row
-              // tile (coupled only).
-              auto [expert, before] = ragged.advanceUnits(
-                  b, unit, state[0], state[1], unitsOf, advanceUnroll);
-              Value shift = coupledShift;
-              Value tiles = ragged.tilesOf(b, expert);
-              Value local = b.sub(unit, before);
-              Value pairs = arith::ShRUIOp::create(b, tiles, shift);
-              Value pairUnits = b.mul(pairs, b.idx(colTiles));
-              Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
-              Value safePairs = b.maxIdx(pairs, b.idx(1));
-              Value pairCol = arith::DivUIOp::create(b, local, safePairs);
-              Value pair = arith::RemUIOp::create(b, local, safePairs);
-              Value rank = clusterRank(b);
-              Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
-              Value colTile = b.select(inPairs, pairCol,
-                                       b.add(b.mul(oddUnit, b.idx(2)), rank));
-              Value rowTile = b.select(
-                  inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
-                  b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
-              Value lo = ragged.offsetAt(b, expert);
-              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-              Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
-              // The second CTA of an odd column count's last pair has no tile:
-              // no rows, and the last column tile in its place, so that what it
-              // still reads (weights, the bias of every staged column) is in
-              // bounds (memcheck caught the bias read past the end).
-              Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
-                                 b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
-              Value tileRows = b.select(
-                  has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
-              colTile = b.minIdx(colTile, b.idx(colTiles - 1));
-              body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
-                               b.andi(coupledFlag, inPairs)});
-              return {expert, before, next};
-            });
+  // The item's number in the walk: step / kSteps, or with tail units
+  // (items of 2 * kSteps steps) a count carried by the loop.
+  SmallVector<Value> init = {first.expert, first.before, zero};
+  if (tails)
+    init.push_back(zero);
+  auto ordinalOf = [&](LoweringBuilder &b, ValueRange state) -> Value {
+    if (tails)
+      return state[3];
+    return arith::DivUIOp::create(b, state[2], b.idx(kSteps));
+  };
+  auto nextState = [&](LoweringBuilder &b, ValueRange state, Value expert,
+                       Value before, Value steps) -> SmallVector<Value> {
+    SmallVector<Value> next = {expert, before, b.add(state[2], steps)};
+    if (tails)
+      next.push_back(b.add(state[3], b.idx(1)));
+    return next;
+  };
+  b.forLoop(
+      start, first.total, stride, init,
+      [&](LoweringBuilder &b, Value unit,
+          ValueRange state) -> SmallVector<Value> {
+        if (!walk) {
+          Value steps = body(
+              b,
+              WorkItem{{}, {}, {}, {}, state[2], {}, {}, ordinalOf(b, state)});
+          if (!steps)
+            steps = b.idx(kSteps);
+          return nextState(b, state, state[0], state[1], steps);
+        }
+        // Expert e's units: first its row-tile pairs (uncoupled: its row
+        // tiles), the pair index fastest (the pairs of a wave share each
+        // weight tile in L2), then the column pairs of an odd last row tile
+        // (coupled only), then (tail units) the column pairs (coupled: each
+        // CTA's pair of a column quad) of its tail.
+        auto [expert, before] = ragged.advanceUnits(b, unit, state[0], state[1],
+                                                    unitsOf, advanceUnroll);
+        Value lo = ragged.offsetAt(b, expert);
+        Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+        auto [tiles, tailRows] = splitRows(b, ragged.rowsIn(b, lo, hi));
+        Value local = b.sub(unit, before);
+        Value pairs = arith::ShRUIOp::create(b, tiles, shift);
+        Value pairUnits = b.mul(pairs, b.idx(colTiles));
+        Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
+        Value safePairs = b.maxIdx(pairs, b.idx(1));
+        Value pairCol = arith::DivUIOp::create(b, local, safePairs);
+        Value pair = arith::RemUIOp::create(b, local, safePairs);
+        Value rank = cluster > 1 ? clusterRank(b) : zero;
+        Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
+        Value colTile =
+            b.select(inPairs, pairCol, b.add(b.mul(oddUnit, b.idx(2)), rank));
+        Value rowTile = b.select(
+            inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
+            b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
+        Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
+        Value tail;
+        if (tails) {
+          // Past the pairs and the odd tile's column pairs: the tail units,
+          // column tiles 2 * rank + (2 << shift) * u and the next.
+          Value odd = arith::AndIOp::create(b, tiles, shift);
+          Value oddUnits = b.mul(odd, b.idx((colTiles + 1) / 2));
+          Value tailUnit = b.sub(oddUnit, oddUnits);
+          tail = b.andi(b.andi(b.cmpi(CmpI::ne, tailRows, zero),
+                               b.cmpi(CmpI::uge, local, pairUnits)),
+                        b.cmpi(CmpI::uge, oddUnit, oddUnits));
+          Value tailCol =
+              b.add(b.mul(tailUnit, arith::ShLIOp::create(b, b.idx(2), shift)),
+                    b.mul(rank, b.idx(2)));
+          colTile = b.select(tail, tailCol, colTile);
+          rowStart =
+              b.select(tail, b.add(lo, b.mul(tiles, b.idx(tileM))), rowStart);
+        }
+        // The second CTA of an odd column count's last pair has no tile: no
+        // rows, and the last column tile in its place, so that what it
+        // still reads (weights, the bias of every staged column) is in
+        // bounds (memcheck caught the bias read past the end).
+        Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
+                           b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
+        Value tileRows =
+            b.select(has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
+        colTile = b.minIdx(colTile, b.idx(colTiles - 1));
+        Value multicast;
+        if (cluster > 1) {
+          multicast = b.andi(coupledFlag, inPairs);
+        }
+        WorkItem item{expert,   rowStart,  tileRows, colTile,
+                      state[2], multicast, tail,     ordinalOf(b, state)};
+        // The producer's body returns the item's steps, so that the tail
+        // flag is not live across it (the 40-register producer spilled).
+        Value steps = body(b, item);
+        if (!steps)
+          steps = itemSteps(b, item);
+        return nextState(b, state, expert, before, steps);
+      });
 }
 
 void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
@@ -230,8 +315,22 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
   });
 }
 
-void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
-                              const WorkItem &item) {
+Value WgmmaKernel::kMajorDescriptor(LoweringBuilder &b, Value address,
+                                    Value tail) {
+  Value desc = nvvm::wgmmaDescriptor(b, address, 16);
+  if (!tail)
+    return desc;
+  // Swizzle mode (bits 62-63): 1 = 128 bytes, 2 = 64 bytes; the stride
+  // between 8-row groups (bits 32-45, in 16 bytes): 1024 and 512 bytes.
+  int64_t swizzle128 = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
+  int64_t swizzle64 = (int64_t(2) << 62) | (int64_t(512 >> 4) << 32);
+  Value flip =
+      b.select(tail, nvvm::i64(b, swizzle128 ^ swizzle64), nvvm::i64(b, 0));
+  return arith::XOrIOp::create(b, desc, flip);
+}
+
+Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                               const WorkItem &item) {
   Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   // Small-M: the MMA is m64 (this warpgroup's 64 rhs rows) x n tileM (the
@@ -255,6 +354,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   SwapTargets swapTargets;
   if (swap)
     swapTargets = prefetchSwapTargets(b, tid, item);
+  // Tail units: whether this item is one, from its first stage's mark
+  // (set by the first K step).
+  Value tail;
   // One K step: wait for the stage, its MMAs (the tile's first without
   // accumulating: the accumulators need no zeros), and the release of the
   // step before it, whose group has now finished reading its stage.
@@ -264,6 +366,49 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
     Value stage = stageAddress(b, s);
+    if (tails) {
+      if (first)
+        tail =
+            b.cmpi(CmpI::ne,
+                   nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
+                   b.i32(0));
+      // A tail unit's stage: A (its 64 rows) at the start for both
+      // warpgroups, then warpgroup w's weight tile (column tile c + w),
+      // 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
+      Value a = b.select(tail, stage, add64(b, stage, aOffset));
+      Value tailB = add64(b, add64(b, stage, kTailABytes),
+                          mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
+      Value bAddr = b.select(tail, tailB, add64(b, stage, aBytes()));
+      Value descA = kMajorDescriptor(b, a, tail);
+      Value descB = kMajorDescriptor(b, bAddr, tail);
+      nvvm::wgmmaFence(b);
+      for (int64_t k16 = 0; k16 < kTailK / 16; ++k16)
+        acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
+                          add64(b, descB, 2 * k16), mmaN, bf16, false, false,
+                          /*accumulate=*/!(first && k16 == 0));
+      // The rest of a whole tile's step: a loop of one trip, none for a
+      // tail unit (a run-time trip count; a branch or predicate around a
+      // wgmma makes ptxas serialise them, C7520).
+      Value rest = b.select(tail, b.idx(0), b.idx(1));
+      acc = b.forLoop(
+          b.idx(0), rest, {acc},
+          [&](LoweringBuilder &b, Value, ValueRange in) -> SmallVector<Value> {
+            Value a = in[0];
+            for (int64_t k16 = kTailK / 16; k16 < kTileK / 16; ++k16)
+              a = nvvm::wgmma(b, a, add64(b, descA, 2 * k16),
+                              add64(b, descB, 2 * k16), mmaN, bf16, false,
+                              false);
+            return {a};
+          })[0];
+      nvvm::wgmmaCommit(b);
+      nvvm::wgmmaWait(b, 1);
+      if (!first) {
+        Value prev =
+            arith::RemUIOp::create(b, b.sub(step, b.idx(1)), b.idx(stages));
+        releaseStage(b, ct, prev);
+      }
+      return acc;
+    }
     // Small-M with MN-major weights ([E, K, N]): A is the weight box as
     // TMA lands it, 64 K rows of 64 weight columns (128 B, swizzled), the
     // transposed A of wgmma; one k16 step is 16 rows (2048 B).
@@ -323,6 +468,8 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // loop bound. Such a tile then costs the other warpgroup's MMAs alone,
   // about half of a full one.
   Value mmaSteps = b.idx(kSteps);
+  if (tails)
+    mmaSteps = b.select(tail, b.idx(2 * kSteps), mmaSteps);
   if (idleSkip) {
     Value hasRows = b.cmpi(CmpI::ugt, item.tileRows, b.mul(cw, b.idx(64)));
     mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
@@ -348,16 +495,22 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     nvvm::namedBarrier(b, b.i32(kResyncBarrier), 256);
   if (swap) {
     epilogueSwapped(b, tid, cw, item, acc, swapTargets);
-    return;
+    return Value();
   }
   if (!handoff) {
     if (staged)
       epilogueStaged(b, ct, cw, item, acc, factors);
     else
       epilogueDirect(b, ct, cw, item, acc);
-    return;
+    return Value();
   }
-  WorkItem received = receiveItem(b, item.step);
+  WorkItem received = receiveItem(b, item.step, item.ordinal);
+  // A tail unit: warpgroup w stores column tile c + w (the last one in
+  // place of one past the end: its rows are all dropped then).
+  if (tails)
+    received.colTile =
+        b.minIdx(b.add(received.colTile, b.select(tail, cw, b.idx(0))),
+                 b.idx(colTiles - 1));
   if (staged) {
     factors = tableFactors(b, ct, cw);
     epilogueStaged(b, ct, cw, received, acc, factors);
@@ -366,6 +519,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   }
   // This thread is done with the item's record and row table.
   nvvm::mbarrierArrive(b, tableEmpty(b));
+  return tails ? mmaSteps : Value();
 }
 
 void WgmmaKernel::emit(LoweringBuilder &b) {
@@ -456,17 +610,41 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
-          nvvm::setMaxRegisters(b, kProducerRegs, /*increase=*/false);
+          nvvm::setMaxRegisters(b, tails ? kTailProducerRegs : kProducerRegs,
+                                /*increase=*/false);
         forEachItem(b, tid, blockX, gridX,
-                    [&](LoweringBuilder &b, const WorkItem &item) {
-                      producer(b, tid, item);
+                    [&](LoweringBuilder &b, const WorkItem &item) -> Value {
+                      if (!item.tail) {
+                        producer(b, tid, item);
+                        return Value();
+                      }
+                      // Each branch yields its K steps as an opaque value:
+                      // a select on the tail flag after the branch would
+                      // keep the flag live across both (spills at 40
+                      // registers).
+                      auto steps = [&](LoweringBuilder &b, int64_t n) {
+                        return arith::IndexCastOp::create(
+                            b, b.getIndexType(),
+                            nvvm::opaque(b, nvvm::i64(b, n)));
+                      };
+                      return b.ifElse(
+                          item.tail, {b.getIndexType()},
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            producerTail(b, tid, item);
+                            return {steps(b, 2 * kSteps)};
+                          },
+                          [&](LoweringBuilder &b) -> SmallVector<Value> {
+                            producer(b, tid, item);
+                            return {steps(b, kSteps)};
+                          })[0];
                     });
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
         if (consumers > 1)
-          nvvm::setMaxRegisters(b, kConsumerRegs, /*increase=*/true);
+          nvvm::setMaxRegisters(b, tails ? kTailConsumerRegs : kConsumerRegs,
+                                /*increase=*/true);
         Value cw = b.sub(wg, b.idx(1));
         // The uncovered rows (elide-fills), while the first stages load:
         // rows no tile writes, so no ordering with the tiles' stores.
@@ -475,8 +653,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
                                b.sub(tid, b.idx(128)), 128 * consumers);
         forEachItem(
             b, tid, blockX, gridX,
-            [&](LoweringBuilder &b, const WorkItem &item) {
-              consumeTile(b, tid, cw, item);
+            [&](LoweringBuilder &b, const WorkItem &item) -> Value {
+              return consumeTile(b, tid, cw, item);
             },
             /*walk=*/!handoff);
         // The last tile's row copies have read the staging (and written
@@ -495,8 +673,8 @@ void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
                                        const GemmOperands &g,
                                        const GemmKernelConfig &config,
                                        Value rhsMap, UncoveredFill fill,
-                                       Value lhsMap) {
-  WgmmaKernel(g, config, rhsMap, fill, lhsMap).emit(b);
+                                       Value lhsMap, Value rhsTailMap) {
+  WgmmaKernel(g, config, rhsMap, fill, lhsMap, rhsTailMap).emit(b);
 }
 
 /// Declares the runtime entry point `name` ((i64 x args) -> i64) in
@@ -553,7 +731,9 @@ std::pair<Value, Value> gpu_lowering::emitLhsTensorMap(LoweringBuilder &b,
 
 Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                                      const GemmOperands &g,
-                                     const GemmKernelConfig &config) {
+                                     const GemmKernelConfig &config,
+                                     bool tail) {
+  assert((!tail || g.transposed) && "tail units need K-major weights");
   constexpr StringLiteral kName = "moeRuntimeTensorMap3D";
   declareRuntimeFunction(b, module, kName, 12);
   Type i64 = b.getI64Type();
@@ -568,8 +748,8 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   Value dtype = c(g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
   if (g.transposed)
-    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(kTileK),
-                 c(config.tileN / 2), c(1)});
+    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0,
+                 c(tail ? kTailK : kTileK), c(config.tileN / 2), c(1)});
   else
     args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),
                  c(kTileK), c(1)});
@@ -578,6 +758,7 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                       : config.l2PromotionBytes == 64  ? 1
                       : config.l2PromotionBytes == 128 ? 2
                                                        : 3;
-  args.append({c(3), c(promotion)});
+  // CU_TENSOR_MAP_SWIZZLE_64B = 2, _128B = 3.
+  args.append({c(tail ? 2 : 3), c(promotion)});
   return func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
 }

@@ -28,6 +28,13 @@ using CmpI = arith::CmpIPredicate;
 
 /// K elements per stage (one 128-byte swizzle row of 16-bit elements).
 inline constexpr int64_t kTileK = 64;
+/// K elements per stage of a tail unit (config.tailUnits: one 64-byte
+/// swizzle row), and its rows (one consumer warpgroup's).
+inline constexpr int64_t kTailK = 32, kTailRows = 64;
+/// A tail unit's stage: the lhs rows (kTailRows x 64 bytes), then the two
+/// weight tiles (tileN x 64 bytes each; 1024-aligned as tileN is a
+/// multiple of 16).
+inline constexpr int64_t kTailABytes = kTailRows * kTailK * 2;
 /// Rows per lhs TMA box (config.lhsTma; a multiple of the swizzle's 8).
 inline constexpr int64_t kLhsBoxRows = 32;
 /// Epilogue staging per consumer warpgroup (kWgmmaStagingBytes): 64 rows
@@ -45,6 +52,13 @@ inline constexpr int64_t kEntryRegs = 168, kProducerRegs = 40,
 static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
+/// The same with tail units (config.tailUnits), whose producer has a
+/// second item path: at 40 (and 48) registers its walk state spilled
+/// (64-96 bytes, Qwen3-30B-A3B); 56 leaves the consumers 216.
+inline constexpr int64_t kTailProducerRegs = 64, kTailConsumerRegs = 208;
+static_assert((kEntryRegs - kTailProducerRegs) * 128 >=
+                  (kTailConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
 
 /// One work item of the persistent loop.
 struct WorkItem {
@@ -53,15 +67,24 @@ struct WorkItem {
   /// multicasts half of it), false when the CTAs take different column
   /// tiles of one row tile (each loads its own). Null without clusters.
   Value multicast;
+  /// Tail units (config.tailUnits): whether the item is one (i1: its
+  /// tileRows <= 64 rows x column tiles colTile and colTile + 1, 2 *
+  /// kSteps K steps of kTailK). Null without tail units.
+  Value tail;
+  /// The item's number in the block's walk (0, 1, ...): the item
+  /// handoff's barrier phases.
+  Value ordinal;
 };
 
 class WgmmaKernel {
 public:
   WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
-              Value rhsMap, UncoveredFill fill, Value lhsMapValue)
-      : g(g), rhsMap(rhsMap), lhsMapValue(lhsMapValue), fill(fill),
-        tileM(config.tileM), tileN(config.tileN), stages(config.stages),
-        numSMs(config.numSMs), staged(config.stagedEpilogue),
+              Value rhsMap, UncoveredFill fill, Value lhsMapValue,
+              Value rhsTailMap)
+      : g(g), rhsMap(rhsMap), rhsTailMap(rhsTailMap), lhsMapValue(lhsMapValue),
+        fill(fill), tileM(config.tileM), tileN(config.tileN),
+        stages(config.stages), numSMs(config.numSMs),
+        staged(config.stagedEpilogue),
         bulk(config.stagedEpilogue && config.bulkStores && !config.swapAB),
         cluster(config.cluster), swap(config.swapAB),
         ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
@@ -77,7 +100,10 @@ public:
                  ? 0
                  : std::min(config.consumerSkew, config.stages - 1)),
         idleSkip(config.idleSkip && !config.swapAB && skew == 0 && kSteps > 1),
-        resync(consumers == 2), handoff(!config.swapAB && !idleSkip) {}
+        resync(consumers == 2), handoff(!config.swapAB && !idleSkip),
+        tails(config.tailUnits && rhsTailMap && handoff && staged && !bulk &&
+              consumers == 2 && skew == 0 && kSlices == 1 && g.transposed &&
+              !lhsMapValue) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -156,23 +182,45 @@ private:
   }
 
   /// Runs `body` on each of the block's work items. Without `walk` only
-  /// the items' pipeline steps are known (WorkItem::step): the consumers
-  /// of the item handoff, which get the rest from the producer.
+  /// the items' pipeline steps are known (WorkItem::step, ordinal): the
+  /// consumers of the item handoff, which get the rest from the producer,
+  /// and whose body returns the item's K steps (with tail units they
+  /// learn them from the item's first stage; null: kSteps).
+  using ItemBody = function_ref<Value(LoweringBuilder &, const WorkItem &)>;
   void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-                   function_ref<void(LoweringBuilder &, const WorkItem &)> body,
-                   bool walk = true);
-  /// Work units of an expert with `tiles` row tiles: coupled, tiles / 2
-  /// row-tile pairs x colTiles plus ceil(colTiles / 2) column pairs of an
-  /// odd last row tile; uncoupled, tiles x colTiles.
-  Value clusterUnits(LoweringBuilder &b, Value tiles) const;
-  void forEachClusterItem(
-      LoweringBuilder &b, Value tid, Value blockX, Value gridX,
-      function_ref<void(LoweringBuilder &, const WorkItem &)> body, bool walk);
+                   ItemBody body, bool walk = true);
+  /// K steps of `item` (walked): 2 * kSteps for a tail unit.
+  Value itemSteps(LoweringBuilder &b, const WorkItem &item) const {
+    if (!item.tail)
+      return b.idx(kSteps);
+    return b.select(item.tail, b.idx(2 * kSteps), b.idx(kSteps));
+  }
+  /// An expert's `rows` as (row tiles run whole, tail rows): with tail
+  /// units a last tile of at most 64 rows is a tail (0 otherwise).
+  std::pair<Value, Value> splitRows(LoweringBuilder &b, Value rows) const;
+  /// Work units of an expert with `rows` rows in `tiles` whole row tiles
+  /// (splitRows): coupled, tiles / 2 row-tile pairs x colTiles plus
+  /// ceil(colTiles / 2) column pairs of an odd last row tile; uncoupled,
+  /// tiles x colTiles; and with a tail, ceil(colTiles / 4) (coupled: each
+  /// CTA two column tiles) or ceil(colTiles / 2) tail units.
+  Value clusterUnits(LoweringBuilder &b, Value rows) const;
+  void forEachClusterItem(LoweringBuilder &b, Value tid, Value blockX,
+                          Value gridX, ItemBody body, bool walk);
   /// Consumers free stage `s`: every thread arrives on the CTA's empty
   /// barrier; in cluster kernels one thread per warpgroup arrives on it
   /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  /// The producer on a tail unit: per K step of kTailK, the tail's rows
+  /// by cp.async (64-byte rows, the 64-byte swizzle by hand: chunk c of
+  /// row r at c ^ (r / 2 % 4)) and both weight tiles by TMA (rhsTailMap).
+  void producerTail(LoweringBuilder &b, Value tid, const WorkItem &item);
+  /// Tail units: thread 0 of the producer marks stage `s` as a tail
+  /// unit's (1) or a whole tile's (0) before its arrival on the stage's
+  /// full barrier; the consumers read the mark of an item's first stage.
+  Value stageKindAddress(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, 192), mul64(b, nvvm::toI64(b, s), 4));
+  }
   /// Item handoff, producer side, at K step handoffStep() of the item: once
   /// the consumers have finished the previous item's epilogue, its record
   /// and (staged) its row table, `entry` = this producer thread's row's
@@ -182,11 +230,13 @@ private:
   /// K step of an item at which the producer publishes it: the last one
   /// it issues before it would wait for the item's first step to be
   /// consumed, which follows the previous item's epilogue anyway.
-  int64_t handoffStep() const { return std::min(stages, kSteps) - 1; }
+  int64_t handoffStep(bool tail = false) const {
+    return std::min(stages, tail ? 2 * kSteps : kSteps) - 1;
+  }
   /// Item handoff, consumer side, after the MMAs: waits for the item's
   /// record and returns it (step as given; staged, the first row and the
   /// rows are null: the row table has them).
-  WorkItem receiveItem(LoweringBuilder &b, Value step);
+  WorkItem receiveItem(LoweringBuilder &b, Value step, Value ordinal);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
   /// The lhs tile of K step `kt` by TMA (config.lhsTma): one box of tileM
@@ -209,8 +259,16 @@ private:
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
   /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
   /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
-  void consumeTile(LoweringBuilder &b, Value tid, Value cw,
-                   const WorkItem &item);
+  /// Returns the item's K steps (tail units: read from its first stage's
+  /// mark), else null.
+  Value consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                    const WorkItem &item);
+  /// The wgmma descriptor of the K-major operand at shared `address`: the
+  /// 128-byte swizzle, or with `tail` (i1, may be null) true the 64-byte
+  /// one (tail units' stages). Only the constant high word is selected:
+  /// run-time offsets are folded into the address first (a run-time add
+  /// to a finished descriptor is miscompiled by ptxas, hopper/README P1).
+  Value kMajorDescriptor(LoweringBuilder &b, Value address, Value tail);
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
@@ -325,7 +383,8 @@ private:
   }
 
   const GemmOperands &g;
-  Value rhsMap; // rhs tensor map (i64) when its tiles come by TMA
+  Value rhsMap;     // rhs tensor map (i64) when its tiles come by TMA
+  Value rhsTailMap; // the tail units' rhs tensor map (config.tailUnits)
   /// lhs tensor map by value (!llvm.array<16 x i64>, host side) when the
   /// lhs tiles come by TMA (config.lhsTma); lhsMap is its address in the
   /// kernel (a by-value grid-constant parameter once outlined:
@@ -377,6 +436,8 @@ private:
   /// The item handoff (see tableFull): the main kernel without idle skip
   /// (whose consumers need each item's rows before its MMAs).
   const bool handoff;
+  /// Tail units (config.tailUnits where the kernel has what they need).
+  const bool tails;
   static constexpr int64_t kSkewBarrier = 3;
   /// Idle skip: the consumer warpgroups' barrier after each tile's MMAs.
   static constexpr int64_t kResyncBarrier = 4;

@@ -171,6 +171,10 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     }
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
+        // Tail units: this stage is a whole tile's (released by the
+        // arrival below).
+        if (tails)
+          nvvm::storeShared(b, stageKindAddress(b, s), {b.i32(0)});
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
         if (lhsMap)
           loadLhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
@@ -197,10 +201,127 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   });
 }
 
+void WgmmaKernel::producerTail(LoweringBuilder &b, Value tid,
+                               const WorkItem &item) {
+  // Row table: thread t writes row t % 64's entry, so each consumer
+  // warpgroup's 64 entries are the tail's rows; the second warpgroup's
+  // column tile c + 1 past the last one stores nothing.
+  Value r = arith::AndIOp::create(b, tid, b.idx(kTailRows - 1));
+  SmallVector<Value> entry = rowEntry(b, item, r, /*withFactor=*/true);
+  Value dropped =
+      b.andi(b.cmpi(CmpI::uge, tid, b.idx(kTailRows)),
+             b.cmpi(CmpI::uge, b.add(item.colTile, b.idx(1)), b.idx(colTiles)));
+  entry[0] = b.select(dropped, b.i32(-1), entry[0]);
+  // Thread t copies chunk c = t % 4 (16 bytes) of rows t / 4 + 32 j; the
+  // 64-byte swizzle puts it at chunk c ^ (row / 2 % 4), the same for both
+  // rows.
+  Value c = arith::AndIOp::create(b, tid, b.idx(3));
+  Value rr = arith::ShRUIOp::create(b, tid, b.idx(2));
+  Value swizzled = arith::XOrIOp::create(
+      b, c,
+      arith::AndIOp::create(b, arith::ShRUIOp::create(b, rr, b.idx(1)),
+                            b.idx(3)));
+  Value dstOffset = nvvm::toI64(
+      b, b.add(b.mul(rr, b.idx(kTailK * 2)), b.mul(swizzled, b.idx(16))));
+  Value elemBytes = b.idx(2);
+  constexpr int64_t rowsPerPass = 128 / (kTailK * 2 / 16);
+  SmallVector<Value> aRow, aOk;
+  for (int64_t j = 0; j < kTailRows / rowsPerPass; ++j) {
+    Value row = b.add(rr, b.idx(rowsPerPass * j));
+    Value inTile = b.cmpi(CmpI::ult, row, item.tileRows);
+    Value at = b.add(item.rowStart, row);
+    Value src;
+    if (g.gather) {
+      Value safeRow = b.select(inTile, at, b.idx(0));
+      src = b.ifElse(
+          inTile, {b.getI32Type()},
+          [&](LoweringBuilder &b) -> SmallVector<Value> {
+            return {b.load(g.gather, {safeRow})};
+          },
+          [&](LoweringBuilder &b) -> SmallVector<Value> {
+            return {b.i32(-1)};
+          })[0];
+    } else {
+      src = b.toI32(at);
+    }
+    Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
+    Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
+    aRow.push_back(
+        add64(b, lhsAddr,
+              nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
+    aOk.push_back(ok);
+  }
+  // The two weight tiles' columns (clamped: the last tile in place of one
+  // past the end, its results dropped).
+  Value tileCols[2] = {item.colTile, b.minIdx(b.add(item.colTile, b.idx(1)),
+                                              b.idx(colTiles - 1))};
+  int64_t half = tileN / 2;
+  auto columnOf = [&](Value colTile, int64_t p) -> Value {
+    if (!concat)
+      return b.add(b.mul(colTile, b.idx(tileN)), b.idx(p * half));
+    Value col = b.mul(colTile, b.idx(half));
+    return p ? b.add(col, b.idx(g.outN)) : col;
+  };
+  Value columns[2][2];
+  for (int64_t w = 0; w < 2; ++w)
+    for (int64_t p = 0; p < 2; ++p)
+      columns[w][p] = b.toI32(columnOf(tileCols[w], p));
+  Value expert = b.toI32(item.expert);
+
+  const int64_t tailSteps = 2 * kSteps;
+  Value producerSteps = b.idx(tailSteps);
+  if (tailSteps <= 8)
+    producerSteps = arith::IndexCastOp::create(
+        b, b.getIndexType(), nvvm::opaque(b, nvvm::i64(b, tailSteps)));
+  // K steps past the end (2 * kSteps * 32 > K) and partial ones read zeros.
+  bool kTail = g.kDim % kTileK != 0;
+  forEach(b, b.idx(0), producerSteps, b.idx(1),
+          [&](LoweringBuilder &b, Value kt) {
+            Value step = b.add(item.step, kt);
+            auto [s, round] = stageOf(b, step);
+            when(b, b.cmpi(CmpI::uge, step, b.idx(stages)),
+                 [&](LoweringBuilder &b) {
+                   nvvm::mbarrierWait(b, emptyBarrier(b, s),
+                                      parity(b, b.sub(round, b.idx(1))));
+                 });
+            Value stageBase = stageAddress(b, s);
+            Value k0 = b.mul(kt, b.idx(kTailK));
+            Value k = b.add(k0, b.mul(c, b.idx(8)));
+            Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
+            Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
+            Value stage = add64(b, stageBase, dstOffset);
+            for (int64_t j = 0; j < int64_t(aRow.size()); ++j) {
+              Value valid = kTail ? b.andi(aOk[j], kIn) : aOk[j];
+              Value src = add64(b, aRow[j], kBytes);
+              if (kTail)
+                src = b.select(valid, src, lhsAddr);
+              nvvm::cpAsync16(b, add64(b, stage, rowsPerPass * kTailK * 2 * j),
+                              src, b.select(valid, b.i32(16), b.i32(0)));
+            }
+            when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
+              nvvm::storeShared(b, stageKindAddress(b, s), {b.i32(1)});
+              Value barrier = fullBarrier(b, s);
+              nvvm::mbarrierArriveExpectTx(b, barrier,
+                                           b.i32(2 * tileN * kTailK * 2));
+              Value kAt = b.toI32(k0);
+              for (int64_t w = 0; w < 2; ++w)
+                for (int64_t p = 0; p < 2; ++p)
+                  nvvm::tmaLoad3D(
+                      b,
+                      add64(b, stageBase,
+                            kTailABytes + (w * tileN + p * half) * kTailK * 2),
+                      rhsTailMap, barrier, {kAt, columns[w][p], expert});
+            });
+            nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+            when(b, b.cmpi(CmpI::eq, kt, b.idx(handoffStep(/*tail=*/true))),
+                 [&](LoweringBuilder &b) { publishItem(b, tid, item, entry); });
+          });
+}
+
 void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
                               const WorkItem &item, ArrayRef<Value> entry) {
   // The previous item's epilogue has read its record and table.
-  Value index = arith::DivUIOp::create(b, item.step, b.idx(kSteps));
+  Value index = item.ordinal;
   when(b, b.cmpi(CmpI::ne, index, b.idx(0)), [&](LoweringBuilder &b) {
     nvvm::mbarrierWait(b, tableEmpty(b), parity(b, b.sub(index, b.idx(1))));
   });
@@ -224,8 +345,9 @@ void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
   nvvm::mbarrierArrive(b, tableFull(b));
 }
 
-WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
-  Value index = arith::DivUIOp::create(b, step, b.idx(kSteps));
+WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step,
+                                  Value ordinal) {
+  Value index = ordinal;
   nvvm::mbarrierWait(b, tableFull(b), parity(b, index));
   Value fields[4];
   for (int64_t i = 0; i < (staged ? 2 : 4); ++i)

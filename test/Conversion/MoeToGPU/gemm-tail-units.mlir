@@ -1,0 +1,94 @@
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-tail-units=true wgmma-swap-rows=0" | FileCheck %s
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=0" | FileCheck %s --check-prefix=OFF
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-tail-units=true wgmma-swap-rows=0 wgmma-consumer-skew=2" | FileCheck %s --check-prefix=OFF
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-tail-units=true wgmma-swap-rows=0 wgmma-epilogue=direct" | FileCheck %s --check-prefix=OFF
+
+// Tail units (wgmma-tail-units): an expert's last row tile of at most 64 rows
+// runs as units of (its rows, column tiles c and c + 1), consumer warpgroup
+// w on column tile c + w, in 2 * 4 K steps of 32 elements (K = 256), instead
+// of a whole 128-row tile whose second warpgroup multiplies zeros.
+// - Host: a second tensor map of the weights, boxes of 32 K elements x 128
+//   rows, 64-byte swizzle (2); the kernel runs only when both maps exist.
+// - Registers: producer 64, consumers 208 (the producer's second item path).
+// - Producer: per item, a branch yields the item's K steps (8 for a tail
+//   unit, 4 for a tile, opaque so that the tail flag is not live across
+//   it). A tail unit's thread 0 marks each stage (1 at byte 192 + 4 s of the
+//   header) before its expect_tx of 2 x 256 x 64 bytes and four TMA boxes
+//   (CTA-only: no multicast) at 4096 + 16384 w + 8192 p of the stage; the
+//   tail's rows go to all 128 row-table entries (row t % 64). A tile's
+//   stages are marked 0.
+// - Consumers: the item's first stage's mark picks the operand addresses
+//   (a tail: A at the stage for both warpgroups, B at 4096 + 16384 w) and
+//   the descriptors' swizzle (xor turns 128-byte mode 1 / stride 1024 into
+//   64-byte mode 2 / stride 512: 0xC000006000000000); two k16 MMAs, then the
+//   other two in a loop of 1 trip (0 for a tail: no branch around a wgmma);
+//   then 8 or 4 K steps; the epilogue's column tile is c + w, clamped.
+
+// CHECK-LABEL: func.func @gathered(
+// CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c9{{.*}}, %c256{{.*}}, %c512{{.*}}, %c8{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}, %c128{{.*}}, %c1{{.*}}, %c3{{.*}}, %c3{{.*}})
+// CHECK: %[[TAILMAP:.*]] = call @moeRuntimeTensorMap3D(%{{.*}}, %c9{{.*}}, %c256{{.*}}, %c512{{.*}}, %c8{{.*}}, %{{.*}}, %{{.*}}, %c32{{.*}}, %c128{{.*}}, %c1{{.*}}, %c2{{.*}}, %c3{{.*}})
+// CHECK: arith.cmpi ne, %[[TAILMAP]], %c0
+// CHECK: gpu.launch
+// CHECK: nvvm.setmaxregister  decrease 64
+// CHECK: scf.for {{.*}} -> (index, index, index, index)
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK: %[[C63:.*]] = arith.constant 63 : index
+// CHECK: arith.andi %{{.*}}, %[[C63]] : index
+// CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, $1;", "=l,l" %c8_i64
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.shared.global
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: %c1_i32{{.*}} = arith.constant 1 : i32
+// CHECK: %c192_i64 = arith.constant 192 : i64
+// CHECK: llvm.store %c1_i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} {isCTAOnly = true}
+// CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, $1;", "=l,l" %c8_i64
+// CHECK: } else {
+// CHECK-COUNT-8: nvvm.cp.async.shared.global
+// CHECK: %c192_i64 = arith.constant 192 : i64
+// CHECK: llvm.store %c0_i32
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+// CHECK: llvm.inline_asm has_side_effects "mov.b64 $0, $1;", "=l,l" %c4_i64
+// CHECK: nvvm.setmaxregister  increase 208
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %c192_i64 = arith.constant 192 : i64
+// CHECK: %[[MARK:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// CHECK: %[[TAIL:.*]] = arith.cmpi ne, %[[MARK]], %c0
+// CHECK: %[[A:.*]] = arith.select %[[TAIL]], %[[STAGE:.*]], %{{.*}} : i64
+// CHECK: %c16384_i64 = arith.constant 16384 : i64
+// CHECK: %c4096_i64 = arith.constant 4096 : i64
+// CHECK: arith.select %[[TAIL]], %{{.*}}, %{{.*}} : i64
+// CHECK: %[[FLIP:.*]] = arith.constant -4611685606110527488 : i64
+// CHECK: arith.select %[[TAIL]], %[[FLIP]], %c0{{.*}} : i64
+// CHECK: arith.xori
+// CHECK: arith.select %[[TAIL]], %{{.*}}, %c0{{.*}} : i64
+// CHECK: arith.xori
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: %[[REST:.*]] = arith.select %[[TAIL]], %c0{{.*}}, %c1{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[REST]] step
+// CHECK-COUNT-2: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: %[[STEPS:.*]] = arith.select %[[TAIL]], %c8{{.*}}, %c4{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[STEPS]] step
+// CHECK: return
+
+// Off (the default; with skewed consumers or the direct epilogue, which tail
+// units do not support): one map, no stage marks in the producer, 40 / 232
+// registers.
+// OFF-LABEL: func.func @gathered(
+// OFF: call @moeRuntimeTensorMap3D
+// OFF-NOT: call @moeRuntimeTensorMap3D
+// OFF: nvvm.setmaxregister  decrease 40
+// OFF-NOT: %c192_i64
+// OFF: nvvm.setmaxregister  increase 232
+// OFF: return
+func.func @gathered(%x: tensor<?x256xbf16>, %tok: tensor<?xi32>,
+                    %w: tensor<8x512x256xbf16>, %off: tensor<9xi32>) -> tensor<?x512xbf16> {
+  %y = moe.expert_gemm %x[%tok : tensor<?xi32>], %w offsets(%off : tensor<9xi32>)
+      {transpose_rhs = true}
+      : tensor<?x256xbf16>, tensor<8x512x256xbf16> -> tensor<?x512xbf16>
+  return %y : tensor<?x512xbf16>
+}

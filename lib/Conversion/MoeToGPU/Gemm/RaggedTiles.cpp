@@ -78,8 +78,10 @@ advanceWhile(const RaggedTiles &ragged, LoweringBuilder &b, Value unit,
         SmallVector<Value> sizes;
         for (int64_t j = 0; j < unroll; ++j) {
           Value e = nb.minIdx(nb.add(args[0], nb.idx(j)), last);
-          sizes.push_back(measure(nb, ragged.offsetAt(nb, e),
-                                  ragged.offsetAt(nb, nb.add(e, nb.idx(1)))));
+          // (lo, then hi: the order the IR is built in.)
+          Value lo = ragged.offsetAt(nb, e);
+          Value hi = ragged.offsetAt(nb, nb.add(e, nb.idx(1)));
+          sizes.push_back(measure(nb, lo, hi));
         }
         Value alive = arith::ConstantIntOp::create(nb, nb.getI1Type(), 1);
         Value e = args[0], at = args[1];

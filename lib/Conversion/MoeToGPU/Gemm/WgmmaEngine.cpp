@@ -103,10 +103,9 @@ void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
   RaggedTiles::Start start =
       ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)), tilesOf);
   Value totalItems = b.mul(start.total, b.idx(colTiles));
-  // Every item has kSteps K steps: its number in the walk is step / kSteps.
-  auto ordinalOf = [&](LoweringBuilder &b, Value step) -> Value {
-    return arith::DivUIOp::create(b, step, b.idx(kSteps));
-  };
+  // Every item has kSteps K steps: its number in the walk is step /
+  // kSteps, computed where it is used (WorkItem::ordinal null).
+  auto ordinalOf = [&](LoweringBuilder &, Value) -> Value { return Value(); };
   b.forLoop(
       blockX, totalItems, gridX, {start.expert, start.before, zero},
       [&](LoweringBuilder &b, Value item,
@@ -207,22 +206,24 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
   SmallVector<Value> init = {first.expert, first.before, zero};
   if (tails)
     init.push_back(zero);
-  auto ordinalOf = [&](LoweringBuilder &b, ValueRange state) -> Value {
-    if (tails)
-      return state[3];
-    return arith::DivUIOp::create(b, state[2], b.idx(kSteps));
+  auto ordinalOf = [&](LoweringBuilder &, ValueRange state) -> Value {
+    return tails ? state[3] : Value();
   };
+  // The next item's first step: without tail units step + kSteps (built
+  // first, as before tail units existed), else after the item.
+  Value fixedNext;
   auto nextState = [&](LoweringBuilder &b, ValueRange state, Value expert,
                        Value before, Value steps) -> SmallVector<Value> {
-    SmallVector<Value> next = {expert, before, b.add(state[2], steps)};
-    if (tails)
-      next.push_back(b.add(state[3], b.idx(1)));
-    return next;
+    if (!tails)
+      return {expert, before, fixedNext};
+    return {expert, before, b.add(state[2], steps), b.add(state[3], b.idx(1))};
   };
   b.forLoop(
       start, first.total, stride, init,
       [&](LoweringBuilder &b, Value unit,
           ValueRange state) -> SmallVector<Value> {
+        if (!tails)
+          fixedNext = b.add(state[2], b.idx(kSteps));
         if (!walk) {
           Value steps = body(
               b,

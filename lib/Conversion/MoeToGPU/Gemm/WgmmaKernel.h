@@ -72,7 +72,8 @@ struct WorkItem {
   /// kSteps K steps of kTailK). Null without tail units.
   Value tail;
   /// The item's number in the block's walk (0, 1, ...): the item
-  /// handoff's barrier phases.
+  /// handoff's barrier phases. Null without tail units, where it is step /
+  /// kSteps (itemOrdinal).
   Value ordinal;
 };
 
@@ -230,6 +231,12 @@ private:
   /// K step of an item at which the producer publishes it: the last one
   /// it issues before it would wait for the item's first step to be
   /// consumed, which follows the previous item's epilogue anyway.
+  /// The item's number in the walk (see WorkItem::ordinal).
+  Value itemOrdinal(LoweringBuilder &b, Value step, Value ordinal) const {
+    if (ordinal)
+      return ordinal;
+    return arith::DivUIOp::create(b, step, b.idx(kSteps));
+  }
   int64_t handoffStep(bool tail = false) const {
     return std::min(stages, tail ? 2 * kSteps : kSteps) - 1;
   }

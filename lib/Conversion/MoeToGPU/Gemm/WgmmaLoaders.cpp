@@ -321,7 +321,7 @@ void WgmmaKernel::producerTail(LoweringBuilder &b, Value tid,
 void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
                               const WorkItem &item, ArrayRef<Value> entry) {
   // The previous item's epilogue has read its record and table.
-  Value index = item.ordinal;
+  Value index = itemOrdinal(b, item.step, item.ordinal);
   when(b, b.cmpi(CmpI::ne, index, b.idx(0)), [&](LoweringBuilder &b) {
     nvvm::mbarrierWait(b, tableEmpty(b), parity(b, b.sub(index, b.idx(1))));
   });
@@ -347,7 +347,7 @@ void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
 
 WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step,
                                   Value ordinal) {
-  Value index = ordinal;
+  Value index = itemOrdinal(b, step, ordinal);
   nvvm::mbarrierWait(b, tableFull(b), parity(b, index));
   Value fields[4];
   for (int64_t i = 0; i < (staged ? 2 : 4); ++i)

@@ -30,7 +30,8 @@
 // CHECK: arith.cmpi ne, %[[TAILMAP]], %c0
 // CHECK: gpu.launch
 // CHECK: nvvm.setmaxregister  decrease 64
-// CHECK: scf.for {{.*}} -> (index, index, index, index)
+// The walk carries the item's number (i32: the handoff's barrier phases).
+// CHECK: scf.for {{.*}} -> (index, index, index, i32)
 // CHECK: scf.if %{{.*}} -> (index) {
 // CHECK: %[[C63:.*]] = arith.constant 63 : index
 // CHECK: arith.andi %{{.*}}, %[[C63]] : index

@@ -205,7 +205,7 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
   // (items of 2 * kSteps steps) a count carried by the loop.
   SmallVector<Value> init = {first.expert, first.before, zero};
   if (tails)
-    init.push_back(zero);
+    init.push_back(b.i32(0));
   auto ordinalOf = [&](LoweringBuilder &, ValueRange state) -> Value {
     return tails ? state[3] : Value();
   };
@@ -216,7 +216,8 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
                        Value before, Value steps) -> SmallVector<Value> {
     if (!tails)
       return {expert, before, fixedNext};
-    return {expert, before, b.add(state[2], steps), b.add(state[3], b.idx(1))};
+    return {expert, before, b.add(state[2], steps),
+            arith::AddIOp::create(b, state[3], b.i32(1))};
   };
   b.forLoop(
       start, first.total, stride, init,

@@ -53,8 +53,10 @@ static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 /// The same with tail units (config.tailUnits), whose producer has a
-/// second item path: at 40 (and 48) registers its walk state spilled
-/// (64-96 bytes, Qwen3-30B-A3B); 56 leaves the consumers 216.
+/// second item path: at 40 registers it spilled 76-96 bytes (every bench
+/// layer), at 48 64-68, at 56 4-8; 64 leaves the consumers 208 (no spills).
+/// (The default producer fits 40 with no register to spare: one more live
+/// value, e.g. the tail flag kept across the item, spilled 52 bytes.)
 inline constexpr int64_t kTailProducerRegs = 64, kTailConsumerRegs = 208;
 static_assert((kEntryRegs - kTailProducerRegs) * 128 >=
                   (kTailConsumerRegs - kEntryRegs) * 256,
@@ -71,7 +73,7 @@ struct WorkItem {
   /// tileRows <= 64 rows x column tiles colTile and colTile + 1, 2 *
   /// kSteps K steps of kTailK). Null without tail units.
   Value tail;
-  /// The item's number in the block's walk (0, 1, ...): the item
+  /// The item's number in the block's walk (0, 1, ...; i32): the item
   /// handoff's barrier phases. Null without tail units, where it is step /
   /// kSteps (itemOrdinal).
   Value ordinal;
@@ -234,7 +236,7 @@ private:
   /// The item's number in the walk (see WorkItem::ordinal).
   Value itemOrdinal(LoweringBuilder &b, Value step, Value ordinal) const {
     if (ordinal)
-      return ordinal;
+      return b.toIndex(ordinal);
     return arith::DivUIOp::create(b, step, b.idx(kSteps));
   }
   int64_t handoffStep(bool tail = false) const {

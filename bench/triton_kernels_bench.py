@@ -73,29 +73,27 @@ activation) and DIR/tk.md after every cell; prints the table at the end. Exit st
 import argparse
 import gc
 import json
-import math
 import os
-import statistics
 import sys
 import time
 import traceback
-import zlib
 
 import torch
 import triton
 import triton.language as tl
 
-CONFIGS = {  # name: (H, I, E, k), as bench/gen_layers.py
-    "qwen3-30b-a3b": (2048, 768, 128, 8),
-    "gpt-oss-120b": (2880, 2880, 128, 4),
-    "mixtral-8x7b": (4096, 14336, 8, 2),
-    "deepseek-v3": (7168, 2048, 256, 8),
-}
+# The benchmark's own inputs, timer and capture (bench_moe.py, gen_layers.py
+# beside this script), so that both measure the same way on the same numbers.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_moe as B  # noqa: E402
+import gen_layers as GL  # noqa: E402
+
+B.torch = torch
+CONFIGS = {name: c[1:] for name, c in GL.CONFIGS.items()}  # (H, I, E, k)
 TK_COMMIT = "7c56a5e40f7fd928dfd5c72902d5def0097db73a"  # triton v3.6.0
-FLUSH_BYTES = 256 << 20
-DEV = "cuda:0"
-WEIGHT_SCALE = 0.02
-TOL = 1e-2
+DEV = B.DEV
+TOL = B.TOL
+short, generator, capture = B.short, B.generator, B.capture
 
 tk = None  # namespace of the triton_kernels names, set in import_tk()
 FLAGS_LOG = []  # OptFlags chosen by matmul_ogs, in call order
@@ -167,30 +165,16 @@ def flags_str(f):
         return str(f)
 
 
-def short(ex):
-    text = " ".join(str(ex).split())
-    return "%s: %s" % (type(ex).__name__, text[:400])
-
-
-def generator(key):
-    g = torch.Generator(device=DEV)
-    g.manual_seed(zlib.crc32(key.encode()))
-    return g
-
-
 # ----------------------------------------------------------------------------
 # Inputs (as bench/bench_moe.py make_weights / make_inputs, routing "random")
 # ----------------------------------------------------------------------------
 
 
 def make_weights(config, layout):
-    """(w1 [E, H, 2I], w2 [E, I, H]) as matmul_ogs wants them (logical shapes)."""
-    H, I, E, _ = CONFIGS[config]
-    g = generator("weights/" + config)
-    w_up = torch.randn((E, 2 * I, H), dtype=torch.bfloat16, device=DEV, generator=g)
-    w_down = torch.randn((E, H, I), dtype=torch.bfloat16, device=DEV, generator=g)
-    w_up.mul_(WEIGHT_SCALE)
-    w_down.mul_(WEIGHT_SCALE)
+    """(w1 [E, H, 2I], w2 [E, I, H]) as matmul_ogs wants them (logical
+    shapes): bench_moe.py's weights of the configuration (nn.Linear layout),
+    transposed views, or (layout kn) contiguous copies."""
+    w_up, w_down = B.make_weights(GL.Layer(config, ""))
     w1, w2 = w_up.transpose(1, 2), w_down.transpose(1, 2)  # K-major views
     if layout == "kn":
         w1, w2 = w1.contiguous(), w2.contiguous()
@@ -199,13 +183,7 @@ def make_weights(config, layout):
 
 
 def make_inputs(config, T):
-    H, _, E, _ = CONFIGS[config]
-    g = generator("inputs/%s/%d" % (config, T))
-    x = torch.randn((T, H), dtype=torch.bfloat16, device=DEV, generator=g)
-    perm = torch.argsort(torch.rand((T, E), device=DEV, generator=g), dim=1)
-    scale = 2.0 ** round(math.log2(8.0 / E))
-    logits = ((perm - E // 2).float() * scale).to(torch.bfloat16)
-    return x, logits
+    return B.make_inputs(GL.Layer(config, ""), T)
 
 
 # ----------------------------------------------------------------------------
@@ -301,102 +279,8 @@ class Check:
         return num / den if den else (0.0 if num == 0.0 else float("inf"))
 
 
-# ----------------------------------------------------------------------------
-# Timing (as bench/bench_moe.py Energy / Timer / capture)
-# ----------------------------------------------------------------------------
-
-
-class Energy:
-    """NVML's total energy counter (mJ), through ctypes; None if unavailable."""
-
-    def __init__(self):
-        self.lib = self.handle = None
-        try:
-            import ctypes
-
-            lib = ctypes.CDLL("libnvidia-ml.so.1")
-            if lib.nvmlInit_v2() != 0:
-                return
-            handle = ctypes.c_void_p()
-            gpu = int((os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0])
-            if lib.nvmlDeviceGetHandleByIndex_v2(gpu, ctypes.byref(handle)) != 0:
-                return
-            self.ctypes, self.lib, self.handle = ctypes, lib, handle
-            if self.read() is None:
-                self.lib = None
-        except (OSError, AttributeError, ValueError):
-            self.lib = None
-
-    def read(self):
-        if self.lib is None:
-            return None
-        mj = self.ctypes.c_ulonglong()
-        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.handle, self.ctypes.byref(mj)) != 0:
-            return None
-        return mj.value
-
-
-class Timer:
-    def __init__(self, args):
-        self.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
-        self.start = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-        self.min_runs = args.min_runs
-        self.max_runs = max(args.max_runs, args.min_runs)
-        self.seconds = args.seconds
-        self.energy = Energy()
-
-    def measure(self, run):
-        times = []
-        t0 = time.time()
-        e0 = self.energy.read()
-        while len(times) < self.max_runs and (
-            len(times) < self.min_runs or time.time() - t0 < self.seconds
-        ):
-            self.flush.zero_()
-            self.start.record()
-            run()
-            self.end.record()
-            self.end.synchronize()
-            times.append(self.start.elapsed_time(self.end) * 1e3)
-        e1 = self.energy.read()
-        tenth = max(1, len(times) // 10)
-        stats = dict(
-            us=statistics.median(times),
-            min_us=min(times),
-            first_us=statistics.median(times[:tenth]),
-            last_us=statistics.median(times[-tenth:]),
-            runs=len(times),
-            energy_mj=None,
-        )
-        if e0 is not None and e1 is not None and e1 >= e0:
-            stats["energy_mj"] = round((e1 - e0) / len(times), 2)
-        return stats
-
-
-def capture(call, warmup=2):
-    """Warm-up calls on a side stream, then `call` captured into a CUDA graph."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            call()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.stream(s):
-        g.capture_begin()
-        try:
-            out = call()
-        except BaseException:
-            try:
-                g.capture_end()
-            except Exception:  # noqa: BLE001
-                pass
-            raise
-        g.capture_end()
-    torch.cuda.synchronize()
-    return g, out
+# Timing: bench_moe.py's Timer (L2 flush, median, first / last 10%, NVML
+# energy, nvidia-smi clock and power) and capture.
 
 
 # ----------------------------------------------------------------------------
@@ -605,7 +489,8 @@ def main():
     )
     print("triton_kernels from %s" % meta["tk_path"], flush=True)
     print("activation: %s" % act_text, flush=True)
-    timer = Timer(args)
+    args.max_seconds_per_cell = args.seconds
+    timer = B.Timer(args)
     cells = []
     t_start = time.time()
     with torch.no_grad():

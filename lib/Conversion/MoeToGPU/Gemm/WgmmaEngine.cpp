@@ -359,58 +359,9 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // Tail units: whether this item is one, from its first stage's mark
   // (set by the first K step).
   Value tail;
-  // One K step: wait for the stage, its MMAs (the tile's first without
-  // accumulating: the accumulators need no zeros), and the release of the
-  // step before it, whose group has now finished reading its stage.
-  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
-    Value step = b.add(item.step, kt);
-    auto [s, round] = stageOf(b, step);
-    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-    nvvm::fenceProxyAsyncShared(b);
-    Value stage = stageAddress(b, s);
-    if (tails) {
-      if (first)
-        tail =
-            b.cmpi(CmpI::ne,
-                   nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
-                   b.i32(0));
-      // A tail unit's stage: A (its 64 rows) at the start for both
-      // warpgroups, then warpgroup w's weight tile (column tile c + w),
-      // 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
-      Value a = b.select(tail, stage, add64(b, stage, aOffset));
-      Value tailB = add64(b, add64(b, stage, kTailABytes),
-                          mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
-      Value bAddr = b.select(tail, tailB, add64(b, stage, aBytes()));
-      Value descA = kMajorDescriptor(b, a, tail);
-      Value descB = kMajorDescriptor(b, bAddr, tail);
-      nvvm::wgmmaFence(b);
-      for (int64_t k16 = 0; k16 < kTailK / 16; ++k16)
-        acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
-                          add64(b, descB, 2 * k16), mmaN, bf16, false, false,
-                          /*accumulate=*/!(first && k16 == 0));
-      // The rest of a whole tile's step: a loop of one trip, none for a
-      // tail unit (a run-time trip count; a branch or predicate around a
-      // wgmma makes ptxas serialise them, C7520).
-      Value rest = b.select(tail, b.idx(0), b.idx(1));
-      acc = b.forLoop(
-          b.idx(0), rest, {acc},
-          [&](LoweringBuilder &b, Value, ValueRange in) -> SmallVector<Value> {
-            Value a = in[0];
-            for (int64_t k16 = kTailK / 16; k16 < kTileK / 16; ++k16)
-              a = nvvm::wgmma(b, a, add64(b, descA, 2 * k16),
-                              add64(b, descB, 2 * k16), mmaN, bf16, false,
-                              false);
-            return {a};
-          })[0];
-      nvvm::wgmmaCommit(b);
-      nvvm::wgmmaWait(b, 1);
-      if (!first) {
-        Value prev =
-            arith::RemUIOp::create(b, b.sub(step, b.idx(1)), b.idx(stages));
-        releaseStage(b, ct, prev);
-      }
-      return acc;
-    }
+  // A K step's MMAs on `stage` (the tile's first without accumulating: the
+  // accumulators need no zeros).
+  auto tileMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first) {
     // Small-M with MN-major weights ([E, K, N]): A is the weight box as
     // TMA lands it, 64 K rows of 64 weight columns (128 B, swizzled), the
     // transposed A of wgmma; one k16 step is 16 rows (2048 B).
@@ -432,6 +383,55 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
             add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), mmaN, bf16,
             aMnMajor, mnMajor,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
+    return acc;
+  };
+  // With tail units: the item's kind from its first stage's mark, then the
+  // MMAs of a tile's or a tail unit's stage.
+  auto tailAwareMmas = [&](LoweringBuilder &b, Value s, Value stage, Value acc,
+                           bool first) {
+    if (first)
+      tail = b.cmpi(CmpI::ne,
+                    nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
+                    b.i32(0));
+    // A tail unit's stage: A (its 64 rows) at the start for both
+    // warpgroups, then warpgroup w's weight tile (column tile c + w),
+    // 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
+    Value a = b.select(tail, stage, add64(b, stage, aOffset));
+    Value tailB = add64(b, add64(b, stage, kTailABytes),
+                        mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
+    Value bAddr = b.select(tail, tailB, add64(b, stage, aBytes()));
+    Value descA = kMajorDescriptor(b, a, tail);
+    Value descB = kMajorDescriptor(b, bAddr, tail);
+    nvvm::wgmmaFence(b);
+    for (int64_t k16 = 0; k16 < kTailK / 16; ++k16)
+      acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
+                        add64(b, descB, 2 * k16), mmaN, bf16, false, false,
+                        /*accumulate=*/!(first && k16 == 0));
+    // The rest of a whole tile's step: a loop of one trip, none for a
+    // tail unit (a run-time trip count; a branch or predicate around a
+    // wgmma makes ptxas serialise them, C7520).
+    Value rest = b.select(tail, b.idx(0), b.idx(1));
+    acc = b.forLoop(
+        b.idx(0), rest, {acc},
+        [&](LoweringBuilder &b, Value, ValueRange in) -> SmallVector<Value> {
+          Value a = in[0];
+          for (int64_t k16 = kTailK / 16; k16 < kTileK / 16; ++k16)
+            a = nvvm::wgmma(b, a, add64(b, descA, 2 * k16),
+                            add64(b, descB, 2 * k16), mmaN, bf16, false, false);
+          return {a};
+        })[0];
+    return acc;
+  };
+  // One K step: wait for the stage, its MMAs, and the release of the step
+  // before it, whose group has now finished reading its stage.
+  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage = stageAddress(b, s);
+    acc = tails ? tailAwareMmas(b, s, stage, acc, first)
+                : tileMmas(b, stage, acc, first);
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {

@@ -214,6 +214,11 @@ private:
   /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
+  /// Row `r` (within the tile) of `item`'s lhs rows: (its 64-bit address,
+  /// whether it is in the tile and in bounds; else row 0's address, whose
+  /// copies read zeros), through the gather when there is one.
+  std::pair<Value, Value> lhsRow(LoweringBuilder &b, const WorkItem &item,
+                                 Value r);
   /// The producer on a tail unit: per K step of kTailK, the tail's rows
   /// by cp.async (64-byte rows, the 64-byte swizzle by hand: chunk c of
   /// row r at c ^ (r / 2 % 4)) and both weight tiles by TMA (rhsTailMap).

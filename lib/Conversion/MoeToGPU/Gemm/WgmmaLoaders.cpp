@@ -22,6 +22,31 @@ using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
 using namespace mlir::moe::gpu_lowering::wgmma;
 
+std::pair<Value, Value> WgmmaKernel::lhsRow(LoweringBuilder &b,
+                                            const WorkItem &item, Value r) {
+  Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
+  Value row = b.add(item.rowStart, r);
+  Value src;
+  if (g.gather) {
+    Value safeRow = b.select(inTile, row, b.idx(0));
+    src = b.ifElse(
+        inTile, {b.getI32Type()},
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.load(g.gather, {safeRow})};
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          return {b.i32(-1)};
+        })[0];
+  } else {
+    src = b.toI32(row);
+  }
+  Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
+  Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
+  Value address = add64(
+      b, lhsAddr, nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), b.idx(2))));
+  return {address, ok};
+}
+
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                            const WorkItem &item) {
   // Item handoff: row tid's destination and routing weight, loaded now and
@@ -42,28 +67,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   // Row start addresses and validity, fixed for the item.
   SmallVector<Value> aRow, aOk, bRow, bOk;
   for (int64_t j = 0; !lhsMap && j < tileM / 16; ++j) {
-    Value r = b.add(rg, b.idx(16 * j));
-    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
-    Value row = b.add(item.rowStart, r);
-    Value src;
-    if (g.gather) {
-      Value safeRow = b.select(inTile, row, b.idx(0));
-      src = b.ifElse(
-          inTile, {b.getI32Type()},
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            return {b.load(g.gather, {safeRow})};
-          },
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            return {b.i32(-1)};
-          })[0];
-    } else {
-      src = b.toI32(row);
-    }
-    Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
-    Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
-    aRow.push_back(
-        add64(b, lhsAddr,
-              nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
+    auto [address, ok] = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
+    aRow.push_back(address);
     aOk.push_back(ok);
   }
   // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
@@ -227,28 +232,8 @@ void WgmmaKernel::producerTail(LoweringBuilder &b, Value tid,
   constexpr int64_t rowsPerPass = 128 / (kTailK * 2 / 16);
   SmallVector<Value> aRow, aOk;
   for (int64_t j = 0; j < kTailRows / rowsPerPass; ++j) {
-    Value row = b.add(rr, b.idx(rowsPerPass * j));
-    Value inTile = b.cmpi(CmpI::ult, row, item.tileRows);
-    Value at = b.add(item.rowStart, row);
-    Value src;
-    if (g.gather) {
-      Value safeRow = b.select(inTile, at, b.idx(0));
-      src = b.ifElse(
-          inTile, {b.getI32Type()},
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            return {b.load(g.gather, {safeRow})};
-          },
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            return {b.i32(-1)};
-          })[0];
-    } else {
-      src = b.toI32(at);
-    }
-    Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
-    Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
-    aRow.push_back(
-        add64(b, lhsAddr,
-              nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), elemBytes))));
+    auto [address, ok] = lhsRow(b, item, b.add(rr, b.idx(rowsPerPass * j)));
+    aRow.push_back(address);
     aOk.push_back(ok);
   }
   // The two weight tiles' columns (clamped: the last tile in place of one

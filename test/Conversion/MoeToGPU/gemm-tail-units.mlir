@@ -17,12 +17,14 @@
 //   (CTA-only: no multicast) at 4096 + 16384 w + 8192 p of the stage; the
 //   tail's rows go to all 128 row-table entries (row t % 64). A tile's
 //   stages are marked 0.
-// - Consumers: the item's first stage's mark picks the operand addresses
-//   (a tail: A at the stage for both warpgroups, B at 4096 + 16384 w) and
-//   the descriptors' swizzle (xor turns 128-byte mode 1 / stride 1024 into
-//   64-byte mode 2 / stride 512: 0xC000006000000000); two k16 MMAs, then the
-//   other two in a loop of 1 trip (0 for a tail: no branch around a wgmma);
-//   then 8 or 4 K steps; the epilogue's column tile is c + w, clamped.
+// - Consumers: the item's first stage's mark, read once that stage is
+//   full, picks between a tile's K steps (4 k16 MMAs each) and a tail
+//   unit's (A at the stage for both warpgroups, B at 4096 + 16384 w, the
+//   descriptors' xor turning 128-byte mode 1 / stride 1024 into 64-byte
+//   mode 2 / stride 512: 0xC000006000000000; 2 k16 MMAs each): loops whose
+//   run-time bounds leave the other kind's empty (1 or 0 first steps, then
+//   4 or 8 steps), so no branch falls inside a wgmma group; the epilogue's
+//   column tile is c + w, clamped.
 
 // CHECK-LABEL: func.func @gathered(
 // CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c9{{.*}}, %c256{{.*}}, %c512{{.*}}, %c8{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}, %c128{{.*}}, %c1{{.*}}, %c3{{.*}}, %c3{{.*}})
@@ -57,23 +59,45 @@
 // CHECK: %c192_i64 = arith.constant 192 : i64
 // CHECK: %[[MARK:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> i32
 // CHECK: %[[TAIL:.*]] = arith.cmpi ne, %[[MARK]], %c0
-// CHECK: %[[A:.*]] = arith.select %[[TAIL]], %[[STAGE:.*]], %{{.*}} : i64
-// CHECK: %c16384_i64 = arith.constant 16384 : i64
-// CHECK: %c4096_i64 = arith.constant 4096 : i64
-// CHECK: arith.select %[[TAIL]], %{{.*}}, %{{.*}} : i64
-// CHECK: %[[FLIP:.*]] = arith.constant -4611685606110527488 : i64
-// CHECK: arith.select %[[TAIL]], %[[FLIP]], %c0{{.*}} : i64
-// CHECK: arith.xori
-// CHECK: arith.select %[[TAIL]], %{{.*}}, %c0{{.*}} : i64
-// CHECK: arith.xori
-// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
-// CHECK: nvvm.wgmma.mma_async
-// CHECK: %[[REST:.*]] = arith.select %[[TAIL]], %c0{{.*}}, %c1{{.*}} : index
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[REST]] step
-// CHECK-COUNT-2: nvvm.wgmma.mma_async
+// CHECK: %[[ISTILE:.*]] = arith.select %[[TAIL]], %c0{{.*}}, %c1{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[ISTILE]] step
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %c16384_i64{{.*}} = arith.constant 16384 : i64
+// CHECK-NOT: arith.xori
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: %[[STEPS:.*]] = arith.select %[[TAIL]], %c8{{.*}}, %c4{{.*}} : index
-// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[STEPS]] step
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: scf.for %{{.*}} = %[[ISTILE]] to %c1{{.*}} step
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: %c16384_i64{{.*}} = arith.constant 16384 : i64
+// CHECK: arith.muli %{{.*}}, %c16384_i64{{.*}} : i64
+// CHECK: %c4096_i64 = arith.constant 4096 : i64
+// CHECK: %[[FLIP:.*]] = arith.constant -4611685606110527488 : i64
+// CHECK: arith.xori %{{.*}}, %[[FLIP]] : i64
+// CHECK: arith.xori
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// CHECK-NEXT: arith.constant 2 : i64
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: %[[TILESTEPS:.*]] = arith.select %[[TAIL]], %c1{{.*}}, %c4{{.*}} : index
+// CHECK: %[[TAILSTEPS:.*]] = arith.select %[[TAIL]], %c8{{.*}}, %c4{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[TILESTEPS]] step
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: %[[TAILLOOP:.*]] = arith.select %[[TAIL]], %[[TAILSTEPS]], %c1{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[TAILLOOP]] step
+// CHECK: arith.xori
+// CHECK: arith.xori
+// CHECK-COUNT-2: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: return
 
 // Off (the default; with skewed consumers or the direct epilogue, which tail

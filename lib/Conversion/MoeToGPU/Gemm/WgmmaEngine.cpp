@@ -318,7 +318,7 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
 }
 
 Value WgmmaKernel::kMajorDescriptor(LoweringBuilder &b, Value address,
-                                    Value tail) {
+                                    bool tail) {
   Value desc = nvvm::wgmmaDescriptor(b, address, 16);
   if (!tail)
     return desc;
@@ -326,9 +326,8 @@ Value WgmmaKernel::kMajorDescriptor(LoweringBuilder &b, Value address,
   // between 8-row groups (bits 32-45, in 16 bytes): 1024 and 512 bytes.
   int64_t swizzle128 = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
   int64_t swizzle64 = (int64_t(2) << 62) | (int64_t(512 >> 4) << 32);
-  Value flip =
-      b.select(tail, nvvm::i64(b, swizzle128 ^ swizzle64), nvvm::i64(b, 0));
-  return arith::XOrIOp::create(b, desc, flip);
+  return arith::XOrIOp::create(b, desc,
+                               nvvm::i64(b, swizzle128 ^ swizzle64));
 }
 
 Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
@@ -357,7 +356,7 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   if (swap)
     swapTargets = prefetchSwapTargets(b, tid, item);
   // Tail units: whether this item is one, from its first stage's mark
-  // (set by the first K step).
+  // (read below, once that stage is full).
   Value tail;
   // A K step's MMAs on `stage` (the tile's first without accumulating: the
   // accumulators need no zeros).
@@ -385,53 +384,32 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
     return acc;
   };
-  // With tail units: the item's kind from its first stage's mark, then the
-  // MMAs of a tile's or a tail unit's stage.
-  auto tailAwareMmas = [&](LoweringBuilder &b, Value s, Value stage, Value acc,
-                           bool first) {
-    if (first)
-      tail = b.cmpi(CmpI::ne,
-                    nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
-                    b.i32(0));
-    // A tail unit's stage: A (its 64 rows) at the start for both
-    // warpgroups, then warpgroup w's weight tile (column tile c + w),
-    // 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
-    Value a = b.select(tail, stage, add64(b, stage, aOffset));
-    Value tailB = add64(b, add64(b, stage, kTailABytes),
+  // A tail unit's K step (kTailK deep): A (its 64 rows) at the stage start
+  // for both warpgroups, then warpgroup w's weight tile (column tile
+  // c + w), 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
+  auto tailMmas = [&](LoweringBuilder &b, Value stage, Value acc,
+                      bool first) {
+    Value bAddr = add64(b, add64(b, stage, kTailABytes),
                         mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
-    Value bAddr = b.select(tail, tailB, add64(b, stage, aBytes()));
-    Value descA = kMajorDescriptor(b, a, tail);
-    Value descB = kMajorDescriptor(b, bAddr, tail);
+    Value descA = kMajorDescriptor(b, stage, /*tail=*/true);
+    Value descB = kMajorDescriptor(b, bAddr, /*tail=*/true);
     nvvm::wgmmaFence(b);
     for (int64_t k16 = 0; k16 < kTailK / 16; ++k16)
       acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
                         add64(b, descB, 2 * k16), mmaN, bf16, false, false,
                         /*accumulate=*/!(first && k16 == 0));
-    // The rest of a whole tile's step: a loop of one trip, none for a
-    // tail unit (a run-time trip count; a branch or predicate around a
-    // wgmma makes ptxas serialise them, C7520).
-    Value rest = b.select(tail, b.idx(0), b.idx(1));
-    acc = b.forLoop(
-        b.idx(0), rest, {acc},
-        [&](LoweringBuilder &b, Value, ValueRange in) -> SmallVector<Value> {
-          Value a = in[0];
-          for (int64_t k16 = kTailK / 16; k16 < kTileK / 16; ++k16)
-            a = nvvm::wgmma(b, a, add64(b, descA, 2 * k16),
-                            add64(b, descB, 2 * k16), mmaN, bf16, false, false);
-          return {a};
-        })[0];
     return acc;
   };
+  using Mmas = function_ref<Value(LoweringBuilder &, Value, Value, bool)>;
   // One K step: wait for the stage, its MMAs, and the release of the step
   // before it, whose group has now finished reading its stage.
-  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first,
+                   Mmas mmas) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
-    Value stage = stageAddress(b, s);
-    acc = tails ? tailAwareMmas(b, s, stage, acc, first)
-                : tileMmas(b, stage, acc, first);
+    acc = mmas(b, stageAddress(b, s), acc, first);
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {
@@ -447,16 +425,37 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   if (skew)
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, b.idx(1)), kSkewBarrier,
                             256, /*arrive=*/false);
-  Value acc = kStep(b, zero, LLVM::PoisonOp::create(b, accType), true);
-  auto steps = [&](int64_t from, Value to, Value acc) {
+  auto steps = [&](Value from, Value to, Value acc, bool first, Mmas mmas) {
     return b.forLoop(
-        b.idx(from), to, {acc},
+        from, to, {acc},
         [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-          return {kStep(b, kt, in[0], false)};
+          return {kStep(b, kt, in[0], first, mmas)};
         })[0];
   };
+  Value acc = LLVM::PoisonOp::create(b, accType);
+  // Tail units: the item's kind from its first stage's mark, read once the
+  // stage is full; then a tile's K steps or a tail unit's, each in loops
+  // whose run-time bounds make the other kind's loops empty. The choice is
+  // between whole K steps, never inside a wgmma group: with two MMAs and a
+  // loop of one trip for the other two inside a step, ptxas closed the
+  // group at the branch and put a dummy wgmma after it, so that each step's
+  // wait_group(1) waited for the step's own MMAs (bench/NOTES.md v63).
+  Value tileSteps = b.idx(kSteps);
+  if (tails) {
+    auto [s, round] = stageOf(b, item.step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    tail = b.cmpi(CmpI::ne,
+                  nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
+                  b.i32(0));
+    Value isTile = b.select(tail, zero, b.idx(1));
+    acc = steps(zero, isTile, acc, true, tileMmas);
+    acc = steps(isTile, b.idx(1), acc, true, tailMmas);
+    tileSteps = b.select(tail, b.idx(1), tileSteps);
+  } else {
+    acc = kStep(b, zero, acc, true, tileMmas);
+  }
   if (skew) {
-    acc = steps(1, b.idx(skew), acc);
+    acc = steps(b.idx(1), b.idx(skew), acc, false, tileMmas);
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
                             /*arrive=*/true);
   }
@@ -476,7 +475,13 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     Value hasRows = b.cmpi(CmpI::ugt, item.tileRows, b.mul(cw, b.idx(64)));
     mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
   }
-  acc = steps(skew ? skew : 1, mmaSteps, acc);
+  if (tails) {
+    acc = steps(b.idx(1), tileSteps, acc, false, tileMmas);
+    acc = steps(b.idx(1), b.select(tail, mmaSteps, b.idx(1)), acc, false,
+                tailMmas);
+  } else {
+    acc = steps(b.idx(skew ? skew : 1), mmaSteps, acc, false, tileMmas);
+  }
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(
       b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));

@@ -278,11 +278,11 @@ private:
   Value consumeTile(LoweringBuilder &b, Value tid, Value cw,
                     const WorkItem &item);
   /// The wgmma descriptor of the K-major operand at shared `address`: the
-  /// 128-byte swizzle, or with `tail` (i1, may be null) true the 64-byte
-  /// one (tail units' stages). Only the constant high word is selected:
-  /// run-time offsets are folded into the address first (a run-time add
-  /// to a finished descriptor is miscompiled by ptxas, hopper/README P1).
-  Value kMajorDescriptor(LoweringBuilder &b, Value address, Value tail);
+  /// 128-byte swizzle, or with `tail` the 64-byte one (tail units'
+  /// stages). Only the constant high word differs: run-time offsets are
+  /// folded into the address first (a run-time add to a finished
+  /// descriptor is miscompiled by ptxas, hopper/README P1).
+  Value kMajorDescriptor(LoweringBuilder &b, Value address, bool tail);
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group

@@ -326,8 +326,7 @@ Value WgmmaKernel::kMajorDescriptor(LoweringBuilder &b, Value address,
   // between 8-row groups (bits 32-45, in 16 bytes): 1024 and 512 bytes.
   int64_t swizzle128 = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
   int64_t swizzle64 = (int64_t(2) << 62) | (int64_t(512 >> 4) << 32);
-  return arith::XOrIOp::create(b, desc,
-                               nvvm::i64(b, swizzle128 ^ swizzle64));
+  return arith::XOrIOp::create(b, desc, nvvm::i64(b, swizzle128 ^ swizzle64));
 }
 
 Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
@@ -387,8 +386,7 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // A tail unit's K step (kTailK deep): A (its 64 rows) at the stage start
   // for both warpgroups, then warpgroup w's weight tile (column tile
   // c + w), 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
-  auto tailMmas = [&](LoweringBuilder &b, Value stage, Value acc,
-                      bool first) {
+  auto tailMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first) {
     Value bAddr = add64(b, add64(b, stage, kTailABytes),
                         mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
     Value descA = kMajorDescriptor(b, stage, /*tail=*/true);

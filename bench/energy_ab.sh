@@ -16,7 +16,8 @@
 #
 # Environment: ROUNDS (default 2), CONFIGS (default gpt-oss-120b,
 # deepseek-v3,qwen3-30b-a3b), TS (default 16384), SECONDS_PER_CELL
-# (default 3), OUT (default ./energy-ab). Per folder and round:
+# (default 3), OUT (default ./energy-ab), BENCH_ARGS (more bench_moe.py
+# arguments, e.g. "--routing balanced"). Per folder and round:
 # OUT/<name>.<round>/ (bench_moe.py's .md / .json, every run's time) and a
 # line per cell in OUT/summary.txt: median, first / last 10% medians (us),
 # energy per call (mJ, L2 flush included), median board power (W).
@@ -39,7 +40,7 @@ for r in $(seq 1 "$ROUNDS"); do
     n="$(basename "$d").$r"
     BENCH_DUMP_TIMES=1 python3 "$d/bench_moe.py" --dir "$d" --out "$OUT/$n" --only-built \
       --skip-baselines --configs "$CONFIGS" --T "$TS" --budget 300 --max-runs 3000 \
-      --max-seconds-per-cell "$SECS" > "$OUT/$n.txt" 2>&1
+      --max-seconds-per-cell "$SECS" ${BENCH_ARGS:-} > "$OUT/$n.txt" 2>&1
     echo "energy_ab: $n rc=$?"
     python3 - "$OUT/$n" "$n" <<'PY' | tee -a "$OUT/summary.txt"
 import glob, json, sys

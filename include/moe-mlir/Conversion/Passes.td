@@ -399,12 +399,14 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     waiting for ptxas one kernel at a time. Without multithreading it is
     the upstream transformation.
 
-    With `modules=N` (default 4; 0 keeps them apart) the modules are first
+    With `modules=N` (default 2; 0 keeps them apart) the modules are first
     merged into at most N per set of module attributes (targets, offloading
     handler): largest first, each into the group with the fewest operations
     so far. Every module costs a fixed set-up in LLVM and a ptxas process;
-    N does not depend on the machine, so the binaries do not either, and 4
-    keeps two or more cores busy with the 13-15 kernels of a layer. A group
+    N does not depend on the machine, so the binaries do not either. 2
+    keeps two cores busy with the 13-15 kernels of a layer and compiled
+    three of the four model layers 0.2-0.3 s faster than 4 on a 2-core
+    machine (bench/NOTES.md, "Compile time", twenty-sixth session). A group
     keeps the name of its largest module; a kernel is renamed after the
     module it came from (`<module>` for a module's only kernel, else
     `<module>_<kernel>`, with the `__pdl` suffix kept) and the
@@ -418,7 +420,7 @@ def MoeGpuModuleToBinaryPass : Pass<"moe-gpu-module-to-binary",
     Option<"compilationTarget", "format", "std::string",
            /*default=*/"\"fatbin\"",
            "offload, assembly (isa), bin or fatbin, as gpu-module-to-binary">,
-    Option<"modules", "modules", "unsigned", /*default=*/"4",
+    Option<"modules", "modules", "unsigned", /*default=*/"2",
            "merge the gpu.modules into at most this many per set of module "
            "attributes first (kernels renamed after their modules); 0 keeps "
            "them apart">,

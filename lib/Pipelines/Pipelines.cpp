@@ -81,12 +81,22 @@ static void addHostDeallocation(OpPassManager &pm, bool deallocate) {
 }
 
 /// Host code (scf, math, arith, index, memref, cf, func; with `gpuToLLVM`
-/// the host side of gpu ops too) to the LLVM dialect.
+/// the host side of gpu ops too) to the LLVM dialect. With `gpuToLLVM`
+/// the conversions that work per operation run on the
+/// host functions and the kernel modules as nested pipelines, both at once
+/// on the context's threads (at module level each walked all of them on
+/// one thread; the kernels hold most of the IR).
 static void addHostToLLVM(OpPassManager &pm, bool gpuToLLVM) {
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
+  auto perOp = [&](auto create) {
+    if (!gpuToLLVM)
+      return pm.addPass(create());
+    pm.addNestedPass<func::FuncOp>(create());
+    pm.addNestedPass<gpu::GPUModuleOp>(create());
+  };
+  perOp([] { return createSCFToControlFlowPass(); });
+  perOp([] { return createConvertMathToLLVMPass(); });
+  perOp([] { return createArithToLLVMConversionPass(); });
+  perOp([] { return createConvertIndexToLLVMPass(); });
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
@@ -273,9 +283,13 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // them when vectorising, NVPTX would declare the element's).
   pm.addNestedPass<gpu::GPUModuleOp>(createMoeGpuAlignWorkgroupMemoryPass());
 
-  // Device code lowered to NVVM for the chip.
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
+  // Device code lowered to NVVM for the chip. (The strided-metadata and
+  // affine expansions run per kernel module and per host function: both
+  // kinds at once, on the context's threads.)
+  pm.addNestedPass<gpu::GPUModuleOp>(memref::createExpandStridedMetadataPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createLowerAffinePass());
+  pm.addNestedPass<func::FuncOp>(memref::createExpandStridedMetadataPass());
+  pm.addNestedPass<func::FuncOp>(createLowerAffinePass());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = options.features;

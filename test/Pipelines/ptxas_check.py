@@ -5,7 +5,8 @@ the given architecture. Prints one line per failure and a summary; exits 1
 if any kernel is rejected. With -v, prints a header per pipeline
 ("== <flags>: <n> kernels") and registers / spills per kernel (ptxas -v),
 which is where register-array spills would show up, and ptxas's
-"Potential Performance Loss" warnings (e.g. wgmma serialized), one line
+"Potential Performance Loss" warnings (e.g. wgmma serialized) and C7519
+(warpgroup.arrive injected), one line
 per warning ("<kernel>: ptxas warning: ..."). With --ptx-insn
 PREFIX (repeatable), a kernel line also lists the PTX instructions of the
 kernel that start with PREFIX, per opcode ("| ptx: <opcode> [<immediate
@@ -186,10 +187,13 @@ def main():
                     insns = ptx_insns(text, args.ptx_insn)
                     kernel_lines = [f"{name}: {used}" + (f" | ptx: {insns}" if insns else "")]
                     # ptxas's performance warnings (e.g. C7520: wgmma
-                    # serialized), one line each, under the kernel they
-                    # name (or the module's first kernel).
+                    # serialized) and its C7519 (a warpgroup.arrive it had
+                    # to inject: a branch inside a wgmma group, whose
+                    # group it then closes early; bench/NOTES.md v63), one
+                    # line each, under the kernel they name (or the
+                    # module's first kernel).
                     for l in asm.stderr.splitlines():
-                        if "Performance Loss" in l and (
+                        if ("Performance Loss" in l or "(C7519)" in l) and (
                             f"'{name}'" in l
                             or (name == names[0] and not any(f"'{n}'" in l for n in names))
                         ):

@@ -195,7 +195,7 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "units, its rows x two column tiles, one per consumer "
            "warpgroup, in stages of 32 K elements (64-byte swizzle), "
            "instead of a whole 128-row tile whose second warpgroup's "
-           "MMAs are wasted (bench/NOTES.md v62)">,
+           "MMAs are wasted (bench/NOTES.md v62, v63)">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

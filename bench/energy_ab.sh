@@ -20,7 +20,9 @@
 # arguments, e.g. "--routing balanced"). Per folder and round:
 # OUT/<name>.<round>/ (bench_moe.py's .md / .json, every run's time) and a
 # line per cell in OUT/summary.txt: median, first / last 10% medians (us),
-# energy per call (mJ, L2 flush included), median board power (W).
+# energy per call (mJ, L2 flush included), median board power (W); at the
+# end OUT/ratios.txt: per cell, each folder's mean median time and energy
+# per call over the rounds, and their change against the first folder.
 #
 #===----------------------------------------------------------------------===#
 set -uo pipefail
@@ -59,3 +61,36 @@ for path in glob.glob(out + "/*.json"):
 PY
   done
 done
+# Per cell, each folder against the first (means over the rounds): median
+# time and energy per call, and their ratios.
+python3 - "$OUT/summary.txt" <<'PY' | tee "$OUT/ratios.txt"
+import re, sys
+from collections import defaultdict
+cells = defaultdict(lambda: defaultdict(list))
+order = []
+for line in open(sys.argv[1]):
+    m = re.match(r"(\S+)\.\d+ (\S+) T=(\d+): runs \d+ median (\S+) .* mJ/call (\S+)", line)
+    if not m:
+        continue
+    name, layer, T, us, mj = m.groups()
+    if name not in order:
+        order.append(name)
+    try:
+        cells[(layer, int(T))][name].append((float(us), float(mj)))
+    except ValueError:
+        pass
+for (layer, T), by in sorted(cells.items()):
+    base = by.get(order[0])
+    if not base:
+        continue
+    bus = sum(u for u, _ in base) / len(base)
+    bmj = sum(e for _, e in base) / len(base)
+    parts = ["%s %.0f us %.0f mJ" % (order[0], bus, bmj)]
+    for name in order[1:]:
+        if by.get(name):
+            us = sum(u for u, _ in by[name]) / len(by[name])
+            mj = sum(e for _, e in by[name]) / len(by[name])
+            parts.append("%s %.0f us (%+.1f%%) %.0f mJ (%+.1f%%)"
+                         % (name, us, 100 * (us / bus - 1), mj, 100 * (mj / bmj - 1)))
+    print("%s T=%d: %s" % (layer, T, "; ".join(parts)))
+PY

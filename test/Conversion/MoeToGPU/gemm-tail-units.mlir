@@ -5,7 +5,7 @@
 
 // Tail units (wgmma-tail-units): an expert's last row tile of at most 64 rows
 // runs as units of (its rows, column tiles c and c + 1), consumer warpgroup
-// w on column tile c + w, in 2 * 4 K steps of 32 elements (K = 256), instead
+// w on column tile c + w, in 2 * 4 stages of 32 K elements (K = 256), instead
 // of a whole 128-row tile whose second warpgroup multiplies zeros.
 // - Host: a second tensor map of the weights, boxes of 32 K elements x 128
 //   rows, 64-byte swizzle (2); the kernel runs only when both maps exist.
@@ -18,13 +18,14 @@
 //   tail's rows go to all 128 row-table entries (row t % 64). A tile's
 //   stages are marked 0.
 // - Consumers: the item's first stage's mark, read once that stage is
-//   full, picks between a tile's K steps (4 k16 MMAs each) and a tail
-//   unit's (A at the stage for both warpgroups, B at 4096 + 16384 w, the
-//   descriptors' xor turning 128-byte mode 1 / stride 1024 into 64-byte
-//   mode 2 / stride 512: 0xC000006000000000; 2 k16 MMAs each): loops whose
-//   run-time bounds leave the other kind's empty (1 or 0 first steps, then
-//   4 or 8 steps), so no branch falls inside a wgmma group; the epilogue's
-//   column tile is c + w, clamped.
+//   full, selects every K step's operands: a tile's step is one stage (4
+//   k16 MMAs), a tail unit's two (2 k16 MMAs on each: A at the stage for
+//   both warpgroups, B at 4096 + 16384 w, the descriptors' xor turning
+//   128-byte mode 1 / stride 1024 into 64-byte mode 2 / stride 512:
+//   0xC000006000000000), so both kinds run one loop of 4 groups of four
+//   MMAs, with no branch inside a wgmma group (the second stage's wait and
+//   release are under the mark, outside the groups); the epilogue's column
+//   tile is c + w, clamped.
 
 // CHECK-LABEL: func.func @gathered(
 // CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c9{{.*}}, %c256{{.*}}, %c512{{.*}}, %c8{{.*}}, %{{.*}}, %{{.*}}, %c64{{.*}}, %c128{{.*}}, %c1{{.*}}, %c3{{.*}}, %c3{{.*}})
@@ -59,45 +60,40 @@
 // CHECK: %c192_i64 = arith.constant 192 : i64
 // CHECK: %[[MARK:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> i32
 // CHECK: %[[TAIL:.*]] = arith.cmpi ne, %[[MARK]], %c0
-// CHECK: %[[ISTILE:.*]] = arith.select %[[TAIL]], %c0{{.*}}, %c1{{.*}} : index
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[ISTILE]] step
+// The first K step: its first stage again, the second (a tail unit's) under
+// the mark, then one group of four MMAs whose descriptors the mark selects.
 // CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: scf.if %[[TAIL]] {
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: }
 // CHECK: %c16384_i64{{.*}} = arith.constant 16384 : i64
-// CHECK-NOT: arith.xori
+// CHECK: %c4096_i64 = arith.constant 4096 : i64
+// CHECK: %[[FLIP:.*]] = arith.constant -4611685606110527488 : i64
+// CHECK: arith.xori %{{.*}}, %[[FLIP]] : i64
+// CHECK-COUNT-3: arith.xori
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// CHECK-NEXT: %[[A0:.*]] = arith.select %[[TAIL]], %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT: %[[B0:.*]] = arith.select %[[TAIL]], %{{.*}}, %{{.*}} : i64
+// CHECK-NEXT: nvvm.wgmma.mma_async %[[A0]], %[[B0]], {{.*}} D[<f32>, <zero>]
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: scf.for %{{.*}} = %[[ISTILE]] to %c1{{.*}} step
+// The other K steps: one loop for both kinds (kSteps = 4 groups), the
+// previous step's stages released (a tail unit's second under the mark).
+// CHECK: %[[STEPS:.*]] = arith.select %[[TAIL]], %c8{{.*}}, %c4{{.*}} : index
+// CHECK: scf.for %{{.*}} = %c1{{.*}} to %c4{{.*}} step
+// CHECK: scf.if %[[TAIL]] {
 // CHECK: nvvm.mbarrier.try_wait.parity
-// CHECK: %c16384_i64{{.*}} = arith.constant 16384 : i64
-// CHECK: arith.muli %{{.*}}, %c16384_i64{{.*}} : i64
-// CHECK: %c4096_i64 = arith.constant 4096 : i64
-// CHECK: %[[FLIP:.*]] = arith.constant -4611685606110527488 : i64
-// CHECK: arith.xori %{{.*}}, %[[FLIP]] : i64
-// CHECK: arith.xori
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-NEXT: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
-// CHECK-NEXT: arith.constant 2 : i64
-// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
-// CHECK-NOT: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: %[[TILESTEPS:.*]] = arith.select %[[TAIL]], %c1{{.*}}, %c4{{.*}} : index
-// CHECK: %[[TAILSTEPS:.*]] = arith.select %[[TAIL]], %c8{{.*}}, %c4{{.*}} : index
-// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[TILESTEPS]] step
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: %[[TAILLOOP:.*]] = arith.select %[[TAIL]], %[[TAILSTEPS]], %c1{{.*}} : index
-// CHECK: scf.for %{{.*}} = %c1{{.*}} to %[[TAILLOOP]] step
-// CHECK: arith.xori
-// CHECK: arith.xori
-// CHECK-COUNT-2: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>]
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: scf.if %[[TAIL]] {
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NOT: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: return
 
 // Off (the default; with skewed consumers or the direct epilogue, which tail

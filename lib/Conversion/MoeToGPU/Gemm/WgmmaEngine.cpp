@@ -383,21 +383,6 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
     return acc;
   };
-  // A tail unit's K step (kTailK deep): A (its 64 rows) at the stage start
-  // for both warpgroups, then warpgroup w's weight tile (column tile
-  // c + w), 64-byte rows of kTailK elements: two k16 steps of +32 bytes.
-  auto tailMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first) {
-    Value bAddr = add64(b, add64(b, stage, kTailABytes),
-                        mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
-    Value descA = kMajorDescriptor(b, stage, /*tail=*/true);
-    Value descB = kMajorDescriptor(b, bAddr, /*tail=*/true);
-    nvvm::wgmmaFence(b);
-    for (int64_t k16 = 0; k16 < kTailK / 16; ++k16)
-      acc = nvvm::wgmma(b, acc, add64(b, descA, 2 * k16),
-                        add64(b, descB, 2 * k16), mmaN, bf16, false, false,
-                        /*accumulate=*/!(first && k16 == 0));
-    return acc;
-  };
   using Mmas = function_ref<Value(LoweringBuilder &, Value, Value, bool)>;
   // One K step: wait for the stage, its MMAs, and the release of the step
   // before it, whose group has now finished reading its stage.
@@ -430,25 +415,74 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
           return {kStep(b, kt, in[0], first, mmas)};
         })[0];
   };
+  // With tail units, K step kt of either kind, one group of four k16 MMAs:
+  // a tile's stage item.step + kt (K 0..63), or a tail unit's two stages
+  // item.step + 2 kt and the next (kTailK each: A, its 64 rows, at the
+  // stage start for both warpgroups, then warpgroup w's weight tile,
+  // column tile c + w, 64-byte rows, the 64-byte swizzle). The kind
+  // selects between finished descriptors (run-time values only in the
+  // addresses, hopper/README P1), so both kinds share one loop: the same
+  // MMAs per group as a tile without tails, and no second MMA loop over
+  // the accumulators (two more loops cost ptxas ~90 ms a kernel, bench/
+  // NOTES.md v64).
+  auto tailAwareStep = [&](LoweringBuilder &b, Value kt, Value acc,
+                           bool first) {
+    Value step0 = b.add(item.step, b.select(tail, b.add(kt, kt), kt));
+    auto [s0, round0] = stageOf(b, step0);
+    nvvm::mbarrierWait(b, fullBarrier(b, s0), parity(b, round0));
+    auto [s1, round1] = stageOf(b, b.add(step0, b.idx(1)));
+    when(b, tail, [&](LoweringBuilder &b) {
+      nvvm::mbarrierWait(b, fullBarrier(b, s1), parity(b, round1));
+    });
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage0 = stageAddress(b, s0);
+    Value tileA = kMajorDescriptor(b, add64(b, stage0, aOffset), false);
+    Value tileB = kMajorDescriptor(b, add64(b, stage0, aBytes()), false);
+    Value tailBOffset = add64(b, nvvm::i64(b, kTailABytes),
+                              mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
+    Value tailA[2], tailB[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      Value stage = h ? stageAddress(b, s1) : stage0;
+      tailA[h] = kMajorDescriptor(b, stage, true);
+      tailB[h] = kMajorDescriptor(b, add64(b, stage, tailBOffset), true);
+    }
+    nvvm::wgmmaFence(b);
+    for (int64_t k16 = 0; k16 < kTileK / 16; ++k16) {
+      int64_t h = k16 / (kTailK / 16), inTail = k16 % (kTailK / 16);
+      Value descA = b.select(tail, add64(b, tailA[h], 2 * inTail),
+                             add64(b, tileA, 2 * k16));
+      Value descB = b.select(tail, add64(b, tailB[h], 2 * inTail),
+                             add64(b, tileB, 2 * k16));
+      acc = nvvm::wgmma(b, acc, descA, descB, mmaN, bf16, false, false,
+                        /*accumulate=*/!(first && k16 == 0));
+    }
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 1);
+    if (!first) {
+      // The previous step's stages: a tile's one, a tail unit's two.
+      auto release = [&](LoweringBuilder &b, int64_t back) {
+        releaseStage(b, ct,
+                     arith::RemUIOp::create(b, b.sub(step0, b.idx(back)),
+                                            b.idx(stages)));
+      };
+      release(b, 1);
+      when(b, tail, [&](LoweringBuilder &b) { release(b, 2); });
+    }
+    return acc;
+  };
   Value acc = LLVM::PoisonOp::create(b, accType);
   // Tail units: the item's kind from its first stage's mark, read once the
-  // stage is full; then a tile's K steps or a tail unit's, each in loops
-  // whose run-time bounds make the other kind's loops empty. The choice is
-  // between whole K steps, never inside a wgmma group: with two MMAs and a
-  // loop of one trip for the other two inside a step, ptxas closed the
-  // group at the branch and put a dummy wgmma after it, so that each step's
-  // wait_group(1) waited for the step's own MMAs (bench/NOTES.md v63).
-  Value tileSteps = b.idx(kSteps);
+  // stage is full (the mark selects the operands of every step). (A form
+  // that chose the kind by a branch inside the wgmma group, v62, made
+  // ptxas close the group early and add a dummy wgmma: each step waited
+  // for its own MMAs, bench/NOTES.md v63.)
   if (tails) {
     auto [s, round] = stageOf(b, item.step);
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     tail = b.cmpi(CmpI::ne,
                   nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
                   b.i32(0));
-    Value isTile = b.select(tail, zero, b.idx(1));
-    acc = steps(zero, isTile, acc, true, tileMmas);
-    acc = steps(isTile, b.idx(1), acc, true, tailMmas);
-    tileSteps = b.select(tail, b.idx(1), tileSteps);
+    acc = tailAwareStep(b, zero, acc, true);
   } else {
     acc = kStep(b, zero, acc, true, tileMmas);
   }
@@ -474,16 +508,24 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
   }
   if (tails) {
-    acc = steps(b.idx(1), tileSteps, acc, false, tileMmas);
-    acc = steps(b.idx(1), b.select(tail, mmaSteps, b.idx(1)), acc, false,
-                tailMmas);
+    acc = b.forLoop(
+        b.idx(1), b.idx(kSteps), b.idx(1), {acc},
+        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+          return {tailAwareStep(b, kt, in[0], false)};
+        })[0];
   } else {
     acc = steps(b.idx(skew ? skew : 1), mmaSteps, acc, false, tileMmas);
   }
   nvvm::wgmmaWait(b, 0);
-  Value last = arith::RemUIOp::create(
-      b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
+  Value end = b.add(item.step, mmaSteps);
+  Value last = arith::RemUIOp::create(b, b.sub(end, b.idx(1)), b.idx(stages));
   releaseStage(b, ct, last);
+  if (tails)
+    when(b, tail, [&](LoweringBuilder &b) {
+      releaseStage(
+          b, ct,
+          arith::RemUIOp::create(b, b.sub(end, b.idx(2)), b.idx(stages)));
+    });
   if (idleSkip)
     forEach(b, mmaSteps, b.idx(kSteps), b.idx(1),
             [&](LoweringBuilder &b, Value kt) {

@@ -344,15 +344,17 @@ def write(args, meta, cells):
     return text
 
 
-def run_cell(args, timer, config, T, w1, w2, activation, limit):
+def cell_of(config, T, **fields):
+    """A result cell: the config's shape and T, then `fields`."""
     H, I, E, k = CONFIGS[config]
-    cell = dict(
-        config=config,
-        H=H,
-        I=I,
-        E=E,
-        k=k,
-        T=T,
+    return dict(config=config, H=H, I=I, E=E, k=k, T=T, **fields)
+
+
+def run_cell(args, timer, config, T, w1, w2, activation, limit):
+    _, _, E, k = CONFIGS[config]
+    cell = cell_of(
+        config,
+        T,
         us=None,
         min_us=None,
         first_us=None,
@@ -495,24 +497,12 @@ def main():
     t_start = time.time()
     with torch.no_grad():
         for config in configs:
-            H, I, E, k = CONFIGS[config]
             w1 = w2 = None
             try:
                 w1, w2 = make_weights(config, args.w_layout)
             except Exception as ex:  # noqa: BLE001
                 for T in Ts:
-                    cells.append(
-                        dict(
-                            config=config,
-                            H=H,
-                            I=I,
-                            E=E,
-                            k=k,
-                            T=T,
-                            ok=False,
-                            error="weights: " + short(ex),
-                        )
-                    )
+                    cells.append(cell_of(config, T, ok=False, error="weights: " + short(ex)))
                 write(args, meta, cells)
                 continue
             for T in Ts:

@@ -6,8 +6,8 @@ if any kernel is rejected. With -v, prints a header per pipeline
 ("== <flags>: <n> kernels") and registers / spills per kernel (ptxas -v),
 which is where register-array spills would show up, and ptxas's
 "Potential Performance Loss" warnings (e.g. wgmma serialized) and C7519
-(warpgroup.arrive injected), one line
-per warning ("<kernel>: ptxas warning: ..."). With --ptx-insn
+infos (warpgroup.arrive injected), one line per warning ("<kernel>: ptxas
+warning: ..."). With --ptx-insn
 PREFIX (repeatable), a kernel line also lists the PTX instructions of the
 kernel that start with PREFIX, per opcode ("| ptx: <opcode> [<immediate
 operands>] x<count>, ..."), e.g. --ptx-insn setmaxnreg --ptx-insn wgmma.

@@ -383,16 +383,14 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
     return acc;
   };
-  using Mmas = function_ref<Value(LoweringBuilder &, Value, Value, bool)>;
   // One K step: wait for the stage, its MMAs, and the release of the step
   // before it, whose group has now finished reading its stage.
-  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first,
-                   Mmas mmas) {
+  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
-    acc = mmas(b, stageAddress(b, s), acc, first);
+    acc = tileMmas(b, stageAddress(b, s), acc, first);
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
     if (!first) {
@@ -408,11 +406,11 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   if (skew)
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, b.idx(1)), kSkewBarrier,
                             256, /*arrive=*/false);
-  auto steps = [&](Value from, Value to, Value acc, bool first, Mmas mmas) {
+  auto steps = [&](int64_t from, Value to, Value acc) {
     return b.forLoop(
-        from, to, {acc},
+        b.idx(from), to, {acc},
         [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-          return {kStep(b, kt, in[0], first, mmas)};
+          return {kStep(b, kt, in[0], false)};
         })[0];
   };
   // With tail units, K step kt of either kind, one group of four k16 MMAs:
@@ -425,6 +423,17 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // MMAs per group as a tile without tails, and no second MMA loop over
   // the accumulators (two more loops cost ptxas ~90 ms a kernel, bench/
   // NOTES.md v64).
+  // Releases the stages of the step that ends before pipeline step `end`:
+  // a tile's one, a tail unit's two.
+  auto releaseStepBefore = [&](LoweringBuilder &b, Value end) {
+    auto release = [&](LoweringBuilder &b, int64_t back) {
+      releaseStage(
+          b, ct,
+          arith::RemUIOp::create(b, b.sub(end, b.idx(back)), b.idx(stages)));
+    };
+    release(b, 1);
+    when(b, tail, [&](LoweringBuilder &b) { release(b, 2); });
+  };
   auto tailAwareStep = [&](LoweringBuilder &b, Value kt, Value acc,
                            bool first) {
     Value step0 = b.add(item.step, b.select(tail, b.add(kt, kt), kt));
@@ -458,16 +467,8 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     }
     nvvm::wgmmaCommit(b);
     nvvm::wgmmaWait(b, 1);
-    if (!first) {
-      // The previous step's stages: a tile's one, a tail unit's two.
-      auto release = [&](LoweringBuilder &b, int64_t back) {
-        releaseStage(b, ct,
-                     arith::RemUIOp::create(b, b.sub(step0, b.idx(back)),
-                                            b.idx(stages)));
-      };
-      release(b, 1);
-      when(b, tail, [&](LoweringBuilder &b) { release(b, 2); });
-    }
+    if (!first)
+      releaseStepBefore(b, step0);
     return acc;
   };
   Value acc = LLVM::PoisonOp::create(b, accType);
@@ -484,10 +485,10 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                   b.i32(0));
     acc = tailAwareStep(b, zero, acc, true);
   } else {
-    acc = kStep(b, zero, acc, true, tileMmas);
+    acc = kStep(b, zero, acc, true);
   }
   if (skew) {
-    acc = steps(b.idx(1), b.idx(skew), acc, false, tileMmas);
+    acc = steps(1, b.idx(skew), acc);
     nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
                             /*arrive=*/true);
   }
@@ -509,23 +510,21 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   }
   if (tails) {
     acc = b.forLoop(
-        b.idx(1), b.idx(kSteps), b.idx(1), {acc},
+        b.idx(1), b.idx(kSteps), {acc},
         [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
           return {tailAwareStep(b, kt, in[0], false)};
         })[0];
   } else {
-    acc = steps(b.idx(skew ? skew : 1), mmaSteps, acc, false, tileMmas);
+    acc = steps(skew ? skew : 1, mmaSteps, acc);
   }
   nvvm::wgmmaWait(b, 0);
-  Value end = b.add(item.step, mmaSteps);
-  Value last = arith::RemUIOp::create(b, b.sub(end, b.idx(1)), b.idx(stages));
-  releaseStage(b, ct, last);
-  if (tails)
-    when(b, tail, [&](LoweringBuilder &b) {
-      releaseStage(
-          b, ct,
-          arith::RemUIOp::create(b, b.sub(end, b.idx(2)), b.idx(stages)));
-    });
+  if (tails) {
+    releaseStepBefore(b, b.add(item.step, mmaSteps));
+  } else {
+    Value last = arith::RemUIOp::create(
+        b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
+    releaseStage(b, ct, last);
+  }
   if (idleSkip)
     forEach(b, mmaSteps, b.idx(kSteps), b.idx(1),
             [&](LoweringBuilder &b, Value kt) {

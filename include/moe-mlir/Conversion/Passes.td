@@ -225,7 +225,8 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "one kernel, a cluster of up to 8 blocks that route 8 rows each "
            "and meet in distributed shared memory for the dispatch sort, "
            "chosen on the host at run time; more rows keep the route "
-           "kernel and the dispatch kernels">,
+           "kernel and the dispatch kernels (sm_90 and later: older "
+           "chips always keep them)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -204,7 +204,7 @@ struct MoeLowerToNvvmOptions
       *this, "route-dispatch-small",
       llvm::cl::desc("moe.route_dispatch with at most 64 rows as one "
                      "kernel, a cluster of up to 8 blocks (chosen at run "
-                     "time)"),
+                     "time; sm_90 and later)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",

@@ -1193,7 +1193,9 @@ void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
   mode.redux = chipAtLeast(chip, 80);
   mode.matchSync = chipAtLeast(chip, 70);
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);
-  if (smallRouteDispatch)
+  // The one-kernel form runs in a thread-block cluster (sm_90 and later);
+  // older chips keep the split form (route, then dispatch).
+  if (smallRouteDispatch && chipAtLeast(chip, 90))
     patterns.add<RouteDispatchToGPU>(patterns.getContext(), mode,
                                      allowDependents);
 }

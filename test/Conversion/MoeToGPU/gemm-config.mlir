@@ -268,18 +268,18 @@
 // CPA-LABEL: func.func @bf16_kmajor(
 // CPA: dynamic_shared_memory_size %c231936_i32 {
 // CPA-COUNT-6: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c128_i32
-// CPA: nvvm.setmaxregister decrease 40
+// CPA: nvvm.setmaxregister decrease 104
 // CPA-COUNT-16: nvvm.cp.async.shared.global
 // CPA-NOT: nvvm.cp.async.shared.global
-// CPA: nvvm.setmaxregister increase 232
+// CPA: nvvm.setmaxregister increase 200
 // CPA: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>,
 
 // CPA256-LABEL: func.func @bf16_kmajor(
 // CPA256: dynamic_shared_memory_size %c231936_i32 {
-// CPA256: nvvm.setmaxregister decrease 40
+// CPA256: nvvm.setmaxregister decrease 104
 // CPA256-COUNT-24: nvvm.cp.async.shared.global
 // CPA256-NOT: nvvm.cp.async.shared.global
-// CPA256: nvvm.setmaxregister increase 232
+// CPA256: nvvm.setmaxregister increase 200
 // CPA256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>,
 
 // FIT7-LABEL: func.func @bf16_kmajor(

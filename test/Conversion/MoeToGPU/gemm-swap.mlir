@@ -158,18 +158,19 @@
 // L2: call @moeRuntimeTensorMap3D({{.*}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
 
 // Rows <= 4 x 8, 32 tokens x 128 weight rows: two consumer warpgroups
-// (setmaxnreg), one block per SM, boxes of 64 rows.
+// (no setmaxnreg: their m64n32 accumulators fit in the registers at entry,
+// where ptxas ignored it, C7508), one block per SM, boxes of 64 rows.
 // T32-LABEL: func.func @plain(
 // T32: arith.cmpi ule, %{{[a-z0-9_]+}}, %c32{{(_[0-9]+)?}} : index
 // T32: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64{{(_[0-9]+)?}}, %c64_i64{{(_[0-9]+)?}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c0_i64{{(_[0-9]+)?}})
 // T32: arith.minui %{{[a-z0-9_]+}}, %c132{{(_[0-9]+)?}} : index
 // T32: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384{{(_[0-9]+)?}}, {{.*}}) dynamic_shared_memory_size %c223744_i32 {
 // T32-COUNT-10: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
-// T32: nvvm.setmaxregister decrease 40
+// T32-NOT: nvvm.setmaxregister
 // T32-COUNT-4: nvvm.cp.async.shared.global
 // T32-NOT: nvvm.cp.async.shared.global
 // T32: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c32768_i32
-// T32: nvvm.setmaxregister increase 232
+// T32-NOT: nvvm.setmaxregister
 // T32: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <zero>]
 // T32: nvvm.barrier id = %c1_i32{{(_[0-9]+)?}} number_of_threads = %c256_i32{{(_[0-9]+)?}}
 

@@ -297,8 +297,8 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
   config.tileM = tileM;
   config.tileN = options.wgmmaSwapTileN ? options.wgmmaSwapTileN : 64;
   // 64 weight rows: one consumer warpgroup, 256 threads, two blocks per
-  // SM (more loads in flight per SM); 128: two consumers with setmaxnreg,
-  // one block per SM.
+  // SM (more loads in flight per SM); 128: two consumers, one block per SM
+  // (their token-tile accumulators need no setmaxnreg).
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
   config.l2PromotionBytes = options.wgmmaSwapL2Promotion;
   config.stageK = options.wgmmaSwapStageK;

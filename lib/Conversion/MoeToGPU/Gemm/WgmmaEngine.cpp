@@ -17,7 +17,8 @@
 // - Block: 128 * (1 + tileM / 64) threads. Warpgroup 0 is the producer,
 //   warpgroups 1.. each consume 64 rows x tileN of the tileM x tileN tile
 //   with wgmma m64n<tileN>k16 (f32 accumulators in registers).
-//   setmaxnreg moves registers from the producer to the consumers.
+//   setmaxnreg moves registers from the producer to the consumers (two
+//   of them, tileN >= 128: WgmmaKernel::registerSplit).
 // - Operand loaders: the producer's 128 threads copy the lhs rows (through
 //   `gather`; rows outside [0, rows(lhs)) and K past the end read zero) and
 //   the rhs tile with 16-byte cp.async, applying the 128-byte swizzle by
@@ -655,8 +656,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
       kb, isProducer,
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
-        if (consumers > 1)
-          nvvm::setMaxRegisters(b, tails ? kTailProducerRegs : kProducerRegs,
+        if (registerSplit)
+          nvvm::setMaxRegisters(b, registerBudget().first,
                                 /*increase=*/false);
         forEachItem(b, tid, blockX, gridX,
                     [&](LoweringBuilder &b, const WorkItem &item) -> Value {
@@ -688,8 +689,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
       },
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
-        if (consumers > 1)
-          nvvm::setMaxRegisters(b, tails ? kTailConsumerRegs : kConsumerRegs,
+        if (registerSplit)
+          nvvm::setMaxRegisters(b, registerBudget().second,
                                 /*increase=*/true);
         Value cw = b.sub(wg, b.idx(1));
         // The uncovered rows (elide-fills), while the first stages load:

@@ -61,6 +61,15 @@ inline constexpr int64_t kTailProducerRegs = 64, kTailConsumerRegs = 208;
 static_assert((kEntryRegs - kTailProducerRegs) * 128 >=
                   (kTailConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
+/// The same with the weight tiles by cp.async (wgmma-tma=false), whose
+/// producer copies both operands: at 40 it spilled 104-124 bytes, at 64
+/// 16-24 (Qwen3-30B-A3B, Mixtral-8x7B), at 88 8-24 (Mixtral-8x7B
+/// unfused); 104 leaves the consumers 200, no spills in any case of
+/// test/GPU/cases, fused or not (found by test/Fuzz/options_fuzz.py).
+inline constexpr int64_t kCpAsyncProducerRegs = 104, kCpAsyncConsumerRegs = 200;
+static_assert((kEntryRegs - kCpAsyncProducerRegs) * 128 >=
+                  (kCpAsyncConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
 
 /// One work item of the persistent loop.
 struct WorkItem {
@@ -92,6 +101,8 @@ public:
         cluster(config.cluster), swap(config.swapAB),
         ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
+        registerSplit(consumers > 1 &&
+                      (config.swapAB ? config.tileM : config.tileN) >= 128),
         kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -113,6 +124,15 @@ public:
   void emitBody(LoweringBuilder &kb, const KernelIds &ids, int64_t threads);
 
 private:
+  /// Registers per thread after setmaxnreg (registerSplit): producer,
+  /// consumers.
+  std::pair<int64_t, int64_t> registerBudget() const {
+    if (tails)
+      return {kTailProducerRegs, kTailConsumerRegs};
+    if (!rhsMap)
+      return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
+    return {kProducerRegs, kConsumerRegs};
+  }
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
   /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
@@ -417,6 +437,13 @@ private:
   /// Launched programmatically (config.programmatic).
   const bool programmatic;
   const int64_t consumers;
+  /// setmaxnreg moves registers from the producer to the consumers: with
+  /// two consumer warpgroups whose accumulators are at least m64n128 (64
+  /// registers a thread). Narrower ones (the small-M kernel's token tiles,
+  /// wgmma-tile-n 64 / 96) fit in the 168 registers at entry; ptxas then
+  /// allocates fewer than 168 and ignores setmaxnreg ("unable to determine
+  /// register count at entry", C7508, found by test/Fuzz/options_fuzz.py).
+  const bool registerSplit;
   /// 64-element K slices per stage (config.stageK / 64) and K steps.
   const int64_t kSlices, kSteps;
   const bool concat;

@@ -175,6 +175,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaConsumerSkew = options.wgmmaConsumerSkew;
   gemm.wgmmaIdleSkip = options.wgmmaIdleSkip;
   gemm.wgmmaTailUnits = options.wgmmaTailUnits;
+  gemm.wgmmaProducerRegisters = options.wgmmaProducerRegisters;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -238,6 +239,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaConsumerSkew = gemm.wgmmaConsumerSkew;
   kernels.wgmmaIdleSkip = gemm.wgmmaIdleSkip;
   kernels.wgmmaTailUnits = gemm.wgmmaTailUnits;
+  kernels.wgmmaProducerRegisters = gemm.wgmmaProducerRegisters;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

@@ -196,6 +196,15 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "warpgroup, in stages of 32 K elements (64-byte swizzle), "
            "instead of a whole 128-row tile whose second warpgroup's "
            "MMAs are wasted (bench/NOTES.md v62, v63)">,
+    Option<"wgmmaProducerRegisters", "wgmma-producer-registers", "int64_t",
+           /*default=*/"0",
+           "Main Hopper kernel: registers per thread the producer "
+           "warpgroup keeps after setmaxnreg, a multiple of 8 in [24, "
+           "160]; the two consumer warpgroups take what it gives up (168 "
+           "+ (168 - P) / 2, at most 256, rounded down to 8). 0: cost "
+           "model (40, the consumers 232; 64 / 208 with tail units, 104 / "
+           "200 with the weights by cp.async). Kernels whose "
+           "accumulators fit the registers at entry move none">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,

@@ -176,6 +176,13 @@ struct MoeLowerToNvvmOptions
                      "column tiles, one per consumer warpgroup, in stages "
                      "of 32 K elements) instead of a whole 128-row tile"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> wgmmaProducerRegisters{
+      *this, "wgmma-producer-registers",
+      llvm::cl::desc("Main Hopper kernel: registers per thread the "
+                     "producer warpgroup keeps after setmaxnreg (a "
+                     "multiple of 8 in [24, 160]; the consumers take what "
+                     "it gives up); 0: cost model"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> wgmmaSwapTileN{
       *this, "wgmma-swap-tile-n",
       llvm::cl::desc("Small-M kernel weight rows per block: 64 or 128 (0: "

@@ -102,6 +102,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaConsumerSkew = wgmmaConsumerSkew;
     gemmOptions.wgmmaIdleSkip = wgmmaIdleSkip;
     gemmOptions.wgmmaTailUnits = wgmmaTailUnits;
+    gemmOptions.wgmmaProducerRegisters = wgmmaProducerRegisters;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

@@ -80,6 +80,9 @@
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-tile-n=256 wgmma-stages=6 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-SMEM64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=6 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=FIT6
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-stages=4 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=FIT4
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-producer-registers=56 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=PR56
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-producer-registers=24 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=PR24
+// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-producer-registers=44 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-PR
 //
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
@@ -89,6 +92,7 @@
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-stages=9 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-ST9
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-stages=8 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM128
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=256 wgmma-stages=5 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-SMEM256
+// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-producer-registers=168 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-PR
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
 // PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
@@ -105,6 +109,8 @@
 // OP-ST7: error: 'moe.expert_gemm' op wgmma-stages 7 does not fit the 128 x 128 tile in shared memory (at most 6 stages)
 // PASS-SMEM256: error: convert-moe-to-gpu: wgmma-stages 5 with a 128 x 256 tile needs more than 227 KiB of shared memory
 // PASS-SMEM64: error: convert-moe-to-gpu: wgmma-stages 6 with a 64 x 256 tile needs more than 227 KiB of shared memory
+// PASS-PR: error: convert-moe-to-gpu: wgmma-producer-registers must be 0 (cost model) or a multiple of 8 in [24, 160] (got 44)
+// PIPE-PR: error: moe-lower-to-nvvm: wgmma-producer-registers must be 0 (cost model) or a multiple of 8 in [24, 160] (got 168)
 
 // PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
 // PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
@@ -229,15 +235,29 @@
 // TN256: nvvm.setmaxregister increase 232
 // TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
 
+// Accumulators of 64 columns fit the registers at entry: no setmaxnreg.
 // TN64-LABEL: func.func @bf16_kmajor(
 // TN64: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // TN64-COUNT-16: nvvm.mbarrier.init
 // TN64-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // TN64-NOT: nvvm.mbarrier.init
+// TN64-NOT: nvvm.setmaxregister
 // TN64-COUNT-8: nvvm.cp.async.shared.global
 // TN64-NOT: nvvm.cp.async.shared.global
 // TN64: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
+// TN64-NOT: nvvm.setmaxregister
 // TN64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){31}f32}})> ->
+
+// wgmma-producer-registers: the producer keeps P, the consumers take what
+// it gives up (168 + (168 - P) / 2, rounded down to 8).
+// PR56-LABEL: func.func @bf16_kmajor(
+// PR56: nvvm.setmaxregister decrease 56
+// PR56: nvvm.setmaxregister increase 224
+// PR56: nvvm.wgmma.mma_async
+// PR24-LABEL: func.func @bf16_kmajor(
+// PR24: nvvm.setmaxregister decrease 24
+// PR24: nvvm.setmaxregister increase 240
+// PR24: nvvm.wgmma.mma_async
 
 // One consumer warpgroup: 64-row tiles (grid from ceil(M / 64)), 256
 // threads, 128 consumer arrivals on the empty barriers, no register moves.

@@ -71,6 +71,10 @@ struct MoeGemmOptions {
   /// Main Hopper kernel: an expert's last row tile of at most 64 rows runs
   /// as tail units (two column tiles, one per consumer warpgroup).
   bool wgmmaTailUnits = false;
+  /// Main Hopper kernel: registers per thread the producer warpgroup keeps
+  /// after setmaxnreg (0: cost model; else a multiple of 8 in [24, 160]);
+  /// the consumers take what it gives up.
+  int64_t wgmmaProducerRegisters = 0;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

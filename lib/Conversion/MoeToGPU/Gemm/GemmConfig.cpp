@@ -102,6 +102,13 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (options.wgmmaConsumerSkew < -1 || options.wgmmaConsumerSkew > 7)
     return "wgmma-consumer-skew must be -1 (cost model) or in [0, 7] (got " +
            std::to_string(options.wgmmaConsumerSkew) + ")";
+  if (options.wgmmaProducerRegisters != 0 &&
+      (options.wgmmaProducerRegisters < 24 ||
+       options.wgmmaProducerRegisters > 160 ||
+       options.wgmmaProducerRegisters % 8 != 0))
+    return "wgmma-producer-registers must be 0 (cost model) or a multiple "
+           "of 8 in [24, 160] (got " +
+           std::to_string(options.wgmmaProducerRegisters) + ")";
   if (options.wgmmaSwapTileN != 0 && options.wgmmaSwapTileN != 64 &&
       options.wgmmaSwapTileN != 128)
     return "wgmma-swap-tile-n must be 64 or 128 (got " +
@@ -249,6 +256,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
                      config.stagedEpilogue && !config.bulkStores &&
                      !config.lhsTma && !config.idleSkip &&
                      config.consumerSkew == 0 && config.stageK == 64;
+  config.producerRegisters = options.wgmmaProducerRegisters;
   return config;
 }
 

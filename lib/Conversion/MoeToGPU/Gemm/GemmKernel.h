@@ -108,6 +108,9 @@ struct GemmKernelConfig {
   /// weights by TMA, staged epilogue with the item handoff, no lhs TMA, no
   /// skew or idle skip (WgmmaEngine.cpp).
   bool tailUnits = false;
+  /// wgmma main kernel: registers per thread the producer keeps after
+  /// setmaxnreg (0: the engine's defaults, WgmmaKernel::registerBudget).
+  int64_t producerRegisters = 0;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the

@@ -103,6 +103,7 @@ public:
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         registerSplit(consumers > 1 &&
                       (config.swapAB ? config.tileM : config.tileN) >= 128),
+        producerRegisters(config.producerRegisters),
         kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
@@ -127,6 +128,13 @@ private:
   /// Registers per thread after setmaxnreg (registerSplit): producer,
   /// consumers.
   std::pair<int64_t, int64_t> registerBudget() const {
+    // Explicit (wgmma-producer-registers): the consumers take what the
+    // producer gives up, (kEntryRegs - P) * 128 = (C - kEntryRegs) * 256.
+    if (producerRegisters)
+      return {producerRegisters,
+              std::min<int64_t>(
+                  256,
+                  (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
     if (tails)
       return {kTailProducerRegs, kTailConsumerRegs};
     if (!rhsMap)
@@ -444,6 +452,8 @@ private:
   /// allocates fewer than 168 and ignores setmaxnreg ("unable to determine
   /// register count at entry", C7508, found by test/Fuzz/options_fuzz.py).
   const bool registerSplit;
+  /// config.producerRegisters (0: registerBudget's defaults).
+  const int64_t producerRegisters;
   /// 64-element K slices per stage (config.stageK / 64) and K steps.
   const int64_t kSlices, kSteps;
   const bool concat;

@@ -72,6 +72,11 @@ FUSE_PIPELINE = "moe-decompose,moe-fuse"
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _RUNTIME_ARCHIVE = "libmoe_cuda_runtime.a"
 _CHIP_RE = re.compile(r"^sm_[0-9]+[a-z]?$")
+_OPTION_NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_OPTION_VALUE_RE = re.compile(r"^[A-Za-z0-9_.+-]+$")
+# --moe-lower-to-nvvm options compile_gpu sets itself (chip and the SIMT
+# tiles are its own arguments; the library embeds cubins).
+_RESERVED_OPTIONS = ("chip", "tile-m", "tile-n", "tile-k", "format")
 
 
 class CompileError(RuntimeError):
@@ -301,11 +306,51 @@ def _name_token_dim(args, results):
 # ----------------------------------------------------------------------------
 
 
-def lower_to_nvvm_pipeline(chip="sm_90a", tile_m=64, tile_n=64, tile_k=16):
+def lower_to_nvvm_pipeline(chip="sm_90a", tile_m=64, tile_n=64, tile_k=16, options=None):
     """The `moe-lower-to-nvvm{...}` pipeline element for these options
-    (validated here, so that nothing else reaches the pipeline text)."""
+    (validated here, so that nothing else reaches the pipeline text).
+
+    options: more --moe-lower-to-nvvm options, a mapping from the option's
+    name (dashes or underscores: "wgmma_tail_units") to a bool, an int or a
+    plain word, e.g. {"wgmma_tail_units": True, "wgmma_producer_registers":
+    56}; the pipeline checks the names and values it knows."""
     chip, tiles = _check_options(chip, tile_m, tile_n, tile_k)
-    return "moe-lower-to-nvvm{chip=%s tile-m=%d tile-n=%d tile-k=%d}" % ((chip,) + tiles)
+    text = "chip=%s tile-m=%d tile-n=%d tile-k=%d" % ((chip,) + tiles)
+    for name, value in _check_nvvm_options(options):
+        text += " %s=%s" % (name, value)
+    return "moe-lower-to-nvvm{%s}" % text
+
+
+def _check_nvvm_options(options):
+    """[(name, value text)] of a compile_gpu `options` mapping, in its
+    order; ValueError for anything that is not an option name and a plain
+    value, or an option compile_gpu sets itself."""
+    if options is None:
+        return []
+    if not isinstance(options, dict):
+        raise ValueError(
+            "options must be a dict of --moe-lower-to-nvvm options, got %r" % (options,)
+        )
+    out = []
+    for name, value in options.items():
+        key = name.replace("_", "-") if isinstance(name, str) else name
+        if not isinstance(key, str) or not _OPTION_NAME_RE.match(key):
+            raise ValueError("options: %r is not an option name" % (name,))
+        if key in _RESERVED_OPTIONS:
+            raise ValueError(
+                "options: %r is set by compile_gpu itself (%s)"
+                % (name, "its own argument" if key != "format" else "the library embeds cubins")
+            )
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int):
+            text = str(value)
+        elif isinstance(value, str) and _OPTION_VALUE_RE.match(value):
+            text = value
+        else:
+            raise ValueError("options: %s=%r is not a bool, an int or a plain word" % (name, value))
+        out.append((key, text))
+    return out
 
 
 def _check_options(chip, tile_m, tile_n, tile_k):
@@ -481,6 +526,7 @@ def compile_gpu(
     tile_n=64,
     tile_k=16,
     *,
+    options=None,
     backend="auto",
     keep_temps=None,
     verbose=False,
@@ -489,11 +535,14 @@ def compile_gpu(
     the shared library `path` plus its manifest `<stem>.manifest.json`.
     Returns the library's absolute path.
 
+    options: more --moe-lower-to-nvvm options (lower_to_nvvm_pipeline),
+    e.g. {"wgmma_tail_units": True}; a name or value the pipeline does
+    not take raises CompileError.
     backend: "auto" (the core API when it can emit objects, else moe-aot),
     "core" or "moe-aot". keep_temps: a folder to keep the object file /
     input in. Raises CompileError when a step fails and ValueError for bad
     options."""
-    lower = lower_to_nvvm_pipeline(chip, tile_m, tile_n, tile_k)
+    lower = lower_to_nvvm_pipeline(chip, tile_m, tile_n, tile_k, options)
     if backend not in ("auto", "core", "moe-aot"):
         raise ValueError("backend must be auto, core or moe-aot, got %r" % (backend,))
     output = os.path.abspath(path)
@@ -543,6 +592,7 @@ def compile_gpu(
             "tile_m": tile_m,
             "tile_n": tile_n,
             "tile_k": tile_k,
+            "options": dict(_check_nvvm_options(options)),
         },
         pipeline=",".join(pipeline),
         compiled_with="moe_mlir core API" if use_core else "moe-aot",

@@ -480,6 +480,28 @@ def test_pipeline_text_and_option_checks():
     ):
         with pytest.raises(ValueError):
             gpu.compile_gpu(SMALL_FFN, "/nonexistent/x.so", **bad)
+    # more --moe-lower-to-nvvm options, underscores or dashes, in order
+    assert gpu.lower_to_nvvm_pipeline(
+        options={"wgmma_tail_units": True, "wgmma-producer-registers": 56, "warp_select": "i64"}
+    ) == (
+        "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=64 tile-k=16 "
+        "wgmma-tail-units=true wgmma-producer-registers=56 warp-select=i64}"
+    )
+    for bad, message in (
+        (["wgmma_tail_units"], "dict"),
+        ({"chip": "sm_80"}, "set by compile_gpu"),
+        ({"tile_m": 32}, "set by compile_gpu"),
+        ({"format": "ptx"}, "embeds cubins"),
+        ({"Wgmma": 1}, "not an option name"),
+        ({"a b": 1}, "not an option name"),
+        ({3: 1}, "not an option name"),
+        ({"warp_select": "i32 chip=sm_80"}, "plain word"),
+        ({"warp_select": "i32}"}, "plain word"),
+        ({"wgmma_stages": 2.0}, "plain word"),
+        ({"wgmma_stages": None}, "plain word"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            gpu.compile_gpu(SMALL_FFN, "/nonexistent/x.so", options=bad)
     with pytest.raises(ValueError, match="backend"):
         gpu.compile_gpu(SMALL_FFN, "/nonexistent/x.so", backend="nvcc")
     with pytest.raises(gpu.CompileError, match="no public func.func"):
@@ -572,6 +594,7 @@ def test_compile_gpu_small_ffn(tmp_path, backend):
         "tile_m": 32,
         "tile_n": 64,
         "tile_k": 16,
+        "options": {},
     }
     assert manifest.data["pipeline"] == (
         "moe-decompose,moe-fuse,moe-lower-to-nvvm{chip=sm_90a tile-m=32 tile-n=64 tile-k=16}"
@@ -615,6 +638,32 @@ def test_compile_gpu_unfused_from_file(tmp_path):
     m = rt.load_manifest(out)
     assert m.data["pipeline"] == "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=32 tile-k=8}"
     assert m.data["target"]["fuse"] is False
+
+
+def test_compile_gpu_with_options(tmp_path):
+    """options reach the pipeline and the manifest; the pipeline rejects
+    names and values it does not take (CompileError, no library left)."""
+    if _backends() == ["none"]:
+        pytest.skip("neither the core API's emit_object nor moe-aot is available")
+    _toolchain_or_skip()
+    out = gpu.compile_gpu(
+        SMALL_FFN,
+        str(tmp_path / "opts.so"),
+        options={"wgmma_producer_registers": 56, "warp_select": "i64"},
+    )
+    m = rt.load_manifest(out)
+    assert m.data["target"]["options"] == {"wgmma-producer-registers": "56", "warp-select": "i64"}
+    assert m.data["pipeline"].endswith(
+        "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=64 tile-k=16 "
+        "wgmma-producer-registers=56 warp-select=i64}"
+    )
+    for bad, message in (
+        ({"no_such_option": 1}, "no_such_option|no-such-option"),
+        ({"wgmma_producer_registers": 44}, "wgmma-producer-registers must be"),
+    ):
+        with pytest.raises((gpu.CompileError, RuntimeError, ValueError), match=message):
+            gpu.compile_gpu(SMALL_FFN, str(tmp_path / "bad.so"), options=bad)
+        assert not os.path.exists(tmp_path / "bad.so")
 
 
 def test_compile_errors_are_reported(tmp_path):

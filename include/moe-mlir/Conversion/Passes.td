@@ -202,7 +202,7 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "warpgroup keeps after setmaxnreg, a multiple of 8 in [24, "
            "160]; the two consumer warpgroups take what it gives up (168 "
            "+ (168 - P) / 2, at most 256, rounded down to 8). 0: cost "
-           "model (40, the consumers 232; 64 / 208 with tail units, 104 / "
+           "model (56, the consumers 224; 64 / 208 with tail units, 104 / "
            "200 with the weights by cp.async). Kernels whose "
            "accumulators fit the registers at entry move none">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",

@@ -48,7 +48,7 @@
 //   with TMA thread 0's arrive.expect_tx of the rhs tile bytes (129); two
 //   more for the item handoff: tableFull (128 producer arrivals) and
 //   tableEmpty (256 consumer arrivals);
-// - producer (warpgroup 0): setmaxregister decrease 40 (104 with the
+// - producer (warpgroup 0): setmaxregister decrease 56 (104 with the
 //   rhs by cp.async, whose producer copies both operands); per K step it
 //   waits until the stage is empty, issues its 16-byte cp.async (8 lhs rows
 //   per thread; with cp.async rhs also 8 rhs rows / K rows), with TMA
@@ -57,7 +57,7 @@
 //   barrier when its copies land; at the item's handoff step, once the
 //   consumers are done with the previous item, it publishes the item's
 //   record and row table in shared memory (tableFull);
-// - consumers: setmaxregister increase 232 (200); per K step: wait full,
+// - consumers: setmaxregister increase 224 (200); per K step: wait full,
 //   fence.proxy async.shared, wgmma fence, 4 wgmma m64n128k16 (f32 += 16-bit,
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
 //   wait for <= 1 group in flight, release the previous stage; then wait
@@ -269,7 +269,7 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO: %[[WG:[a-z0-9_]+]] = arith.shrui %[[TID]], %c7{{(_[0-9]+)?}} : index
 // AUTO: %[[ISP:[a-z0-9_]+]] = arith.cmpi eq, %[[WG]], %c0{{(_[0-9]+)?}} : index
 // AUTO-NEXT: scf.if %[[ISP]] {
-// TMA-NEXT: nvvm.setmaxregister decrease 40
+// TMA-NEXT: nvvm.setmaxregister decrease 56
 // CPASYNC-NEXT: nvvm.setmaxregister decrease 104
 // AUTO: nvvm.mbarrier.try_wait.parity
 // TMA-COUNT-8: nvvm.cp.async.shared.global %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, 16, cache = cg, %{{[a-z0-9_]+}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -283,7 +283,7 @@ func.func @grouped_matmul(%a: tensor<?x64xf32>, %w: tensor<8x64x256xf32>, %off: 
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.cp.async.mbarrier.arrive %{{[a-z0-9_]+}} {noinc = true} : !llvm.ptr<3>
 // AUTO: } else {
-// TMA-NEXT: nvvm.setmaxregister increase 232
+// TMA-NEXT: nvvm.setmaxregister increase 224
 // CPASYNC-NEXT: nvvm.setmaxregister increase 200
 // AUTO: nvvm.mbarrier.try_wait.parity
 // AUTO-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -453,7 +453,7 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO: arith.ceildivui %[[M]], %c128{{(_[0-9]+)?}} : index
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
 // AUTO-COUNT-14: nvvm.mbarrier.init
-// TMA: nvvm.setmaxregister decrease 40
+// TMA: nvvm.setmaxregister decrease 56
 // CPASYNC: nvvm.setmaxregister decrease 104
 // The producer, per item (staged epilogue, item handoff): its row's
 // destination scatter[row] and routing weight scale[scatter[row]] first
@@ -477,7 +477,7 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO: llvm.store %{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
 // AUTO: llvm.store %{{[a-z0-9_#]+}}, %{{[a-z0-9_]+}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
 // AUTO: nvvm.mbarrier.arrive
-// TMA: nvvm.setmaxregister increase 232
+// TMA: nvvm.setmaxregister increase 224
 // CPASYNC: nvvm.setmaxregister increase 200
 // The consumers load nothing of an item before its MMAs: after them they
 // wait for tableFull and read the record and the two fragment rows'
@@ -654,14 +654,14 @@ func.func @expert_gemm_fused(%x: tensor<?x64xbf16>, %g: tensor<?xi32>, %w: tenso
 // SIMT-NOT: scf.if
 // AUTO: scf.if %{{[a-z0-9_]+}} {
 // AUTO: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
-// TMA: nvvm.setmaxregister decrease 40
+// TMA: nvvm.setmaxregister decrease 56
 // CPASYNC: nvvm.setmaxregister decrease 104
 // TMA-COUNT-8: nvvm.cp.async.shared.global
 // CPASYNC-COUNT-16: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
 // TMA: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // TMA: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// TMA: nvvm.setmaxregister increase 232
+// TMA: nvvm.setmaxregister increase 224
 // CPASYNC: nvvm.setmaxregister increase 200
 // AUTO-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>] :
 // AUTO: math.erf

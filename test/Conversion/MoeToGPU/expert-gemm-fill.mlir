@@ -76,7 +76,7 @@
 // WGMMA-NOT: gpu.launch blocks
 // WGMMA: scf.if
 // WGMMA: gpu.launch clusters
-// WGMMA: nvvm.setmaxregister  increase 232
+// WGMMA: nvvm.setmaxregister  increase 224
 // WGMMA: scf.for
 // WGMMA: memref.load %[[REV]]
 // WGMMA: nvvm.wgmma.mma_async

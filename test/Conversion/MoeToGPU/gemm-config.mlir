@@ -129,13 +129,13 @@
 // AUTO-COUNT-12: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|256}}_i32
 // AUTO-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // AUTO-NOT: nvvm.mbarrier.init
-// AUTO: nvvm.setmaxregister decrease 40
+// AUTO: nvvm.setmaxregister decrease 56
 // AUTO-COUNT-8: nvvm.cp.async.shared.global
 // AUTO-NOT: nvvm.cp.async.shared.global
 // AUTO: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
 // AUTO: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // AUTO-NOT: nvvm.cp.async.shared.global
-// AUTO: nvvm.setmaxregister increase 232
+// AUTO: nvvm.setmaxregister increase 224
 // AUTO: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] :
 // AUTO: nvvm.wgmma.wait.group.sync.aligned 0
 // AUTO: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
@@ -228,11 +228,11 @@
 // TN256-COUNT-8: nvvm.mbarrier.init
 // TN256-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
 // TN256-NOT: nvvm.mbarrier.init
-// TN256: nvvm.setmaxregister decrease 40
+// TN256: nvvm.setmaxregister decrease 56
 // TN256-COUNT-8: nvvm.cp.async.shared.global
 // TN256-NOT: nvvm.cp.async.shared.global
 // TN256: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c32768_i32
-// TN256: nvvm.setmaxregister increase 232
+// TN256: nvvm.setmaxregister increase 224
 // TN256: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, {{.*}} : !llvm.struct<({{(f32, ){127}f32}})> ->
 
 // Accumulators of 64 columns fit the registers at entry: no setmaxnreg.

@@ -195,7 +195,9 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "units, its rows x two column tiles, one per consumer "
            "warpgroup, in stages of 32 K elements (64-byte swizzle), "
            "instead of a whole 128-row tile whose second warpgroup's "
-           "MMAs are wasted (bench/NOTES.md v62, v63)">,
+           "MMAs are wasted. Measured slower on the H200 in every bench cell "
+           "but one (+2-34% time at T = 4096 / 16384, bench/NOTES.md "
+           "v66): off by default">,
     Option<"wgmmaProducerRegisters", "wgmma-producer-registers", "int64_t",
            /*default=*/"0",
            "Main Hopper kernel: registers per thread the producer "

@@ -174,7 +174,8 @@ struct MoeLowerToNvvmOptions
       llvm::cl::desc("Main Hopper kernel: an expert's last row tile of at "
                      "most 64 rows runs as tail units (its rows x two "
                      "column tiles, one per consumer warpgroup, in stages "
-                     "of 32 K elements) instead of a whole 128-row tile"),
+                     "of 32 K elements) instead of a whole 128-row tile "
+                     "(measured slower on the H200, bench/NOTES.md v66)"),
       llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgmmaProducerRegisters{
       *this, "wgmma-producer-registers",

@@ -50,7 +50,7 @@ inline constexpr int64_t kEpilogueRowBytes = kWgmmaStagingBytes / 64;
 /// at 40 (the consumers at 232) it spilled 4-40 bytes in GEMMs outside the
 /// bench layers (gather + scatter, scatter + scale + bias, E = 2048); 56 /
 /// 224 ran the bench layers within +-1% of 40 / 232 on the H200 (bench/
-/// NOTES.md v65) with no spill in any GPU case.
+/// NOTES.md v66) with no spill in any GPU case.
 inline constexpr int64_t kEntryRegs = 168, kProducerRegs = 56,
                          kConsumerRegs = 224;
 static_assert((kEntryRegs - kProducerRegs) * 128 >=

@@ -36,23 +36,26 @@ def walk(offs, C, shift, tails, rank, tileM=128):
         rows = max(hi, lo) - lo
         U, tiles, tail_rows = units_of(rows, C, shift, tails)
         for local in range(U):
-            pairs = tiles >> shift
-            pairUnits = pairs * C
-            inPairs = local < pairUnits
+            pairs, odd = tiles >> shift, tiles & shift
+            oddUnits = odd * ((C + 1) // 2)
+            core = pairs * C + oddUnits
+            # groups of two column tiles: the pairs of the first, then of
+            # the second, then the odd last row tile's unit (both columns)
+            group_units = max(2 * pairs + odd, 1)
+            group, in_group = local // group_units, local % group_units
+            first_col = 2 * group
+            group_cols = min(C - first_col, 2)
+            inPairs = local < core and in_group < group_cols * pairs
             safe = max(pairs, 1)
-            pairCol, pair = local // safe, local % safe
-            oddUnit = 0 if inPairs else local - pairUnits
-            col = pairCol if inPairs else oddUnit * 2 + rank
+            pairCol, pair = first_col + in_group // safe, in_group % safe
+            col = pairCol if inPairs else first_col + rank
             rowTile = ((pair << shift) + rank) if inPairs else max(tiles, 1) - 1
             rowStart = lo + rowTile * tileM
             tail = False
             if tails:
-                odd = tiles & shift
-                oddUnits = odd * ((C + 1) // 2)
-                tailUnit = oddUnit - oddUnits
-                tail = tail_rows != 0 and local >= pairUnits and oddUnit >= oddUnits
+                tail = tail_rows != 0 and local >= core
                 if tail:
-                    col = tailUnit * (2 << shift) + 2 * rank
+                    col = (local - core) * (2 << shift) + 2 * rank
                     rowStart = lo + tiles * tileM
             has = rowStart < hi and col < C
             tileRows = min(hi - rowStart, tileM) if has else 0

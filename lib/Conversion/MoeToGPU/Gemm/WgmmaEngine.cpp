@@ -234,11 +234,16 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
             steps = b.idx(kSteps);
           return nextState(b, state, state[0], state[1], steps);
         }
-        // Expert e's units: first its row-tile pairs (uncoupled: its row
-        // tiles), the pair index fastest (the pairs of a wave share each
-        // weight tile in L2), then the column pairs of an odd last row tile
-        // (coupled only), then (tail units) the column pairs (coupled: each
-        // CTA's pair of a column quad) of its tail.
+        // Expert e's units, in groups of two column tiles: the row-tile
+        // pairs (uncoupled: its row tiles) of the group's first column
+        // tile, the pair index fastest, then those of its second, then
+        // (coupled only) the unit of an odd last row tile that covers the
+        // same two columns, each CTA one of them. So every unit that reads
+        // a weight tile runs in the same wave, and the weights come from
+        // L2 after the first read (bench/NOTES.md v67: with the odd tiles
+        // after all of an expert's pairs, they re-read its weights from
+        // DRAM). Then (tail units) the column pairs (coupled: each CTA's
+        // pair of a column quad) of its tail.
         auto [expert, before] = ragged.advanceUnits(b, unit, state[0], state[1],
                                                     unitsOf, advanceUnroll);
         Value lo = ragged.offsetAt(b, expert);
@@ -246,15 +251,25 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
         auto [tiles, tailRows] = splitRows(b, ragged.rowsIn(b, lo, hi));
         Value local = b.sub(unit, before);
         Value pairs = arith::ShRUIOp::create(b, tiles, shift);
-        Value pairUnits = b.mul(pairs, b.idx(colTiles));
-        Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
+        Value odd = arith::AndIOp::create(b, tiles, shift);
+        Value oddUnits = b.mul(odd, b.idx((colTiles + 1) / 2));
+        Value coreUnits = b.add(b.mul(pairs, b.idx(colTiles)), oddUnits);
+        Value groupUnits = b.maxIdx(
+            b.add(arith::ShLIOp::create(b, pairs, b.idx(1)), odd), b.idx(1));
+        Value group = arith::DivUIOp::create(b, local, groupUnits);
+        Value inGroup = arith::RemUIOp::create(b, local, groupUnits);
+        Value firstCol = arith::ShLIOp::create(b, group, b.idx(1));
+        // The last group of an odd column count has one column tile.
+        Value groupCols = b.minIdx(b.sub(b.idx(colTiles), firstCol), b.idx(2));
+        Value inPairs =
+            b.andi(b.cmpi(CmpI::ult, local, coreUnits),
+                   b.cmpi(CmpI::ult, inGroup, b.mul(groupCols, pairs)));
         Value safePairs = b.maxIdx(pairs, b.idx(1));
-        Value pairCol = arith::DivUIOp::create(b, local, safePairs);
-        Value pair = arith::RemUIOp::create(b, local, safePairs);
+        Value pairCol =
+            b.add(firstCol, arith::DivUIOp::create(b, inGroup, safePairs));
+        Value pair = arith::RemUIOp::create(b, inGroup, safePairs);
         Value rank = cluster > 1 ? clusterRank(b) : zero;
-        Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
-        Value colTile =
-            b.select(inPairs, pairCol, b.add(b.mul(oddUnit, b.idx(2)), rank));
+        Value colTile = b.select(inPairs, pairCol, b.add(firstCol, rank));
         Value rowTile = b.select(
             inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
             b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
@@ -263,12 +278,9 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
         if (tails) {
           // Past the pairs and the odd tile's column pairs: the tail units,
           // column tiles 2 * rank + (2 << shift) * u and the next.
-          Value odd = arith::AndIOp::create(b, tiles, shift);
-          Value oddUnits = b.mul(odd, b.idx((colTiles + 1) / 2));
-          Value tailUnit = b.sub(oddUnit, oddUnits);
-          tail = b.andi(b.andi(b.cmpi(CmpI::ne, tailRows, zero),
-                               b.cmpi(CmpI::uge, local, pairUnits)),
-                        b.cmpi(CmpI::uge, oddUnit, oddUnits));
+          tail = b.andi(b.cmpi(CmpI::ne, tailRows, zero),
+                        b.cmpi(CmpI::uge, local, coreUnits));
+          Value tailUnit = b.select(tail, b.sub(local, coreUnits), zero);
           Value tailCol =
               b.add(b.mul(tailUnit, arith::ShLIOp::create(b, b.idx(2), shift)),
                     b.mul(rank, b.idx(2)));

@@ -7,8 +7,10 @@ column-tile counts, with and without 2-CTA coupling and tail units, every
 warpgroup), and both CTAs of a pair are on the same kind of unit (tail or
 tile: their K step counts must agree). It mirrors the C++ rules by hand
 (it is not generated from them): update it with the walk. Run:
-python3 bench/walk_model.py (CPU only, ~20 s)."""
+python3 bench/walk_model.py [--trials N] (CPU only, ~15 s at the default
+3000; test/Pipelines/walk-model.test runs a sample in lit)."""
 
+import argparse
 import random
 
 
@@ -99,8 +101,12 @@ def check(offs, C, coupled, tails):
     assert len(cover) == n
 
 
-random.seed(1)
-for trial in range(3000):
+ap = argparse.ArgumentParser()
+ap.add_argument("--trials", type=int, default=3000)
+ap.add_argument("--seed", type=int, default=1)
+args = ap.parse_args()
+random.seed(args.seed)
+for trial in range(args.trials):
     E = random.randint(1, 9)
     counts = [
         random.choice(
@@ -115,4 +121,4 @@ for trial in range(3000):
     for coupled in (False, True):
         for tails in (False, True):
             check(offs, C, coupled, tails)
-print("walk model ok")
+print(f"walk model ok: {args.trials} groupings")

@@ -176,6 +176,7 @@ static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
   gemm.wgmmaIdleSkip = options.wgmmaIdleSkip;
   gemm.wgmmaTailUnits = options.wgmmaTailUnits;
   gemm.wgmmaProducerRegisters = options.wgmmaProducerRegisters;
+  gemm.wgmmaGroupedWalk = options.wgmmaGroupedWalk;
   gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
   gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
   gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
@@ -240,6 +241,7 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   kernels.wgmmaIdleSkip = gemm.wgmmaIdleSkip;
   kernels.wgmmaTailUnits = gemm.wgmmaTailUnits;
   kernels.wgmmaProducerRegisters = gemm.wgmmaProducerRegisters;
+  kernels.wgmmaGroupedWalk = gemm.wgmmaGroupedWalk;
   kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
   kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
   kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;

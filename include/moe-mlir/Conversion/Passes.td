@@ -198,6 +198,16 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "MMAs are wasted. Measured slower on the H200 in every bench cell "
            "but one (+2-34% time at T = 4096 / 16384, bench/NOTES.md "
            "v66): off by default">,
+    Option<"wgmmaGroupedWalk", "wgmma-grouped-walk", "bool",
+           /*default=*/"false",
+           "Main Hopper kernel in 2-CTA clusters: walk an expert's units "
+           "in groups of two column tiles (the row-tile pairs of each, "
+           "then the odd last row tile's unit for the same two columns), "
+           "so that the odd tile reads its weight tiles while the pairs' "
+           "copies are still in L2, instead of after all of the expert's "
+           "pairs (bench/NOTES.md v67; not yet measured on the H200: off "
+           "by default). Launches without clusters walk the same either "
+           "way">,
     Option<"wgmmaProducerRegisters", "wgmma-producer-registers", "int64_t",
            /*default=*/"0",
            "Main Hopper kernel: registers per thread the producer "

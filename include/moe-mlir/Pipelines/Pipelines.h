@@ -177,6 +177,12 @@ struct MoeLowerToNvvmOptions
                      "of 32 K elements) instead of a whole 128-row tile "
                      "(measured slower on the H200, bench/NOTES.md v66)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> wgmmaGroupedWalk{
+      *this, "wgmma-grouped-walk",
+      llvm::cl::desc("Main Hopper kernel in 2-CTA clusters: an odd last "
+                     "row tile's unit next to the row-tile pairs of its "
+                     "two column tiles in the walk (bench/NOTES.md v67)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> wgmmaProducerRegisters{
       *this, "wgmma-producer-registers",
       llvm::cl::desc("Main Hopper kernel: registers per thread the "

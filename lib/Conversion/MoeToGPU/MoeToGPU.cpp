@@ -103,6 +103,7 @@ struct ConvertMoeToGPUPass
     gemmOptions.wgmmaIdleSkip = wgmmaIdleSkip;
     gemmOptions.wgmmaTailUnits = wgmmaTailUnits;
     gemmOptions.wgmmaProducerRegisters = wgmmaProducerRegisters;
+    gemmOptions.wgmmaGroupedWalk = wgmmaGroupedWalk;
     gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
     gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
     gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;

@@ -75,6 +75,9 @@ struct MoeGemmOptions {
   /// after setmaxnreg (0: cost model; else a multiple of 8 in [24, 160]);
   /// the consumers take what it gives up.
   int64_t wgmmaProducerRegisters = 0;
+  /// Main Hopper kernel in 2-CTA clusters: an odd last row tile's unit
+  /// next to the row-tile pairs of its two column tiles in the walk.
+  bool wgmmaGroupedWalk = false;
   /// Small-M kernel also for MN-major weights ([E, K, N], the transposed A
   /// operand; by default at most 1 row per expert, GemmConfig.cpp).
   bool wgmmaSwapMnMajor = true;

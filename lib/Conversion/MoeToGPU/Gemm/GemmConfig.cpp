@@ -257,6 +257,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
                      !config.lhsTma && !config.idleSkip &&
                      config.consumerSkew == 0 && config.stageK == 64;
   config.producerRegisters = options.wgmmaProducerRegisters;
+  config.groupedWalk = options.wgmmaGroupedWalk;
   return config;
 }
 

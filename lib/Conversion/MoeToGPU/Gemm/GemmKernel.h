@@ -111,6 +111,10 @@ struct GemmKernelConfig {
   /// wgmma main kernel: registers per thread the producer keeps after
   /// setmaxnreg (0: the engine's defaults, WgmmaKernel::registerBudget).
   int64_t producerRegisters = 0;
+  /// wgmma main kernel, coupled (2-CTA) launches: an expert's units in
+  /// groups of two column tiles, the odd last row tile's unit after the
+  /// pairs of its two columns (WgmmaKernel::forEachClusterItem).
+  bool groupedWalk = false;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the

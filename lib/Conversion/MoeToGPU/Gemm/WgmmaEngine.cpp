@@ -234,16 +234,17 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
             steps = b.idx(kSteps);
           return nextState(b, state, state[0], state[1], steps);
         }
-        // Expert e's units, in groups of two column tiles: the row-tile
-        // pairs (uncoupled: its row tiles) of the group's first column
-        // tile, the pair index fastest, then those of its second, then
-        // (coupled only) the unit of an odd last row tile that covers the
-        // same two columns, each CTA one of them. So every unit that reads
-        // a weight tile runs in the same wave, and the weights come from
-        // L2 after the first read (bench/NOTES.md v67: with the odd tiles
-        // after all of an expert's pairs, they re-read its weights from
-        // DRAM). Then (tail units) the column pairs (coupled: each CTA's
-        // pair of a column quad) of its tail.
+        // Expert e's units: its row-tile pairs (uncoupled: its row tiles)
+        // for every column tile, the pair index fastest (the pairs of a
+        // wave share each weight tile in L2); coupled, an odd last row
+        // tile's units, each two column tiles (one per CTA); then (tail
+        // units) the column pairs (coupled: each CTA's pair of a column
+        // quad) of its tail. By default the odd tile's units come after
+        // all the pairs; with groupedWalk the units go in groups of two
+        // column tiles, the pairs of the first, those of the second, then
+        // the odd tile's unit for the same two columns, so that it reads
+        // those weight tiles while the pairs' copies are still in L2
+        // (bench/NOTES.md v67). Uncoupled (no odd tiles) both are the same.
         auto [expert, before] = ragged.advanceUnits(b, unit, state[0], state[1],
                                                     unitsOf, advanceUnroll);
         Value lo = ragged.offsetAt(b, expert);
@@ -254,22 +255,33 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
         Value odd = arith::AndIOp::create(b, tiles, shift);
         Value oddUnits = b.mul(odd, b.idx((colTiles + 1) / 2));
         Value coreUnits = b.add(b.mul(pairs, b.idx(colTiles)), oddUnits);
-        Value groupUnits = b.maxIdx(
-            b.add(arith::ShLIOp::create(b, pairs, b.idx(1)), odd), b.idx(1));
-        Value group = arith::DivUIOp::create(b, local, groupUnits);
-        Value inGroup = arith::RemUIOp::create(b, local, groupUnits);
-        Value firstCol = arith::ShLIOp::create(b, group, b.idx(1));
-        // The last group of an odd column count has one column tile.
-        Value groupCols = b.minIdx(b.sub(b.idx(colTiles), firstCol), b.idx(2));
-        Value inPairs =
-            b.andi(b.cmpi(CmpI::ult, local, coreUnits),
-                   b.cmpi(CmpI::ult, inGroup, b.mul(groupCols, pairs)));
         Value safePairs = b.maxIdx(pairs, b.idx(1));
-        Value pairCol =
-            b.add(firstCol, arith::DivUIOp::create(b, inGroup, safePairs));
-        Value pair = arith::RemUIOp::create(b, inGroup, safePairs);
+        // The unit's place among the pairs (inPairs, pairCol, pair), or
+        // the first of the odd unit's two column tiles (oddCol).
+        Value inPairs, pairCol, pair, oddCol;
+        if (groupedWalk) {
+          Value groupUnits = b.maxIdx(
+              b.add(arith::ShLIOp::create(b, pairs, b.idx(1)), odd), b.idx(1));
+          Value group = arith::DivUIOp::create(b, local, groupUnits);
+          Value inGroup = arith::RemUIOp::create(b, local, groupUnits);
+          oddCol = arith::ShLIOp::create(b, group, b.idx(1));
+          // The last group of an odd column count has one column tile.
+          Value groupCols = b.minIdx(b.sub(b.idx(colTiles), oddCol), b.idx(2));
+          inPairs = b.andi(b.cmpi(CmpI::ult, local, coreUnits),
+                           b.cmpi(CmpI::ult, inGroup, b.mul(groupCols, pairs)));
+          pairCol =
+              b.add(oddCol, arith::DivUIOp::create(b, inGroup, safePairs));
+          pair = arith::RemUIOp::create(b, inGroup, safePairs);
+        } else {
+          Value pairUnits = b.mul(pairs, b.idx(colTiles));
+          inPairs = b.cmpi(CmpI::ult, local, pairUnits);
+          pairCol = arith::DivUIOp::create(b, local, safePairs);
+          pair = arith::RemUIOp::create(b, local, safePairs);
+          Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
+          oddCol = b.mul(oddUnit, b.idx(2));
+        }
         Value rank = cluster > 1 ? clusterRank(b) : zero;
-        Value colTile = b.select(inPairs, pairCol, b.add(firstCol, rank));
+        Value colTile = b.select(inPairs, pairCol, b.add(oddCol, rank));
         Value rowTile = b.select(
             inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
             b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));

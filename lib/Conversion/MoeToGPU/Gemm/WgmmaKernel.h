@@ -108,7 +108,7 @@ public:
         registerSplit(consumers > 1 &&
                       (config.swapAB ? config.tileM : config.tileN) >= 128),
         producerRegisters(config.producerRegisters),
-        kSlices(config.stageK / kTileK),
+        groupedWalk(config.groupedWalk), kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
@@ -458,6 +458,8 @@ private:
   const bool registerSplit;
   /// config.producerRegisters (0: registerBudget's defaults).
   const int64_t producerRegisters;
+  /// config.groupedWalk.
+  const bool groupedWalk;
   /// 64-element K slices per stage (config.stageK / 64) and K steps.
   const int64_t kSlices, kSteps;
   const bool concat;

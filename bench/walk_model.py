@@ -30,7 +30,7 @@ def units_of(rows, C, shift, tails, tileM=128):
     return u, tiles, tail_rows
 
 
-def walk(offs, C, shift, tails, rank, tileM=128):
+def walk(offs, C, shift, tails, rank, grouped, tileM=128):
     E = len(offs) - 1
     items = []
     for e in range(E):
@@ -41,15 +41,22 @@ def walk(offs, C, shift, tails, rank, tileM=128):
             pairs, odd = tiles >> shift, tiles & shift
             oddUnits = odd * ((C + 1) // 2)
             core = pairs * C + oddUnits
-            # groups of two column tiles: the pairs of the first, then of
-            # the second, then the odd last row tile's unit (both columns)
-            group_units = max(2 * pairs + odd, 1)
-            group, in_group = local // group_units, local % group_units
-            first_col = 2 * group
-            group_cols = min(C - first_col, 2)
-            inPairs = local < core and in_group < group_cols * pairs
             safe = max(pairs, 1)
-            pairCol, pair = first_col + in_group // safe, in_group % safe
+            if grouped:
+                # wgmma-grouped-walk: groups of two column tiles, the pairs
+                # of the first, then of the second, then the odd last row
+                # tile's unit (both columns)
+                group_units = max(2 * pairs + odd, 1)
+                group, in_group = local // group_units, local % group_units
+                first_col = 2 * group
+                group_cols = min(C - first_col, 2)
+                inPairs = local < core and in_group < group_cols * pairs
+                pairCol, pair = first_col + in_group // safe, in_group % safe
+            else:
+                # default: every column's pairs, then the odd tile's units
+                inPairs = local < pairs * C
+                pairCol, pair = local // safe, local % safe
+                first_col = 0 if inPairs else 2 * (local - pairs * C)
             col = pairCol if inPairs else first_col + rank
             rowTile = ((pair << shift) + rank) if inPairs else max(tiles, 1) - 1
             rowStart = lo + rowTile * tileM
@@ -66,10 +73,10 @@ def walk(offs, C, shift, tails, rank, tileM=128):
     return items
 
 
-def check(offs, C, coupled, tails):
+def check(offs, C, coupled, tails, grouped):
     shift = 1 if coupled else 0
     cover = {}
-    per_rank = [walk(offs, C, shift, tails, r) for r in range(2 if coupled else 1)]
+    per_rank = [walk(offs, C, shift, tails, r, grouped) for r in range(2 if coupled else 1)]
     if coupled:
         assert len(per_rank[0]) == len(per_rank[1])
         for a, b in zip(*per_rank):
@@ -120,5 +127,6 @@ for trial in range(args.trials):
     C = random.randint(1, 9)
     for coupled in (False, True):
         for tails in (False, True):
-            check(offs, C, coupled, tails)
+            for grouped in (False, True):
+                check(offs, C, coupled, tails, grouped)
 print(f"walk model ok: {args.trials} groupings")

@@ -292,7 +292,7 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
           // column tiles 2 * rank + (2 << shift) * u and the next.
           tail = b.andi(b.cmpi(CmpI::ne, tailRows, zero),
                         b.cmpi(CmpI::uge, local, coreUnits));
-          Value tailUnit = b.select(tail, b.sub(local, coreUnits), zero);
+          Value tailUnit = b.sub(local, coreUnits);
           Value tailCol =
               b.add(b.mul(tailUnit, arith::ShLIOp::create(b, b.idx(2), shift)),
                     b.mul(rank, b.idx(2)));

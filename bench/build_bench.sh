@@ -9,7 +9,8 @@
 #   OUT_DIR/<name>.so                moe-aot --pipeline "$PIPELINE"
 #   OUT_DIR/<name>.manifest.json     what moe_mlir_runtime checks calls against
 # then copies what bench_moe.py needs next to them (bench_moe.py,
-# gen_layers.py, torch_reference.py, and the runtime package
+# gen_layers.py, torch_reference.py, triton_kernels_bench.py for its
+# --triton-kernels baseline, and the runtime package
 # moe_mlir_runtime/ with its wheel, by python/runtime/ship.py) and writes COMMIT
 # (`git rev-parse HEAD`, "-dirty" when the work tree has changes) and
 # BUILD.txt (tools, pipeline, compile time of every layer against the
@@ -104,7 +105,8 @@ for f in "$OUT"/layers/*.mlir; do
 done
 
 echo "--- copying the benchmark"
-cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$HERE/repeat_check.py" "$OUT/" || status=1
+cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$HERE/repeat_check.py" \
+  "$HERE/triton_kernels_bench.py" "$OUT/" || status=1
 rm -f "$OUT/runtime.py"   # the single file shipped before the package
 "$PY" "$REPO/python/runtime/ship.py" "$OUT" > "$OUT/logs/runtime.log" 2>&1 || status=1
 cp "$REPO/test/GPU/torch_reference.py" "$OUT/" || status=1

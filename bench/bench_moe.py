@@ -43,7 +43,12 @@ around one graph replay (one call for eager); median over N runs, N
 adaptive: at least --min-runs, then more while under --max-seconds-per-cell
 (cap on each implementation's timed runs in a cell) and --max-runs. A
 capture that fails is recorded and that implementation is timed as plain
-calls (mode "direct").
+calls (mode "direct"). --rest-seconds S idles the card S seconds before
+each implementation's timed runs: the large cells run at the board's power
+cap, whose controller steps the clock down over the first ~0.1-1 s of
+load, so without a rest an implementation timed right after another (or
+after the previous cell) starts from a hotter state than one timed first
+(bench/NOTES.md, results at 51af224 and of the twenty-ninth session).
 
 Correctness: every timed output against torch_reference.ffn (the contract's
 chain in float32, intermediates rounded to bf16 where the unfused chain
@@ -440,11 +445,16 @@ class Timer:
         self.min_runs = args.min_runs
         self.max_runs = max(args.max_runs, args.min_runs)
         self.max_seconds = args.max_seconds_per_cell
+        self.rest = getattr(args, "rest_seconds", 0.0)
         self.smi = SmiLog()
         self.energy = Energy()
 
     def measure(self, run):
         """{us: median, min_us, runs} of `run()` between events, L2 flushed first."""
+        if self.rest > 0:
+            # every implementation starts from a rested card (see --rest-seconds)
+            torch.cuda.synchronize()
+            time.sleep(self.rest)
         times = []
         t0 = time.time()
         e0 = self.energy.read()
@@ -881,9 +891,17 @@ class Bench:
             "- ours: the compiled layer, one CUDA graph replay; grouped_mm: torch routing + "
             "torch._grouped_mm, one CUDA graph; eager: Hugging Face per-expert loop, eager "
             "calls (host syncs, not capturable)",
-            "- times: median us over N runs, L2 flushed before each; floor = max(bytes / "
+            "- times: median us over N runs (at most %d runs and %g s per implementation and "
+            "cell, the card idle %g s before each), L2 flushed before each; floor = max(bytes / "
             "%.1f TB/s, 6 T k H I / %d TFLOP/s), bytes = touched experts' weights + x + out "
-            "+ logits" % (COPY_TBPS, BF16_TFLOPS),
+            "+ logits"
+            % (
+                m["args"]["max_runs"],
+                m["args"]["max_seconds_per_cell"],
+                m["args"].get("rest_seconds", 0),
+                COPY_TBPS,
+                BF16_TFLOPS,
+            ),
             "- tk: OpenAI triton_kernels %s (top-k routing + two matmul_ogs, SwiGLU fused, "
             "one CUDA graph), timed in the same cell just before ours; ours/best: ours over "
             "the fastest checked baseline of the cell (gmm, tk)"
@@ -1166,6 +1184,13 @@ def main(argv=None):
     )
     ap.add_argument("--min-runs", type=int, default=5)
     ap.add_argument("--max-runs", type=int, default=50)
+    ap.add_argument(
+        "--rest-seconds",
+        type=float,
+        default=0.0,
+        help="idle the card this long before each implementation's timed runs, so that "
+        "each starts from the same power state (default 0: back to back)",
+    )
     ap.add_argument(
         "--ref-rows",
         type=int,

@@ -8,7 +8,7 @@ gen_layers.py; no LLVM):
   python3 bench_moe.py --dir bench-artifacts --out "$OUT" [--configs a,b]
       [--T 1,64] [--variants] [--max-seconds-per-cell S] [--skip-ours]
       [--skip-baselines] [--profile [LAYER:T,...]] [--budget S]
-      [--triton-kernels DIR]
+      [--triton-kernels DIR] [--rest-seconds S]
 
 Cells: every layer of gen_layers.py (the four configurations; --variants
 adds the qwen3-30b-a3b .nt / .concat variants) at every T. Per cell, fresh
@@ -30,9 +30,9 @@ weights ~ randn * 0.02 (the variants get the same logical weights).
               the SwiGLU fused into the first, in one CUDA graph; built by
               triton_kernels_bench.py (beside this script), timed and
               checked here like the others, so that ours and it run in the
-              same process, cell and power regime. Base layers only (the
-              interleaved gate/up in the nn.Linear layout that
-              triton_kernels takes); the .nt / .concat variants record n/a
+              same process, cell and power regime. Interleaved gate/up only
+              (what its fused SwiGLU takes; either weight layout): the
+              .concat variant records n/a
   eager       the classic Hugging Face loop over the experts that got
               tokens (index rows, two matmuls, index_add_). It syncs with
               the host (nonzero / where), so it cannot be captured: timed
@@ -252,6 +252,15 @@ def routing(logits, k):
     probs = torch.softmax(logits.float(), dim=1)
     w, ids = torch.topk(probs, k, dim=1)
     return w / w.sum(dim=1, keepdim=True), ids
+
+
+def right_operands(layer, w_up, w_down):
+    """w_up [E, H, 2I] and w_down [E, I, H] as the right operands of x @ w
+    (views of the nn.Linear layout), what torch._grouped_mm and matmul_ogs
+    take."""
+    if not layer.transpose_weights:
+        return w_up, w_down
+    return w_up.transpose(1, 2), w_down.transpose(1, 2)
 
 
 def grouped_mm_layer(layer, x, logits, w_up_b, w_down_b):
@@ -722,8 +731,7 @@ class Bench:
 
         if not args.skip_baselines:
             try:
-                w_up_b = w_up.transpose(1, 2) if layer.transpose_weights else w_up
-                w_down_b = w_down.transpose(1, 2) if layer.transpose_weights else w_down
+                w_up_b, w_down_b = right_operands(layer, w_up, w_down)
                 self.run_impl(
                     cell,
                     "grouped_mm",
@@ -847,8 +855,7 @@ class Bench:
             if layer.layout != "interleaved":
                 self.tk_missing = "triton_kernels fuses the interleaved gate/up only"
             else:
-                w1 = w_up.transpose(1, 2) if layer.transpose_weights else w_up
-                w2 = w_down.transpose(1, 2) if layer.transpose_weights else w_down
+                w1, w2 = right_operands(layer, w_up, w_down)
                 self.tk_layer = TKB.make_layer(layer.E, layer.k, w1, w2, self.tk_activation)
         for T in Ts:
             if self.fatal or self.elapsed() > self.args.budget:

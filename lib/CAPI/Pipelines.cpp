@@ -28,11 +28,18 @@ MlirLogicalResult mlirMoeBuildLowerToNvvmPipeline(
     MlirOpPassManager passManager, MlirStringRef options,
     MlirStringCallback errorCallback, void *userData) {
   moe::MoeLowerToNvvmOptions parsed;
-  std::string message;
-  llvm::raw_string_ostream errors(message);
-  if (failed(parsed.parseFromString(unwrap(options), errors))) {
-    if (errorCallback)
-      errorCallback(wrap(llvm::StringRef(message)), userData);
+  auto report = [&](const llvm::Twine &message) {
+    if (errorCallback) {
+      std::string text = message.str();
+      errorCallback(wrap(llvm::StringRef(text)), userData);
+    }
+    return failure();
+  };
+  if (failed(moe::parseMoeLowerToNvvmOptions(unwrap(options), parsed, report)))
+    return mlirLogicalResultFailure();
+  if (std::optional<std::string> error =
+          moe::validateMoeLowerToNvvmOptions(parsed)) {
+    (void)report("moe-lower-to-nvvm: " + *error);
     return mlirLogicalResultFailure();
   }
   moe::buildMoeLowerToNvvmPipeline(*unwrap(passManager), parsed);

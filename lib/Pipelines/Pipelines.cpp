@@ -23,6 +23,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <cstdlib>
 
 using namespace mlir;
@@ -157,43 +159,90 @@ void mlir::moe::buildMoeLowerToCpuPipeline(
   addHostToLLVM(pm, /*gpuToLLVM=*/false);
 }
 
-static MoeGemmOptions gemmOptionsOf(const MoeLowerToNvvmOptions &options) {
-  MoeGemmOptions gemm;
-  gemm.engine = options.gemm;
-  gemm.chip = options.chip;
-  gemm.simt = MoeGemmTiles{options.tileM, options.tileN, options.tileK};
-  gemm.wgmmaTileM = options.wgmmaTileM;
-  gemm.wgmmaTileN = options.wgmmaTileN;
-  gemm.wgmmaStages = options.wgmmaStages;
-  gemm.wgmmaEpilogue = options.wgmmaEpilogue;
-  gemm.wgmmaCluster = options.wgmmaCluster;
-  gemm.wgmmaSwapRows = options.wgmmaSwapRows;
-  gemm.wgmmaSwapTileM = options.wgmmaSwapTileM;
-  gemm.wgmmaSwapTileN = options.wgmmaSwapTileN;
-  gemm.wgmmaWideSwapRows = options.wgmmaWideSwapRows;
-  gemm.wgmmaWideSwapTileM = options.wgmmaWideSwapTileM;
-  gemm.wgmmaConsumerSkew = options.wgmmaConsumerSkew;
-  gemm.wgmmaIdleSkip = options.wgmmaIdleSkip;
-  gemm.wgmmaTailUnits = options.wgmmaTailUnits;
-  gemm.wgmmaProducerRegisters = options.wgmmaProducerRegisters;
-  gemm.wgmmaGroupedWalk = options.wgmmaGroupedWalk;
-  gemm.wgmmaSwapMnMajor = options.wgmmaSwapMnMajor;
-  gemm.wgmmaSwapL2Promotion = options.wgmmaSwapL2Promotion;
-  gemm.wgmmaSwapStageK = options.wgmmaSwapStageK;
-  gemm.elideFills = options.elideFills;
-  gemm.warpSelect = options.warpSelect;
-  gemm.routeDispatchSmall = options.routeDispatchSmall;
-  gemm.programmaticLaunch = options.programmaticLaunch;
-  // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
-  // weights come by cp.async.
+/// Splits a pipeline's option text into its top-level `key[=value]` items:
+/// whitespace outside braces and quotes separates them (the syntax of
+/// mlir::detail::PassOptions::parseFromString).
+static SmallVector<StringRef> splitOptionItems(StringRef text) {
+  SmallVector<StringRef> items;
+  size_t start = StringRef::npos;
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0, e = text.size(); i <= e; ++i) {
+    char c = i < e ? text[i] : ' ';
+    if (quote) {
+      if (c == quote)
+        quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}') {
+      --depth;
+    } else if (depth == 0 && llvm::isSpace(c)) {
+      if (start != StringRef::npos)
+        items.push_back(text.slice(start, i));
+      start = StringRef::npos;
+      continue;
+    }
+    if (start == StringRef::npos)
+      start = i;
+  }
+  // An unterminated quote: the rest is one item (the parser reports it).
+  if (start != StringRef::npos && quote)
+    items.push_back(text.drop_front(start));
+  return items;
+}
+
+/// The names of the pipeline's own options (MoeLowerToNvvmOptions),
+/// read off its printed form, so that they are written only in its
+/// declaration.
+static const llvm::StringSet<> &nvvmPipelineOptionNames() {
+  static const llvm::StringSet<> names = [] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    MoeLowerToNvvmOptions().print(os);
+    StringRef body = StringRef(text).trim();
+    if (body.consume_front("{"))
+      body.consume_back("}");
+    llvm::StringSet<> set;
+    for (StringRef item : splitOptionItems(body))
+      set.insert(item.split('=').first);
+    return set;
+  }();
+  return names;
+}
+
+/// PTX ISA version of `features` ("+ptx86" -> 86; 0 when absent).
+static int ptxVersionOf(StringRef features) {
   int ptx = 0;
-  StringRef features = options.features;
   size_t at = features.find("+ptx");
   if (at != StringRef::npos)
     features.drop_front(at + 4).take_while(llvm::isDigit).getAsInteger(10, ptx);
-  gemm.wgmmaTma = options.wgmmaTma && ptx >= 86;
-  gemm.wgmmaLhsTma = options.wgmmaLhsTma;
-  return gemm;
+  return ptx;
+}
+
+LogicalResult mlir::moe::parseMoeLowerToNvvmOptions(
+    StringRef text, MoeLowerToNvvmOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  const llvm::StringSet<> &own = nvvmPipelineOptionNames();
+  std::string ownText, kernelText;
+  for (StringRef item : splitOptionItems(text)) {
+    std::string &to =
+        own.contains(item.split('=').first) ? ownText : kernelText;
+    if (!to.empty())
+      to += ' ';
+    to += item.str();
+  }
+  std::string message;
+  llvm::raw_string_ostream errors(message);
+  if (failed(options.parseFromString(ownText, errors)))
+    return errorHandler(message);
+  if (failed(parseConvertMoeToGPUOptions(kernelText, options.kernels,
+                                         errorHandler)))
+    return failure();
+  return success();
 }
 
 std::optional<std::string>
@@ -212,44 +261,18 @@ mlir::moe::validateMoeLowerToNvvmOptions(const MoeLowerToNvvmOptions &options) {
   if (checks != "report" && checks != "abort" && checks != "none")
     return "shape-checks must be one of report, abort, none (got '" +
            options.shapeChecks + "')";
-  return validateGemmOptions(gemmOptionsOf(options));
+  return validateGemmOptions(options.kernels);
 }
 
 void mlir::moe::buildMoeLowerToNvvmPipeline(
     OpPassManager &pm, const MoeLowerToNvvmOptions &options) {
   // moe -> gpu.launch kernels on buffers, bridged to tensors.
-  MoeGemmOptions gemm = gemmOptionsOf(options);
-  ConvertMoeToGPUPassOptions kernels;
-  kernels.tileM = gemm.simt.tileM;
-  kernels.tileN = gemm.simt.tileN;
-  kernels.tileK = gemm.simt.tileK;
-  kernels.gemm = gemm.engine;
-  kernels.chip = gemm.chip;
-  kernels.wgmmaTileM = gemm.wgmmaTileM;
-  kernels.wgmmaTileN = gemm.wgmmaTileN;
-  kernels.wgmmaStages = gemm.wgmmaStages;
-  kernels.wgmmaTma = gemm.wgmmaTma;
-  kernels.wgmmaLhsTma = gemm.wgmmaLhsTma;
-  kernels.wgmmaEpilogue = gemm.wgmmaEpilogue;
-  kernels.wgmmaCluster = gemm.wgmmaCluster;
-  kernels.wgmmaSwapRows = gemm.wgmmaSwapRows;
-  kernels.wgmmaSwapTileM = gemm.wgmmaSwapTileM;
-  kernels.wgmmaSwapTileN = gemm.wgmmaSwapTileN;
-  kernels.wgmmaWideSwapRows = gemm.wgmmaWideSwapRows;
-  kernels.wgmmaWideSwapTileM = gemm.wgmmaWideSwapTileM;
-  kernels.wgmmaConsumerSkew = gemm.wgmmaConsumerSkew;
-  kernels.wgmmaIdleSkip = gemm.wgmmaIdleSkip;
-  kernels.wgmmaTailUnits = gemm.wgmmaTailUnits;
-  kernels.wgmmaProducerRegisters = gemm.wgmmaProducerRegisters;
-  kernels.wgmmaGroupedWalk = gemm.wgmmaGroupedWalk;
-  kernels.wgmmaSwapMnMajor = gemm.wgmmaSwapMnMajor;
-  kernels.wgmmaSwapL2Promotion = gemm.wgmmaSwapL2Promotion;
-  kernels.wgmmaSwapStageK = gemm.wgmmaSwapStageK;
-  kernels.elideFills = gemm.elideFills;
-  kernels.warpSelect = gemm.warpSelect;
-  kernels.routeDispatchSmall = gemm.routeDispatchSmall;
-  kernels.programmaticLaunch = gemm.programmaticLaunch;
   addShapeRules(pm, options.shapeChecks);
+  ConvertMoeToGPUPassOptions kernels = options.kernels;
+  kernels.chip = options.chip;
+  // TMA into CTA shared memory needs PTX ISA 8.6: with older features the
+  // weights come by cp.async.
+  kernels.wgmmaTma = kernels.wgmmaTma && ptxVersionOf(options.features) >= 86;
   pm.addPass(createConvertMoeToGPUPass(kernels));
   if (options.cInterface)
     pm.addPass(createMoeEmitCInterfacePass());
@@ -302,8 +325,6 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = 64; // 64-bit addressing in every kernel
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
-  // Tensor maps of activations: by-value grid-constant kernel parameters.
-  pm.addNestedPass<gpu::GPUModuleOp>(createMoeGpuTensorMapParamsPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
@@ -351,7 +372,8 @@ void mlir::moe::registerMoePipelines() {
       [](OpPassManager &pm, StringRef optionsStr,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         MoeLowerToNvvmOptions options;
-        if (failed(options.parseFromString(optionsStr)))
+        if (failed(
+                parseMoeLowerToNvvmOptions(optionsStr, options, errorHandler)))
           return failure();
         if (std::optional<std::string> error =
                 validateMoeLowerToNvvmOptions(options))
@@ -359,6 +381,8 @@ void mlir::moe::registerMoePipelines() {
         buildMoeLowerToNvvmPipeline(pm, options);
         return success();
       },
+      // (--help lists the pipeline's own options; the kernels' are
+      // convert-moe-to-gpu's, listed under that pass.)
       [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
         optHandler(MoeLowerToNvvmOptions());
       });

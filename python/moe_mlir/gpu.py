@@ -311,8 +311,8 @@ def lower_to_nvvm_pipeline(chip="sm_90a", tile_m=64, tile_n=64, tile_k=16, optio
     (validated here, so that nothing else reaches the pipeline text).
 
     options: more --moe-lower-to-nvvm options, a mapping from the option's
-    name (dashes or underscores: "wgmma_tail_units") to a bool, an int or a
-    plain word, e.g. {"wgmma_tail_units": True, "wgmma_producer_registers":
+    name (dashes or underscores: "wgmma_producer_registers") to a bool, an int or a
+    plain word, e.g. {"wgmma_swap_mn_major": False, "wgmma_producer_registers":
     56}; the pipeline checks the names and values it knows."""
     chip, tiles = _check_options(chip, tile_m, tile_n, tile_k)
     text = "chip=%s tile-m=%d tile-n=%d tile-k=%d" % ((chip,) + tiles)
@@ -536,7 +536,7 @@ def compile_gpu(
     Returns the library's absolute path.
 
     options: more --moe-lower-to-nvvm options (lower_to_nvvm_pipeline),
-    e.g. {"wgmma_tail_units": True}; a name or value the pipeline does
+    e.g. {"wgmma_producer_registers": 64}; a name or value the pipeline does
     not take raises CompileError.
     backend: "auto" (the core API when it can emit objects, else moe-aot),
     "core" or "moe-aot". keep_temps: a folder to keep the object file /

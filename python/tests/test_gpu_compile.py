@@ -134,14 +134,17 @@ def _run_python(code, tmp_path):
 
 
 def test_runtime_file_imports_without_torch_or_extension(tmp_path):
-    """What the GPU machine does with the copy next to the artifacts."""
+    """What test/GPU/memref_abi.py does with the package next to the
+    artifacts: loads it from its __init__.py by path (registered in
+    sys.modules first, so that it can import its modules)."""
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps(_ffn_manifest()))
     done = _run_python(
         """
         import importlib.util, sys
-        spec = importlib.util.spec_from_file_location("runtime", %r)
+        spec = importlib.util.spec_from_file_location("moe_mlir_runtime", %r)
         rt = importlib.util.module_from_spec(spec)
+        sys.modules["moe_mlir_runtime"] = rt
         spec.loader.exec_module(rt)
         assert rt.torch is None
         m = rt.Manifest.read(%r)
@@ -482,21 +485,21 @@ def test_pipeline_text_and_option_checks():
             gpu.compile_gpu(SMALL_FFN, "/nonexistent/x.so", **bad)
     # more --moe-lower-to-nvvm options, underscores or dashes, in order
     assert gpu.lower_to_nvvm_pipeline(
-        options={"wgmma_tail_units": True, "wgmma-producer-registers": 56, "warp_select": "i64"}
+        options={"wgmma_swap_mn_major": False, "wgmma-producer-registers": 56, "gemm": "simt"}
     ) == (
         "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=64 tile-k=16 "
-        "wgmma-tail-units=true wgmma-producer-registers=56 warp-select=i64}"
+        "wgmma-swap-mn-major=false wgmma-producer-registers=56 gemm=simt}"
     )
     for bad, message in (
-        (["wgmma_tail_units"], "dict"),
+        (["wgmma_swap_mn_major"], "dict"),
         ({"chip": "sm_80"}, "set by compile_gpu"),
         ({"tile_m": 32}, "set by compile_gpu"),
         ({"format": "ptx"}, "embeds cubins"),
         ({"Wgmma": 1}, "not an option name"),
         ({"a b": 1}, "not an option name"),
         ({3: 1}, "not an option name"),
-        ({"warp_select": "i32 chip=sm_80"}, "plain word"),
-        ({"warp_select": "i32}"}, "plain word"),
+        ({"gemm": "simt chip=sm_80"}, "plain word"),
+        ({"gemm": "simt}"}, "plain word"),
         ({"wgmma_stages": 2.0}, "plain word"),
         ({"wgmma_stages": None}, "plain word"),
     ):
@@ -649,13 +652,16 @@ def test_compile_gpu_with_options(tmp_path):
     out = gpu.compile_gpu(
         SMALL_FFN,
         str(tmp_path / "opts.so"),
-        options={"wgmma_producer_registers": 56, "warp_select": "i64"},
+        options={"wgmma_producer_registers": 56, "programmatic_launch": False},
     )
     m = rt.load_manifest(out)
-    assert m.data["target"]["options"] == {"wgmma-producer-registers": "56", "warp-select": "i64"}
+    assert m.data["target"]["options"] == {
+        "wgmma-producer-registers": "56",
+        "programmatic-launch": "false",
+    }
     assert m.data["pipeline"].endswith(
         "moe-lower-to-nvvm{chip=sm_90a tile-m=64 tile-n=64 tile-k=16 "
-        "wgmma-producer-registers=56 warp-select=i64}"
+        "wgmma-producer-registers=56 programmatic-launch=false}"
     )
     for bad, message in (
         ({"no_such_option": 1}, "no_such_option|no-such-option"),

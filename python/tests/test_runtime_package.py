@@ -99,9 +99,9 @@ def test_wheel_builds_offline_and_installs_without_llvm(tmp_path):
     assert done.returncode == 0, done.stdout
     (whl,) = out.glob("moe_mlir_runtime-*-py3-none-any.whl")
     names = zipfile.ZipFile(whl).namelist()
-    assert [n for n in names if not n.startswith("moe_mlir_runtime-")] == [
-        "moe_mlir_runtime/__init__.py"
-    ]  # pure Python, nothing else
+    assert sorted(n for n in names if not n.startswith("moe_mlir_runtime-")) == sorted(
+        "moe_mlir_runtime/" + p.name for p in (RUNTIME_DIR / "moe_mlir_runtime").glob("*.py")
+    )  # every module of the package, pure Python, nothing else
     meta = zipfile.ZipFile(whl).read(next(n for n in names if n.endswith("/METADATA")))
     assert b"Name: moe-mlir-runtime" in meta and b"Requires-Dist" not in meta
     # the folder next to the artifacts, used in place

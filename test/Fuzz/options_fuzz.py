@@ -12,9 +12,9 @@
 fuzz.py mutates the input and keeps the default options; this one keeps
 the inputs (the functions of test/GPU/cases/*.mlir, each as its own module,
 as fuzz.py's seeds) and draws the --moe-lower-to-nvvm options: every GEMM
-engine option (tile sizes, stages, clusters, epilogues, TMA, tail units,
-idle skip, skew, the small-M kernels' options) and the others (chip,
-warp-select, elide-fills, programmatic launch, ...), each left out or set
+engine option (tile sizes, stages, clusters, TMA, producer registers, the
+small-M kernels' options) and the others (chip, elide-fills, programmatic
+launch, ...), each left out or set
 to a value drawn from its valid values and a few invalid ones. Each run is
 moe-opt (--moe-decompose --moe-fuse for half of them) with the options and
 format=ptx, then ptxas -v on every kernel for its chip. Classes:
@@ -77,22 +77,14 @@ OPTIONS = {
     ],
     "wgmma-stages": ["0", "2", "3", "4", "5", "6", "8", "1", "9"],
     "wgmma-tma": ["true", "false"],
-    "wgmma-lhs-tma": ["true", "false"],
-    "wgmma-epilogue": ["auto", "staged", "bulk", "direct", "fast"],
     "wgmma-cluster": ["0", "1", "2", "4"],
-    "wgmma-consumer-skew": ["-1", "0", "1", "2", "4", "-2"],
-    "wgmma-idle-skip": ["true", "false"],
-    "wgmma-tail-units": ["true", "true", "false"],
     "wgmma-swap-rows": ["-1", "0", "1", "8", "16", "64", "-3"],
     "wgmma-swap-tile-m": ["0", "16", "32", "64", "48"],
     "wgmma-swap-tile-n": ["0", "64", "128", "96"],
     "wgmma-wide-swap-rows": ["-1", "0", "32", "64", "-2"],
     "wgmma-wide-swap-tile-m": ["32", "64", "16"],
     "wgmma-swap-mn-major": ["true", "false"],
-    "wgmma-swap-l2-promotion": ["0", "64", "128", "256", "100"],
-    "wgmma-swap-stage-k": ["64", "128", "32"],
     "elide-fills": ["true", "false"],
-    "warp-select": ["i32", "i64", "i16"],
     "route-dispatch-small": ["true", "false"],
     "programmatic-launch": ["true", "false"],
     "out-params": ["true", "false"],
@@ -129,17 +121,12 @@ def valid_values(name, values):
         "wgmma-tile-m": {"96"},
         "wgmma-tile-n": {"80", "48", "272", "100"},
         "wgmma-stages": {"1", "9"},
-        "wgmma-epilogue": {"fast"},
         "wgmma-cluster": {"4"},
-        "wgmma-consumer-skew": {"-2"},
         "wgmma-swap-rows": {"-3"},
         "wgmma-swap-tile-m": {"48"},
         "wgmma-swap-tile-n": {"96"},
         "wgmma-wide-swap-rows": {"-2"},
         "wgmma-wide-swap-tile-m": {"16"},
-        "wgmma-swap-l2-promotion": {"100"},
-        "wgmma-swap-stage-k": {"32"},
-        "warp-select": {"i16"},
     }.get(name, set())
     return [v for v in values if v not in invalid]
 

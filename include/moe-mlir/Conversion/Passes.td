@@ -98,6 +98,11 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     becomes a `gpu.launch` with one block per row and 256-thread column
     blocks, reading `%x[%tok[m], h]` when `0 <= %tok[m] < T` and writing 0
     otherwise.
+
+    Every option below is also an option of `--moe-lower-to-nvvm`, which
+    hands the options it does not take itself to this pass (they are
+    declared here only). The defaults are the cost model's choices; the
+    `wgmma-*` overrides are for tuning and for tests.
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", /*default=*/"64",
@@ -123,17 +128,6 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
            "Hopper GEMM: weight tiles by TMA (tensor maps from the runtime's "
            "moeRuntimeTensorMap3D); false: by cp.async">,
-    Option<"wgmmaLhsTma", "wgmma-lhs-tma", "bool", /*default=*/"false",
-           "Hopper GEMM: lhs tiles of GEMMs without a gather by TMA too (a "
-           "tensor map encoded on the host per launch, moeRuntimeEncode"
-           "TensorMap3D, passed by value); false: by cp.async">,
-    Option<"wgmmaEpilogue", "wgmma-epilogue", "std::string",
-           /*default=*/"\"auto\"",
-           "Hopper GEMM output path: auto (cost model), staged (fragments "
-           "through shared memory, rows written with 16-byte stores), bulk "
-           "(through shared memory, rows copied out by cp.async.bulk while "
-           "the next tile's MMAs run), direct (element stores from the "
-           "fragments)">,
     Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "
@@ -153,17 +147,6 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "weights are wgmma's transposed A operand; not with a concat "
            "GLU); by default up to 1 row per expert (wgmma-swap-rows sets "
            "both thresholds)">,
-    Option<"wgmmaSwapL2Promotion", "wgmma-swap-l2-promotion", "int64_t",
-           /*default=*/"0",
-           "L2 promotion of the small-M kernel's weight TMA loads, in "
-           "bytes: 0 (none), 64, 128 or 256 (the main kernel keeps 256); "
-           "none streamed the weights 1-2% faster at T <= 64 "
-           "(bench/NOTES.md v37)">,
-    Option<"wgmmaSwapStageK", "wgmma-swap-stage-k", "int64_t",
-           /*default=*/"128",
-           "K elements per pipeline stage of the small-M kernel: 128 (two "
-           "K-adjacent 128-byte swizzled slices; streamed the weights "
-           "0.2-2.5% faster at T <= 64, bench/NOTES.md v38) or 64 (one)">,
     Option<"wgmmaWideSwapRows", "wgmma-wide-swap-rows", "int64_t",
            /*default=*/"-1",
            "A second small-M kernel with wider token tiles "
@@ -175,49 +158,14 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaWideSwapTileM", "wgmma-wide-swap-tile-m", "int64_t",
            /*default=*/"32",
            "Tokens per tile of the wide small-M kernel: 32 or 64">,
-    Option<"wgmmaConsumerSkew", "wgmma-consumer-skew", "int64_t",
-           /*default=*/"-1",
-           "Main Hopper kernel: K steps by which the second consumer "
-           "warpgroup starts each tile after the first, so that one "
-           "warpgroup's epilogue overlaps the other's MMAs (-1: cost model; "
-           "0: both in step; at most wgmma-stages - 1, and 0 when a tile "
-           "has fewer K steps than stages)">,
-    Option<"wgmmaIdleSkip", "wgmma-idle-skip", "bool", /*default=*/"false",
-           "Main Hopper kernel: a consumer warpgroup whose 64 rows of a "
-           "tile are all past the expert's end (an expert's short last "
-           "tile) skips the tile's MMAs after the first K step and only "
-           "waits for and releases the stages; the two consumer "
-           "warpgroups then meet (named barrier) before the epilogue "
-           "(bench/NOTES.md v45)">,
-    Option<"wgmmaTailUnits", "wgmma-tail-units", "bool", /*default=*/"false",
-           "Main Hopper kernel (K-major weights by TMA, staged epilogue): "
-           "an expert's last row tile of at most 64 rows runs as tail "
-           "units, its rows x two column tiles, one per consumer "
-           "warpgroup, in stages of 32 K elements (64-byte swizzle), "
-           "instead of a whole 128-row tile whose second warpgroup's "
-           "MMAs are wasted. Measured slower on the H200 in every bench cell "
-           "but one (+2-34% time at T = 4096 / 16384, bench/NOTES.md "
-           "v66): off by default">,
-    Option<"wgmmaGroupedWalk", "wgmma-grouped-walk", "bool",
-           /*default=*/"false",
-           "Main Hopper kernel in 2-CTA clusters: walk an expert's units "
-           "in groups of two column tiles (the row-tile pairs of each, "
-           "then the odd last row tile's unit for the same two columns), "
-           "so that the odd tile reads its weight tiles while the pairs' "
-           "copies are still in L2, instead of after all of the expert's "
-           "pairs. Measured on the H200 (bench/NOTES.md v67): 1.4 GB less "
-           "DRAM traffic and 2-4% less energy per call at gpt-oss-120b / "
-           "DeepSeek-V3 T = 16384, but 0.2-0.6% more time at the power "
-           "cap: off by default. Launches without clusters walk the same "
-           "either way">,
     Option<"wgmmaProducerRegisters", "wgmma-producer-registers", "int64_t",
            /*default=*/"0",
            "Main Hopper kernel: registers per thread the producer "
            "warpgroup keeps after setmaxnreg, a multiple of 8 in [24, "
            "160]; the two consumer warpgroups take what it gives up (168 "
            "+ (168 - P) / 2, at most 256, rounded down to 8). 0: cost "
-           "model (56, the consumers 224; 64 / 208 with tail units, 104 / "
-           "200 with the weights by cp.async). Kernels whose "
+           "model (56, the consumers 224; 104 / 200 with the weights by "
+           "cp.async). Kernels whose "
            "accumulators fit the registers at entry move none">,
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
@@ -228,12 +176,6 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "(as their lhs, without a gather), and through a dispatch's "
            "reverse_indices (a permutation) only the targets of the rows no "
            "expert owns; false: every output is zero-filled first">,
-    Option<"warpSelect", "warp-select", "std::string", /*default=*/"\"i32\"",
-           "Top-k selection of the warp-per-row routing kernels: i32 (order "
-           "key alone, redux.sync maximum then lowest entry, the pick's key "
-           "cleared; a shuffle butterfly before sm_80) or i64 (key = order "
-           "key << 32 | ~entry, butterfly maximum below the previous pick). "
-           "Both pick exactly what selectTopK picks">,
     Option<"programmaticLaunch", "programmatic-launch", "bool",
            /*default=*/"true",
            "Hopper GEMM kernels wait for their predecessor on the device "
@@ -317,42 +259,6 @@ def MoeGpuAlignWorkgroupMemoryPass
     Option<"alignment", "alignment", "int64_t", /*default=*/"16",
            "alignment in bytes (a power of two)">,
   ];
-}
-
-def MoeGpuTensorMapParamsPass
-    : Pass<"moe-gpu-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Pass TMA tensor maps to kernels by value, as grid constants";
-  let description = [{
-    A kernel that loads a tile by TMA needs the generic address of its
-    tensor map (128 bytes). Maps of weights live in device memory (the
-    runtime's cache); a map of an activation, whose address and rows change
-    from call to call, is encoded on the host for each launch
-    (`moeRuntimeEncodeTensorMap3D`) and passed by value: the host passes an
-    `!llvm.array<16 x i64>` launch operand, and the kernel body takes its
-    address with `builtin.unrealized_conversion_cast` to `!llvm.ptr`.
-
-    Run after the kernels are in the LLVM dialect (`convert-gpu-to-nvvm`)
-    and before `reconcile-unrealized-casts`: every kernel argument of type
-    `!llvm.array<16 x i64>` whose uses are all such casts becomes an
-    `!llvm.ptr` argument with `llvm.byval = !llvm.array<16 x i64>`,
-    `llvm.align = 64` and `nvvm.grid_constant` (a `.param .align 64 .b8
-    [128]` in PTX whose address the kernel takes with `cvta.param`, as
-    CUDA's `const __grid_constant__ CUtensorMap`), and the casts are
-    replaced by it. The launch needs no change: its operand is stored to a
-    host buffer and the driver copies its 128 bytes into the parameter.
-    Other array arguments are left alone.
-
-    ```mlir
-    llvm.func @k(%m: !llvm.array<16 x i64>) attributes {nvvm.kernel} {
-      %p = builtin.unrealized_conversion_cast %m : !llvm.array<16 x i64> to !llvm.ptr
-      ...
-    // becomes
-    llvm.func @k(%m: !llvm.ptr {llvm.align = 64 : i64,
-                 llvm.byval = !llvm.array<16 x i64>, nvvm.grid_constant})
-    ```
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
-                           "::mlir::NVVM::NVVMDialect"];
 }
 
 def MoeGpuProgrammaticLaunchPass

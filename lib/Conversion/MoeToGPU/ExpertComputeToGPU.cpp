@@ -191,7 +191,7 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
 }
 
 struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
-  ExpertGemmToGPU(MLIRContext *ctx, const MoeGemmOptions &options)
+  ExpertGemmToGPU(MLIRContext *ctx, const ConvertMoeToGPUPassOptions &options)
       : OpRewritePattern(ctx), options(options) {}
 
   LogicalResult matchAndRewrite(ExpertGemmOp op,
@@ -220,15 +220,13 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       // if (cond) the Hopper kernel `kernel` else `otherwise`.
       auto hopperIf = [&](LoweringBuilder &b, Value cond,
                           const GemmKernelConfig &kernel, Value rhsMap,
-                          function_ref<void(LoweringBuilder &)> otherwise,
-                          Value lhsMap = Value(), Value rhsTailMap = Value()) {
+                          function_ref<void(LoweringBuilder &)> otherwise) {
         scf::IfOp::create(
             b, cond,
             [&](OpBuilder &nested, Location loc) {
               LoweringBuilder nb(loc, nested);
               emitWgmmaExpertGemm(nb, g, kernel, rhsMap,
-                                  fillInKernel ? fill : UncoveredFill::Unread,
-                                  lhsMap, rhsTailMap);
+                                  fillInKernel ? fill : UncoveredFill::Unread);
               scf::YieldOp::create(nb);
             },
             [&](OpBuilder &nested, Location loc) {
@@ -246,28 +244,11 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           rhsMap = emitRhsTensorMap(b, module, g, *config);
           ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
-        // The tail units' map (same weights, 32-element K boxes): described
-        // whenever the main one is, checked all the same.
-        Value rhsTailMap;
-        if (config->tailUnits) {
-          rhsTailMap = emitRhsTensorMap(b, module, g, *config, /*tail=*/true);
-          ok = b.andi(ok,
-                      b.cmpi(arith::CmpIPredicate::ne, rhsTailMap, zero64(b)));
-        }
-        Value lhsMap;
-        if (config->lhsTma) {
-          Value lhsOk;
-          std::tie(lhsMap, lhsOk) = emitLhsTensorMap(b, module, g);
-          ok = b.andi(ok, lhsOk);
-        }
-        hopperIf(
-            b, ok, *config, rhsMap,
-            [&](LoweringBuilder &b) {
-              if (fillInKernel)
-                zeroUncoveredRows(b, g, fill);
-              emitSimtExpertGemm(b, g, config->simt);
-            },
-            lhsMap, rhsTailMap);
+        hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
+          if (fillInKernel)
+            zeroUncoveredRows(b, g, fill);
+          emitSimtExpertGemm(b, g, config->simt);
+        });
       };
       // The small-M kernels beside it, chosen on the host from the rows
       // (T x k, known at call time): the first whose swapRows x E bounds
@@ -304,7 +285,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
     return success();
   }
 
-  MoeGemmOptions options;
+  ConvertMoeToGPUPassOptions options;
 };
 
 struct GluToGPU : OpRewritePattern<GluOp> {
@@ -338,8 +319,8 @@ struct GluToGPU : OpRewritePattern<GluOp> {
 
 } // namespace
 
-void mlir::moe::populateExpertComputeToGPUPatterns(RewritePatternSet &patterns,
-                                                   const MoeGemmOptions &gemm) {
+void mlir::moe::populateExpertComputeToGPUPatterns(
+    RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &gemm) {
   patterns.add<ExpertGemmToGPU>(patterns.getContext(), gemm);
   patterns.add<GluToGPU>(patterns.getContext());
 }

@@ -28,16 +28,16 @@ namespace moe {
 using namespace mlir;
 using namespace mlir::moe;
 
-void mlir::moe::populateMoeToGPUConversionPatterns(RewritePatternSet &patterns,
-                                                   const MoeGemmOptions &gemm) {
+void mlir::moe::populateMoeToGPUConversionPatterns(
+    RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateMoeFusedFormPatterns(patterns); // grouped_matmul, route_dispatch
-  populateRoutingToGPUPatterns(patterns, gemm.chip, gemm.warpSelect == "i32",
-                               gemm.routeDispatchSmall,
-                               gemm.programmaticLaunch);
-  populateDispatchToGPUPatterns(patterns, gemm.chip);
+  populateRoutingToGPUPatterns(patterns, options.chip, /*i32Keys=*/true,
+                               options.routeDispatchSmall,
+                               options.programmaticLaunch);
+  populateDispatchToGPUPatterns(patterns, options.chip);
   populateMovementToGPUPatterns(patterns);
-  populateExpertComputeToGPUPatterns(patterns, gemm);
+  populateExpertComputeToGPUPatterns(patterns, options);
 }
 
 namespace {
@@ -81,36 +81,36 @@ struct ConvertMoeToGPUPass
     : mlir::moe::impl::ConvertMoeToGPUPassBase<ConvertMoeToGPUPass> {
   using Base::Base;
 
+  /// The option values as the generated struct (the options' one list of
+  /// fields, Conversion/Passes.td).
+  ConvertMoeToGPUPassOptions values() const {
+    ConvertMoeToGPUPassOptions o;
+    o.tileM = tileM;
+    o.tileN = tileN;
+    o.tileK = tileK;
+    o.gemm = gemm;
+    o.chip = chip;
+    o.wgmmaTileM = wgmmaTileM;
+    o.wgmmaTileN = wgmmaTileN;
+    o.wgmmaStages = wgmmaStages;
+    o.wgmmaTma = wgmmaTma;
+    o.wgmmaCluster = wgmmaCluster;
+    o.wgmmaSwapRows = wgmmaSwapRows;
+    o.wgmmaSwapTileM = wgmmaSwapTileM;
+    o.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
+    o.wgmmaWideSwapRows = wgmmaWideSwapRows;
+    o.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
+    o.wgmmaProducerRegisters = wgmmaProducerRegisters;
+    o.wgmmaSwapTileN = wgmmaSwapTileN;
+    o.elideFills = elideFills;
+    o.programmaticLaunch = programmaticLaunch;
+    o.routeDispatchSmall = routeDispatchSmall;
+    return o;
+  }
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    MoeGemmOptions gemmOptions;
-    gemmOptions.engine = gemm;
-    gemmOptions.chip = chip;
-    gemmOptions.simt = MoeGemmTiles{tileM, tileN, tileK};
-    gemmOptions.wgmmaTileM = wgmmaTileM;
-    gemmOptions.wgmmaTileN = wgmmaTileN;
-    gemmOptions.wgmmaStages = wgmmaStages;
-    gemmOptions.wgmmaTma = wgmmaTma;
-    gemmOptions.wgmmaLhsTma = wgmmaLhsTma;
-    gemmOptions.wgmmaEpilogue = wgmmaEpilogue;
-    gemmOptions.wgmmaCluster = wgmmaCluster;
-    gemmOptions.wgmmaSwapRows = wgmmaSwapRows;
-    gemmOptions.wgmmaSwapTileM = wgmmaSwapTileM;
-    gemmOptions.wgmmaSwapTileN = wgmmaSwapTileN;
-    gemmOptions.wgmmaWideSwapRows = wgmmaWideSwapRows;
-    gemmOptions.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
-    gemmOptions.wgmmaConsumerSkew = wgmmaConsumerSkew;
-    gemmOptions.wgmmaIdleSkip = wgmmaIdleSkip;
-    gemmOptions.wgmmaTailUnits = wgmmaTailUnits;
-    gemmOptions.wgmmaProducerRegisters = wgmmaProducerRegisters;
-    gemmOptions.wgmmaGroupedWalk = wgmmaGroupedWalk;
-    gemmOptions.wgmmaSwapMnMajor = wgmmaSwapMnMajor;
-    gemmOptions.wgmmaSwapL2Promotion = wgmmaSwapL2Promotion;
-    gemmOptions.wgmmaSwapStageK = wgmmaSwapStageK;
-    gemmOptions.elideFills = elideFills;
-    gemmOptions.warpSelect = warpSelect;
-    gemmOptions.routeDispatchSmall = routeDispatchSmall;
-    gemmOptions.programmaticLaunch = programmaticLaunch;
+    ConvertMoeToGPUPassOptions gemmOptions = values();
     if (auto error = validateGemmOptions(gemmOptions)) {
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();
@@ -126,3 +126,13 @@ struct ConvertMoeToGPUPass
   }
 };
 } // namespace
+
+LogicalResult mlir::moe::parseConvertMoeToGPUOptions(
+    StringRef text, ConvertMoeToGPUPassOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  ConvertMoeToGPUPass pass(options);
+  if (failed(pass.initializeOptions(text, errorHandler)))
+    return failure();
+  options = pass.values();
+  return success();
+}

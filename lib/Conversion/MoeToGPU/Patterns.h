@@ -24,8 +24,8 @@ void populateDispatchToGPUPatterns(RewritePatternSet &patterns, StringRef chip);
 /// gather, scatter, combine, indices_to_multihot, multihot_to_indices.
 void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 /// expert_gemm, glu (grouped_matmul: populateMoeFusedFormPatterns).
-void populateExpertComputeToGPUPatterns(RewritePatternSet &patterns,
-                                        const MoeGemmOptions &gemm);
+void populateExpertComputeToGPUPatterns(
+    RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options);
 
 } // namespace moe
 } // namespace mlir

@@ -6,8 +6,7 @@
 // RUN:   --implicit-check-not=nvvm. --implicit-check-not=dynamic_shared_memory
 // RUN: moe-opt %s --convert-moe-to-gpu="tile-m=128 tile-n=64 tile-k=32 elide-fills=false" | FileCheck %s --check-prefix=TILE
 // RUN: moe-opt %s "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=staged wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=STAGED
-// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=bulk wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=BULK
+// RUN: moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=STAGED
 
 // Expert compute: moe.grouped_matmul goes through moe.expert_gemm to a zero
 // fill of the output rows no expert writes, then the GEMM kernel(s) of the
@@ -62,10 +61,9 @@
 //   rhs K-major `col` with transpose_rhs, MN-major `row` without), commit,
 //   wait for <= 1 group in flight, release the previous stage; then wait
 //   for the item's record (tableFull) and the epilogue: bias, GLU and
-//   scale on the accumulator fragments, then tableEmpty; without
-//   a GLU staged in shared memory per consumer warpgroup (64 rows x 256
-//   bytes) and whole rows written with 16-byte stores, with a GLU stored
-//   element by element from the fragments (wgmma-epilogue=auto).
+//   scale on the accumulator fragments, then tableEmpty; the tile staged
+//   in shared memory per consumer warpgroup (64 rows x 256 bytes) and
+//   whole rows written with 16-byte stores.
 //
 // By default (CLUSTER lines; the details are in gemm-config.mlir) the
 // kernel is built for 2-CTA clusters, launched in clusters (rows >= E x
@@ -489,8 +487,7 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // AUTO: nvvm.mbarrier.try_wait.parity
 // AUTO-COUNT-2: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
 // AUTO-COUNT-2: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
-// By default (wgmma-epilogue=auto) and with wgmma-epilogue=staged the GLU
-// tile goes through shared memory:
+// The GLU tile goes through shared memory too:
 // the routing weights of the thread's two rows first (scale[scatter[row]]),
 // per output column both biases, silu(gate) * up * weight, one bf16 into
 // the staging; a warpgroup barrier; rows copied to out[scatter[row]] in
@@ -522,33 +519,6 @@ func.func @grouped_matmul_transpose_rhs_bias(%x: tensor<?x64xbf16>, %w: tensor<8
 // STAGED: llvm.load %{{[a-z0-9_]+}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
 // STAGED: memref.store
 // STAGED: gpu.terminator
-// wgmma-epilogue=bulk: the same staging, rows rotated instead of swizzled;
-// before a pass writes it, the warpgroup's earlier row copies have read it
-// (wait_group.read, then the warpgroup barrier); after the fragment stores a
-// proxy fence and the barrier, then each thread issues one piece of a row
-// (cp.async.bulk to out[scatter[row]]) and commits it; the thread stores
-// remain for a pass that is not whole or aligned; the consumers wait for
-// their copies before the block ends.
-// BULK-LABEL: func.func @expert_gemm_fused(
-// BULK: nvvm.wgmma.wait.group.sync.aligned 0
-// BULK: nvvm.cp.async.bulk.wait_group 0 {read}
-// BULK-NEXT: arith.constant 128 : i32
-// BULK-NEXT: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
-// BULK: math.exp
-// BULK-COUNT-32: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 2 : i64} : bf16, !llvm.ptr<3>
-// BULK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// BULK-NEXT: arith.constant 128 : i32
-// BULK-NEXT: nvvm.barrier id = %{{[a-z0-9_]+}} number_of_threads = %c128_i32
-// BULK: scf.if
-// BULK: nvvm.cp.async.bulk.global.shared.cta %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} : <1>, <3>
-// BULK: nvvm.cp.async.bulk.commit.group
-// BULK: } else {
-// BULK: scf.for
-// BULK: llvm.store %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// BULK: scf.yield
-// BULK-NEXT: }
-// BULK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
-// BULK: gpu.terminator
 // silu with the approximate exp and divide (afn); one bf16 per output
 // column into the staging (32 per thread); the store loop reads each row's
 // destination from the row table (-1: nothing stored); 16-byte copies, or

@@ -54,7 +54,6 @@
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TN64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-m=64 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=TM64
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-stages=3 wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=ST3
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-epilogue=direct wgmma-cluster=1 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=DIRECT
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D --implicit-check-not=cp.async.bulk
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false wgmma-tile-n=256 elide-fills=false wgmma-swap-rows=0" | FileCheck %s --check-prefix=CPA256 \
@@ -68,7 +67,6 @@
 // is parsed. The largest stage counts that fit are accepted.
 //
 // RUN: not moe-opt %s "--convert-moe-to-gpu=gemm=foo elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-GEMM
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-epilogue=foo elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-EPI
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-m=96 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-TM
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-cluster=3 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-CL
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-tile-n=100 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-TN
@@ -85,7 +83,6 @@
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-producer-registers=44 elide-fills=false wgmma-swap-rows=0" 2>&1 | FileCheck %s --check-prefix=PASS-PR
 //
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=gemm=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-GEMM
-// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-epilogue=foo elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-EPI
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-m=96 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-cluster=-1 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-CL
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-tile-n=100 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
@@ -95,7 +92,6 @@
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-producer-registers=168 elide-fills=false" 2>&1 | FileCheck %s --check-prefix=PIPE-PR
 
 // PASS-GEMM: error: convert-moe-to-gpu: gemm must be one of auto, simt, wgmma (got 'foo')
-// PASS-EPI: error: convert-moe-to-gpu: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
 // PASS-TM: error: convert-moe-to-gpu: wgmma-tile-m must be 64 or 128 (got 96)
 // PASS-CL: error: convert-moe-to-gpu: wgmma-cluster must be 0 (cost model), 1 or 2 (got 3)
 // OP-CL-TMA: error: 'moe.expert_gemm' op wgmma-cluster=2 needs the weight tiles by TMA (wgmma-tma) and tile-n >= 128
@@ -113,7 +109,6 @@
 // PIPE-PR: error: moe-lower-to-nvvm: wgmma-producer-registers must be 0 (cost model) or a multiple of 8 in [24, 160] (got 168)
 
 // PIPE-GEMM: error: moe-lower-to-nvvm: gemm must be one of auto, simt, wgmma (got 'foo')
-// PIPE-EPI: error: moe-lower-to-nvvm: wgmma-epilogue must be one of auto, staged, bulk, direct (got 'foo')
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-tile-m must be 64 or 128 (got 96)
 // PIPE-CL: error: moe-lower-to-nvvm: wgmma-cluster must be 0 (cost model), 1 or 2 (got -1)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-tile-n must be a multiple of 16 in [64, 256] (got 100)
@@ -197,20 +192,9 @@
 // CLUSTER-NOT: gpu.launch
 // CLUSTER: return
 
-// Output path. The default (auto) stages a plain GEMM's tile in shared
-// memory (2 x 16 KiB, one stage less) and writes rows with 16-byte stores
-// (the AUTO lines above); wgmma-epilogue=direct stores the elements from the fragments, without
-// staging (7 stages), barrier or vector stores.
-// DIRECT-LABEL: func.func @bf16_kmajor(
-// DIRECT: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-z0-9_]+}} = %c384, {{.*}}) dynamic_shared_memory_size %c231936_i32 {
-// DIRECT-COUNT-14: nvvm.mbarrier.init
-// DIRECT-COUNT-2: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{128|256}}_i32
-// DIRECT-NOT: nvvm.mbarrier.init
-// DIRECT: nvvm.wgmma.wait.group.sync.aligned 0
-// DIRECT-NOT: nvvm.barrier id
-// DIRECT-NOT: vector<4xi32>
-// DIRECT: memref.store
-// DIRECT: gpu.terminator
+// Output path: a plain GEMM's tile is staged in shared memory (2 x 16
+// KiB, one stage less) and its rows written with 16-byte stores (the AUTO
+// lines above).
 
 // SIMT-LABEL: func.func @bf16_kmajor(
 // SIMT: gpu.launch

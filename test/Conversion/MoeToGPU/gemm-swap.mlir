@@ -9,14 +9,12 @@
 // operands K-major, the first MMA of a tile without accumulating), and
 // stages its f32 results in shared memory ([token][weight row], pitch
 // tile-n + 4) before the epilogue's 16-byte stores. A stage holds 128 K
-// elements as two K-adjacent 64-element slices (wgmma-swap-stage-k=64:
-// one; K64 lines).
+// elements as two K-adjacent 64-element slices.
 //
 //   tiles (m x n)   threads  blocks/SM  stages  shared (+1 KiB slack)  TMA box rows
 //   16 x 64         256      2          5       107776 + 1024          32
 //   32 x 128        384      1          5       222720 + 1024          64
 //   64 x 128        384      1          3       182272 + 1024          64
-//   16 x 64, K 64   256      2          8       87296 + 1024           32
 //
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=DEF
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-rows=4 wgmma-swap-tile-m=32 wgmma-swap-tile-n=128" | FileCheck %s --check-prefix=T32
@@ -31,10 +29,6 @@
 // RUN:   | FileCheck %s --check-prefix=MN8
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false programmatic-launch=false" \
 // RUN:   | FileCheck %s --check-prefix=NOPDL --implicit-check-not=griddepcontrol
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-stage-k=64" \
-// RUN:   | FileCheck %s --check-prefix=K64
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-swap-l2-promotion=128" \
-// RUN:   | FileCheck %s --check-prefix=L2
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false" | FileCheck %s --check-prefix=WIDE
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=elide-fills=false wgmma-wide-swap-rows=0" \
 // RUN:   | FileCheck %s --check-prefix=NOWIDE --implicit-check-not="n = 32, k = 16"
@@ -45,9 +39,6 @@
 // RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-rows=-2" 2>&1 | FileCheck %s --check-prefix=PASS-ROWS
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-m=48" 2>&1 | FileCheck %s --check-prefix=PIPE-TM
 // RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-tile-n=32" 2>&1 | FileCheck %s --check-prefix=PIPE-TN
-// RUN: not moe-opt %s "--convert-moe-to-gpu=wgmma-swap-l2-promotion=32" 2>&1 | FileCheck %s --check-prefix=PASS-L2
-// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-stage-k=256" 2>&1 | FileCheck %s --check-prefix=PIPE-SK
-// RUN: not moe-opt %s "--moe-lower-to-nvvm=wgmma-swap-l2-promotion=512" 2>&1 | FileCheck %s --check-prefix=PIPE-L2
 
 // PASS-WROWS: error: convert-moe-to-gpu: wgmma-wide-swap-rows must be -1 (cost model), 0 (none) or positive (got -2)
 // PIPE-WTM: error: moe-lower-to-nvvm: wgmma-wide-swap-tile-m must be 32 or 64 (got 16)
@@ -56,9 +47,6 @@
 // PASS-ROWS: error: convert-moe-to-gpu: wgmma-swap-rows must be -1 (cost model), 0 (never) or positive (got -2)
 // PIPE-TM: error: moe-lower-to-nvvm: wgmma-swap-tile-m must be 16, 32 or 64 (got 48)
 // PIPE-TN: error: moe-lower-to-nvvm: wgmma-swap-tile-n must be 64 or 128 (got 32)
-// PASS-L2: error: convert-moe-to-gpu: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 32)
-// PIPE-L2: error: moe-lower-to-nvvm: wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got 512)
-// PIPE-SK: error: moe-lower-to-nvvm: wgmma-swap-stage-k must be 64 or 128 (got 256)
 
 // Plain GEMM, E = 8, N = 256, K = 128 (two K steps).
 // The small-M kernel first (rows <= 8 x 8 = 64), its tensor map with
@@ -118,19 +106,6 @@
 // DEF-COUNT-2: nvvm.cp.async.shared.global
 // DEF-NOT: nvvm.cp.async.shared.global
 // DEF: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c16384_i32
-// K64-LABEL: func.func @plain(
-// K64: dynamic_shared_memory_size %c88320_i32 {
-// K64-COUNT-16: nvvm.mbarrier.init %{{[a-z0-9_]+}}, %c{{129|128}}_i32
-// K64-NOT: nvvm.mbarrier.init
-// K64-COUNT-1: nvvm.cp.async.shared.global
-// K64-NOT: nvvm.cp.async.shared.global
-// K64: nvvm.mbarrier.arrive.expect_tx %{{[a-z0-9_]+}}, %c8192_i32
-// K64-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// K64-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
-// K64: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>]
-// K64-COUNT-3: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <one>]
-// K64-NOT: nvvm.wgmma.mma_async
-// K64: nvvm.wgmma.wait.group.sync.aligned 1
 // DEF-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // DEF: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 16, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>] : !llvm.struct<({{(f32, ){7}f32}})> ->
@@ -150,12 +125,6 @@
 // DEF: gpu.launch {{.*}} workgroup(
 // DEF-NOT: gpu.launch
 // DEF: return
-
-// The small-M kernel's weight map with wgmma-swap-l2-promotion=128 (2);
-// the main kernel's keeps 256B (3).
-// L2-LABEL: func.func @plain(
-// L2: call @moeRuntimeTensorMap3D({{.*}}, %c64_i64, %c32_i64, %c1_i64, %c3_i64, %c2_i64{{(_[0-9]+)?}})
-// L2: call @moeRuntimeTensorMap3D({{.*}}, %c1_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}}, %c3_i64{{(_[0-9]+)?}})
 
 // Rows <= 4 x 8, 32 tokens x 128 weight rows: two consumer warpgroups
 // (no setmaxnreg: their m64n32 accumulators fit in the registers at entry,

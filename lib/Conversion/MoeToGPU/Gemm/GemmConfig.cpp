@@ -17,10 +17,11 @@
 // Beside it, for few rows per expert, the small-M ("swap AB") kernel:
 // weights on the wgmma M side (64 weight rows per block), 16 tokens per
 // tile on N, two blocks per SM, as many stages as fit in half the shared
-// memory, each stage 128 K elements deep (two 128-byte swizzled slices),
-// its weight loads without L2 promotion (the main kernel's promote 256
-// bytes); the host launches it instead when the rows average at most 8 per
-// expert (bench/NOTES.md v27, v37, v38).
+// memory, each stage 128 K elements deep (two 128-byte swizzled slices:
+// 0.2-2.5% faster than one at T <= 64, bench/NOTES.md v38), its weight
+// loads without L2 promotion (the main kernel's promote 256 bytes; none
+// streamed the weights 1-2% faster at T <= 64, v37); the host launches it
+// instead when the rows average at most 8 per expert (v27).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,13 +53,13 @@ static int64_t wgmmaStageBytes(int64_t tileM, int64_t tileN,
 }
 
 std::optional<std::string>
-mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
-  if (auto error = validateGemmTiles(options.simt))
+mlir::moe::validateGemmOptions(const ConvertMoeToGPUPassOptions &options) {
+  if (auto error = validateGemmTiles(
+          MoeGemmTiles{options.tileM, options.tileN, options.tileK}))
     return error;
-  StringRef engine = options.engine;
+  StringRef engine = options.gemm;
   if (engine != "auto" && engine != "simt" && engine != "wgmma")
-    return "gemm must be one of auto, simt, wgmma (got '" + options.engine +
-           "')";
+    return "gemm must be one of auto, simt, wgmma (got '" + options.gemm + "')";
   if (options.wgmmaTileM != 0 && options.wgmmaTileM != 64 &&
       options.wgmmaTileM != 128)
     return "wgmma-tile-m must be 64 or 128 (got " +
@@ -68,19 +69,6 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
        options.wgmmaTileN % 16 != 0))
     return "wgmma-tile-n must be a multiple of 16 in [64, 256] (got " +
            std::to_string(options.wgmmaTileN) + ")";
-  if (!llvm::is_contained({0, 64, 128, 256}, options.wgmmaSwapL2Promotion))
-    return "wgmma-swap-l2-promotion must be 0, 64, 128 or 256 (got " +
-           std::to_string(options.wgmmaSwapL2Promotion) + ")";
-  if (options.wgmmaSwapStageK != 64 && options.wgmmaSwapStageK != 128)
-    return "wgmma-swap-stage-k must be 64 or 128 (got " +
-           std::to_string(options.wgmmaSwapStageK) + ")";
-  if (options.warpSelect != "i64" && options.warpSelect != "i32")
-    return "warp-select must be i64 or i32 (got '" + options.warpSelect + "')";
-  StringRef epilogue = options.wgmmaEpilogue;
-  if (epilogue != "auto" && epilogue != "staged" && epilogue != "bulk" &&
-      epilogue != "direct")
-    return "wgmma-epilogue must be one of auto, staged, bulk, direct (got '" +
-           options.wgmmaEpilogue + "')";
   if (options.wgmmaCluster < 0 || options.wgmmaCluster > 2)
     return "wgmma-cluster must be 0 (cost model), 1 or 2 (got " +
            std::to_string(options.wgmmaCluster) + ")";
@@ -99,9 +87,6 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
   if (options.wgmmaWideSwapTileM != 32 && options.wgmmaWideSwapTileM != 64)
     return "wgmma-wide-swap-tile-m must be 32 or 64 (got " +
            std::to_string(options.wgmmaWideSwapTileM) + ")";
-  if (options.wgmmaConsumerSkew < -1 || options.wgmmaConsumerSkew > 7)
-    return "wgmma-consumer-skew must be -1 (cost model) or in [0, 7] (got " +
-           std::to_string(options.wgmmaConsumerSkew) + ")";
   if (options.wgmmaProducerRegisters != 0 &&
       (options.wgmmaProducerRegisters < 24 ||
        options.wgmmaProducerRegisters > 160 ||
@@ -117,15 +102,13 @@ mlir::moe::validateGemmOptions(const MoeGemmOptions &options) {
       (options.wgmmaStages < 2 || options.wgmmaStages > 8))
     return "wgmma-stages must be in [2, 8] (got " +
            std::to_string(options.wgmmaStages) + ")";
-  // Checked against the narrowest default tile here; chooseGemmConfig
-  // reports (on the op) stages that do not fit the tile it picks.
+  // Checked against the narrowest default tile, without the epilogue
+  // staging, here; chooseGemmConfig reports (on the op) stages that do not
+  // fit the tile it picks with its staging.
   int64_t tm = options.wgmmaTileM ? options.wgmmaTileM : 128;
   int64_t tn = options.wgmmaTileN ? options.wgmmaTileN : 128;
-  int64_t staging =
-      epilogue == "staged" || epilogue == "bulk" ? wgmmaEpilogueBytes(tm) : 0;
   if (options.wgmmaStages &&
-      kSharedOverheadBytes + staging +
-              options.wgmmaStages * wgmmaStageBytes(tm, tn) >
+      kSharedOverheadBytes + options.wgmmaStages * wgmmaStageBytes(tm, tn) >
           kMaxSharedBytes)
     return "wgmma-stages " + std::to_string(options.wgmmaStages) + " with a " +
            std::to_string(tm) + " x " + std::to_string(tn) +
@@ -157,11 +140,12 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
 }
 
 FailureOr<GemmKernelConfig>
-gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
+gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
+                               const ConvertMoeToGPUPassOptions &options) {
   GemmKernelConfig config;
-  config.simt = options.simt;
+  config.simt = MoeGemmTiles{options.tileM, options.tileN, options.tileK};
   std::optional<std::string> reason = wgmmaUnsupportedReason(op, options.chip);
-  if (options.engine == "simt" || (options.engine == "auto" && reason)) {
+  if (options.gemm == "simt" || (options.gemm == "auto" && reason)) {
     config.engine = GemmEngine::Simt;
     return config;
   }
@@ -206,23 +190,18 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
       if (tileNOk(n) && cost(n) < cost(config.tileN))
         config.tileN = n;
   }
-  // The output path: staged through shared memory (whole rows by 16-byte
-  // stores; measured on the H200: the down GEMMs 10-37% faster, e.g.
-  // Qwen3-30B-A3B T=4096 419 -> 264 us). The GLU GEMMs too since the
-  // approximate silu (bench/NOTES.md v15: Qwen3 T=4096 445 -> 399 us,
-  // gpt-oss-120b T=16384 4210 -> 3757; before it, with the IEEE divide
-  // and expf per element, they ran 7-20% slower staged).
-  StringRef epilogue = options.wgmmaEpilogue;
-  config.stagedEpilogue = epilogue != "direct";
-  config.bulkStores = epilogue == "bulk";
-  int64_t staging =
-      config.stagedEpilogue ? wgmmaEpilogueBytes(config.tileM) : 0;
+  // The output path is staged through shared memory (whole rows by
+  // 16-byte stores; measured on the H200: the down GEMMs 10-37% faster
+  // than element stores from the fragments, e.g. Qwen3-30B-A3B T=4096 419
+  // -> 264 us; the GLU GEMMs too since the approximate silu, bench/
+  // NOTES.md v15: Qwen3 T=4096 445 -> 399 us, gpt-oss-120b T=16384 4210 ->
+  // 3757).
+  int64_t staging = wgmmaEpilogueBytes(config.tileM);
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
                 wgmmaStageBytes(config.tileM, config.tileN);
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
-  config.lhsTma = options.wgmmaLhsTma && config.rhsTma && !op.getGather();
   if (options.wgmmaStages > fit)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the " << config.tileM
@@ -244,20 +223,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op, const MoeGemmOptions &options) {
   config.cluster =
       options.wgmmaCluster ? options.wgmmaCluster : (clusterable ? 2 : 1);
   config.programmatic = options.programmaticLaunch;
-  config.consumerSkew =
-      options.wgmmaConsumerSkew >= 0 ? options.wgmmaConsumerSkew : 0;
-  config.idleSkip = options.wgmmaIdleSkip;
-  // Tail units need the weights by TMA in K-major tiles (a second tensor
-  // map with 32-element boxes), 128-row tiles (two consumer warpgroups),
-  // the staged epilogue with the item handoff (the row table carries the
-  // tail's rows twice), and the lhs by cp.async (64-byte rows).
-  config.tailUnits = options.wgmmaTailUnits && config.rhsTma &&
-                     op.getTransposeRhs() && config.tileM == 128 &&
-                     config.stagedEpilogue && !config.bulkStores &&
-                     !config.lhsTma && !config.idleSkip &&
-                     config.consumerSkew == 0 && config.stageK == 64;
   config.producerRegisters = options.wgmmaProducerRegisters;
-  config.groupedWalk = options.wgmmaGroupedWalk;
   return config;
 }
 
@@ -290,27 +256,21 @@ constexpr int64_t kWideSwapRowsDefault = 32;
 
 /// One small-M configuration beside `main`: `tileM` tokens per tile, up to
 /// `rows` rows per expert.
-static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
+static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
                                    const GemmKernelConfig &main, int64_t rows,
                                    int64_t tileM) {
   GemmKernelConfig config = main;
   config.swapAB = true;
-  config.consumerSkew = 0;
-  config.idleSkip = false;
-  config.tailUnits = false;
   config.swapRows = rows;
   config.cluster = 1;
-  config.lhsTma = false;
-  config.stagedEpilogue = false;
-  config.bulkStores = false;
   config.tileM = tileM;
   config.tileN = options.wgmmaSwapTileN ? options.wgmmaSwapTileN : 64;
   // 64 weight rows: one consumer warpgroup, 256 threads, two blocks per
   // SM (more loads in flight per SM); 128: two consumers, one block per SM
   // (their token-tile accumulators need no setmaxnreg).
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
-  config.l2PromotionBytes = options.wgmmaSwapL2Promotion;
-  config.stageK = options.wgmmaSwapStageK;
+  config.l2PromotionBytes = 0;
+  config.stageK = 128;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block.
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
@@ -326,7 +286,8 @@ static GemmKernelConfig swapConfig(const MoeGemmOptions &options,
 }
 
 SmallVector<GemmKernelConfig>
-gpu_lowering::chooseSwapConfigs(ExpertGemmOp op, const MoeGemmOptions &options,
+gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
+                                const ConvertMoeToGPUPassOptions &options,
                                 const GemmKernelConfig &main) {
   bool kMajor = op.getTransposeRhs();
   int64_t rows = options.wgmmaSwapRows >= 0 ? options.wgmmaSwapRows

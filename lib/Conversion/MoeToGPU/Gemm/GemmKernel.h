@@ -31,6 +31,7 @@
 
 #include "Utils/Glu.h"
 #include "moe-mlir/Conversion/MoeToGPU/MoeToGPU.h"
+#include "moe-mlir/Conversion/Passes.h"
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
 namespace mlir {
@@ -75,46 +76,16 @@ struct GemmKernelConfig {
   int64_t tileN = 128;  // wgmma: rhs columns per block (the wgmma N)
   int64_t stages = 4;   // wgmma: pipeline depth
   int64_t stageK = 64;  // wgmma: K elements per stage (64 or 128: one
-                        // or two 128-byte swizzled K slices)
+                        // or two 128-byte swizzled K slices; the small-M
+                        // kernel's 128 streamed the weights 0.2-2.5%
+                        // faster at T <= 64, bench/NOTES.md v38)
   int64_t numSMs = 132; // persistent grid size
   bool rhsTma = true;   // wgmma: rhs tiles by TMA (else cp.async)
-  /// wgmma main kernel: lhs tiles by TMA too (GEMMs without a gather, with
-  /// rhsTma): a tensor map of the lhs encoded on the host per launch and
-  /// passed by value (moe-gpu-tensor-map-params); the tile's rows past the
-  /// item (the next expert's) are loaded and their results dropped.
-  bool lhsTma = false;
-  bool stagedEpilogue = true; // wgmma: output through shared memory
-  /// wgmma staged epilogue: the staged rows leave by cp.async.bulk (one
-  /// or two copies per row, issued by the consumers, which go on to the
-  /// next tile while the copy engine reads the staging) instead of 16-byte
-  /// stores from the consumer threads.
-  bool bulkStores = false;
-  int64_t cluster = 1; // wgmma: CTAs per cluster (2: weight multicast
-                       // when the host launches it in clusters)
-  /// wgmma main kernel: K steps the second consumer warpgroup starts each
-  /// tile after the first (0: in step). The engine takes 0 where a tile
-  /// has fewer K steps than stages, and at most stages - 1.
-  int64_t consumerSkew = 0;
-  /// wgmma main kernel: a consumer warpgroup whose rows of the tile are
-  /// all past its end runs only the first K step's MMAs and then waits
-  /// for and releases the stages (a runtime loop bound, no branch around
-  /// the wgmma: ptxas serialises those, C7520). Not with consumerSkew.
-  bool idleSkip = false;
-  /// wgmma main kernel: an expert's last row tile of at most 64 rows runs
-  /// as tail units (its rows x column tiles c and c + 1, consumer
-  /// warpgroup w on c + w), each K step 32 elements deep with the 64-byte
-  /// swizzle (A 64 x 32 and two weight tiles of tileN x 32 in one stage),
-  /// the weights by a second tensor map (box 32 x tileN / 2). K-major
-  /// weights by TMA, staged epilogue with the item handoff, no lhs TMA, no
-  /// skew or idle skip (WgmmaEngine.cpp).
-  bool tailUnits = false;
+  int64_t cluster = 1;  // wgmma: CTAs per cluster (2: weight multicast
+                        // when the host launches it in clusters)
   /// wgmma main kernel: registers per thread the producer keeps after
   /// setmaxnreg (0: the engine's defaults, WgmmaKernel::registerBudget).
   int64_t producerRegisters = 0;
-  /// wgmma main kernel, coupled (2-CTA) launches: an expert's units in
-  /// groups of two column tiles, the odd last row tile's unit after the
-  /// pairs of its two columns (WgmmaKernel::forEachClusterItem).
-  bool groupedWalk = false;
   /// wgmma small-M form ("swap AB"): the rhs (weight) tile is the wgmma A
   /// operand, 64 weight rows per consumer warpgroup, the tileM lhs rows
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the
@@ -142,8 +113,8 @@ std::optional<std::string> wgmmaUnsupportedReason(ExpertGemmOp op,
 /// The configuration for `op` under `options`: the cost model's choice,
 /// with the options' overrides. Fails (diagnostic on `op`) when an
 /// explicitly requested engine cannot run the op.
-FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
-                                             const MoeGemmOptions &options);
+FailureOr<GemmKernelConfig>
+chooseGemmConfig(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options);
 /// The small-M (swap-AB) kernel configurations to launch beside `main` (a
 /// wgmma configuration) at few rows per expert, by ascending swapRows (the
 /// host takes the first whose swapRows x experts bounds the rows): none
@@ -151,9 +122,9 @@ FailureOr<GemmKernelConfig> chooseGemmConfig(ExpertGemmOp op,
 /// are not tiles by TMA; else the 16-token kernel and, above its rows, the
 /// wide one (wgmma-wide-swap-rows). An explicit wgmma-stages is capped at
 /// what fits.
-SmallVector<GemmKernelConfig> chooseSwapConfigs(ExpertGemmOp op,
-                                                const MoeGemmOptions &options,
-                                                const GemmKernelConfig &main);
+SmallVector<GemmKernelConfig>
+chooseSwapConfigs(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
+                  const GemmKernelConfig &main);
 
 //===----------------------------------------------------------------------===//
 // Tile scheduler
@@ -272,26 +243,13 @@ void emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
 /// emitRhsTensorMap) when config.rhsTma, else null.
 /// `fill` (Rows or PermutedRows, else Unread = none): the kernel's
 /// consumer warpgroups zero the uncovered rows first (elide-fills).
-/// `lhsMap`: the lhs tensor map by value (!llvm.array<16 x i64>, from
-/// emitLhsTensorMap) when config.lhsTma, else null. `rhsTailMap`: the
-/// tail units' rhs tensor map (emitRhsTensorMap with `tail`) when
-/// config.tailUnits, else null.
 void emitWgmmaExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                          const GemmKernelConfig &config, Value rhsMap,
-                         UncoveredFill fill = UncoveredFill::Unread,
-                         Value lhsMap = Value(), Value rhsTailMap = Value());
+                         UncoveredFill fill = UncoveredFill::Unread);
 /// Host code: the rhs TMA tensor map for `config` (moeRuntimeTensorMap3D,
 /// declared in `module` on first use); 0 when TMA cannot describe it.
-/// With `tail` (K-major weights only) the tail units' map: boxes of 32 K
-/// elements x tileN / 2 rows, 64-byte swizzle.
 Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
-                       const GemmOperands &g, const GemmKernelConfig &config,
-                       bool tail = false);
-/// Host code: the lhs TMA tensor map (config.lhsTma) encoded into host
-/// memory (moeRuntimeEncodeTensorMap3D): {the map as !llvm.array<16 x i64>,
-/// an i1 that is false when TMA cannot describe the lhs}.
-std::pair<Value, Value> emitLhsTensorMap(LoweringBuilder &b, ModuleOp module,
-                                         const GemmOperands &g);
+                       const GemmOperands &g, const GemmKernelConfig &config);
 /// Run-time condition (host side) under which the Hopper engine's operand
 /// loaders are valid: unit inner strides, 16-byte aligned rows.
 Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);

@@ -267,42 +267,10 @@ inline void storeGlobal(LoweringBuilder &b, Value address,
         b, v, x, arith::ConstantIntOp::create(b, b.getI32Type(), i));
   storeGlobal16(b, v, address);
 }
-/// cp.async.bulk of `size` bytes (i32, a multiple of 16) from shared
-/// address `src` to global address `dst` (both 16-byte aligned), in this
-/// thread's current bulk async-group.
-inline void bulkCopySharedToGlobal(LoweringBuilder &b, Value src, Value dst,
-                                   Value size) {
-  NVVM::CpAsyncBulkSharedCTAToGlobalOp::create(
-      b, globalPtr(b, dst), sharedPtr(b, src), size, /*l2CacheHint=*/Value(),
-      /*byteMask=*/Value());
-}
-/// Closes this thread's current bulk async-group (possibly empty).
-inline void bulkCommit(LoweringBuilder &b) {
-  NVVM::CpAsyncBulkCommitGroupOp::create(b);
-}
-/// Waits until this thread's bulk async-groups have read their sources
-/// (`read`) or completed.
-inline void bulkWait(LoweringBuilder &b, bool read) {
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, b.getI32IntegerAttr(0),
-                                       read ? b.getUnitAttr() : UnitAttr());
-}
 /// bar.sync `id` (i32), `threads`: a barrier of part of the block.
 inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
   NVVM::BarrierOp::create(b, Type(), id, b.i32(threads),
                           NVVM::BarrierReductionAttr(), Value());
-}
-
-/// `bar.sync id, threads` (or `bar.arrive` with `arrive`) executed only
-/// where `predicate` (i1, uniform per warp) holds, as one predicated PTX
-/// instruction (nvvm.inline_ptx with a predicate): no branch for ptxas to
-/// see between a warpgroup's wgmma (a branch there can make it serialise
-/// them, bench/NOTES.md v14).
-inline void predicatedBarrier(LoweringBuilder &b, Value predicate, int64_t id,
-                              int64_t threads, bool arrive) {
-  std::string ptx = std::string(arrive ? "bar.arrive " : "bar.sync ") +
-                    std::to_string(id) + ", " + std::to_string(threads) + ";";
-  NVVM::InlinePtxOp::create(b, TypeRange{}, ValueRange{}, ValueRange{}, ptx,
-                            predicate);
 }
 
 inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {

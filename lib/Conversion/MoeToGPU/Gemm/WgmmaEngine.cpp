@@ -49,12 +49,10 @@
 //   (+8), column = 8 * j + 2 * (lane % 4) (+1)): GLU pairs are in one
 //   thread (interleaved: adjacent columns; concat: the tile holds the gate
 //   half and the up half of the same output columns), then Epilogue.cpp
-//   (fragmentGroup describes the layout for both output paths). Direct:
-//   element stores from the fragments. Staged (the cost model's choice):
-//   the values go to the warpgroup's staging in shared memory, then each
-//   row leaves as 16-byte stores; the rows' destinations and routing
-//   weights come from the row table (the item handoff; with idle skip the
-//   consumers fetch them before the MMAs).
+//   (fragmentGroup describes the layout). The values go to the
+//   warpgroup's staging in shared memory, then each row leaves as 16-byte
+//   stores; the rows' destinations and routing weights come from the row
+//   table (the item handoff).
 // - The L2 reuse of a weight tile across an expert's row tiles rests on
 //   the blocks that share it running in step (bench/NOTES.md v9).
 // - 2-CTA clusters (config.cluster = 2, the cost model's default with TMA
@@ -89,9 +87,7 @@ Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
 
 void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
                               Value gridX, ItemBody body, bool walk) {
-  // Tail units: the cluster walk, which without clusters (every shift 0)
-  // is the plain walk plus the tails.
-  if (cluster > 1 || tails)
+  if (cluster > 1)
     return forEachClusterItem(b, tid, blockX, gridX, body, walk);
   Value zero = b.idx(0);
   // The block's first item by the whole warp (RaggedTiles::locate): row
@@ -104,18 +100,13 @@ void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
   RaggedTiles::Start start =
       ragged.locate(b, lane, b.div(blockX, b.idx(colTiles)), tilesOf);
   Value totalItems = b.mul(start.total, b.idx(colTiles));
-  // Every item has kSteps K steps: its number in the walk is step /
-  // kSteps, computed where it is used (WorkItem::ordinal null).
-  auto ordinalOf = [&](LoweringBuilder &, Value) -> Value { return Value(); };
   b.forLoop(
       blockX, totalItems, gridX, {start.expert, start.before, zero},
       [&](LoweringBuilder &b, Value item,
           ValueRange state) -> SmallVector<Value> {
         Value next = b.add(state[2], b.idx(kSteps));
         if (!walk) {
-          body(b,
-               WorkItem{
-                   {}, {}, {}, {}, state[2], {}, {}, ordinalOf(b, state[2])});
+          body(b, WorkItem{{}, {}, {}, {}, state[2], {}});
           return {state[0], state[1], next};
         }
         // Within an expert the row tile runs fastest, so the blocks
@@ -146,45 +137,19 @@ void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
         Value rowInExpert = b.sub(local, b.mul(colTile, tiles));
         Value rowStart = b.add(lo, b.mul(rowInExpert, b.idx(tileM)));
         Value tileRows = b.minIdx(b.sub(hi, rowStart), b.idx(tileM));
-        body(b, WorkItem{expert,
-                         rowStart,
-                         tileRows,
-                         colTile,
-                         state[2],
-                         {},
-                         {},
-                         ordinalOf(b, state[2])});
+        body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2], {}});
         return {expert, before, next};
       });
-}
-
-std::pair<Value, Value> WgmmaKernel::splitRows(LoweringBuilder &b,
-                                               Value rows) const {
-  if (!tails)
-    return {ragged.tilesOfRows(b, rows), b.idx(0)};
-  Value whole = b.div(rows, b.idx(tileM));
-  Value rest = b.sub(rows, b.mul(whole, b.idx(tileM)));
-  Value isTail = b.cmpi(CmpI::ule, rest, b.idx(kTailRows));
-  return {b.add(whole, b.select(isTail, b.idx(0), b.idx(1))),
-          b.select(isTail, rest, b.idx(0))};
 }
 
 Value WgmmaKernel::clusterUnits(LoweringBuilder &b, Value rows) const {
   // Uncoupled the shift is 0: tiles "pairs" of one tile, no odd tile.
   Value shift = coupledShift ? coupledShift : b.idx(0);
-  auto [tiles, tailRows] = splitRows(b, rows);
+  Value tiles = ragged.tilesOfRows(b, rows);
   Value pairs = arith::ShRUIOp::create(b, tiles, shift);
   Value odd = arith::AndIOp::create(b, tiles, shift);
-  Value units = b.add(b.mul(pairs, b.idx(colTiles)),
-                      b.mul(odd, b.idx((colTiles + 1) / 2)));
-  if (!tails)
-    return units;
-  // ceil(colTiles / (2 << shift)) tail units.
-  Value perUnit = arith::ShLIOp::create(b, b.idx(2), shift);
-  Value tailUnits =
-      b.div(b.add(b.idx(colTiles), b.sub(perUnit, b.idx(1))), perUnit);
-  return b.add(units, b.select(b.cmpi(CmpI::ne, tailRows, b.idx(0)), tailUnits,
-                               b.idx(0)));
+  return b.add(b.mul(pairs, b.idx(colTiles)),
+               b.mul(odd, b.idx((colTiles + 1) / 2)));
 }
 
 void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
@@ -202,126 +167,59 @@ void WgmmaKernel::forEachClusterItem(LoweringBuilder &b, Value tid,
   };
   Value lane = arith::AndIOp::create(b, tid, b.idx(kWarpSize - 1));
   RaggedTiles::Start first = ragged.locate(b, lane, start, unitsOf);
-  // The item's number in the walk: step / kSteps, or with tail units
-  // (items of 2 * kSteps steps) a count carried by the loop.
-  SmallVector<Value> init = {first.expert, first.before, zero};
-  if (tails)
-    init.push_back(b.i32(0));
-  auto ordinalOf = [&](LoweringBuilder &, ValueRange state) -> Value {
-    return tails ? state[3] : Value();
-  };
-  // The next item's first step: without tail units step + kSteps (built
-  // first, as before tail units existed), else after the item.
-  Value fixedNext;
-  auto nextState = [&](LoweringBuilder &b, ValueRange state, Value expert,
-                       Value before, Value steps) -> SmallVector<Value> {
-    if (!tails)
-      return {expert, before, fixedNext};
-    return {expert, before, b.add(state[2], steps),
-            arith::AddIOp::create(b, state[3], b.i32(1))};
-  };
-  b.forLoop(
-      start, first.total, stride, init,
-      [&](LoweringBuilder &b, Value unit,
-          ValueRange state) -> SmallVector<Value> {
-        if (!tails)
-          fixedNext = b.add(state[2], b.idx(kSteps));
-        if (!walk) {
-          Value steps = body(
-              b,
-              WorkItem{{}, {}, {}, {}, state[2], {}, {}, ordinalOf(b, state)});
-          if (!steps)
-            steps = b.idx(kSteps);
-          return nextState(b, state, state[0], state[1], steps);
-        }
-        // Expert e's units: its row-tile pairs (uncoupled: its row tiles)
-        // for every column tile, the pair index fastest (the pairs of a
-        // wave share each weight tile in L2); coupled, an odd last row
-        // tile's units, each two column tiles (one per CTA); then (tail
-        // units) the column pairs (coupled: each CTA's pair of a column
-        // quad) of its tail. By default the odd tile's units come after
-        // all the pairs; with groupedWalk the units go in groups of two
-        // column tiles, the pairs of the first, those of the second, then
-        // the odd tile's unit for the same two columns, so that it reads
-        // those weight tiles while the pairs' copies are still in L2
-        // (bench/NOTES.md v67). Uncoupled (no odd tiles) both are the same.
-        auto [expert, before] = ragged.advanceUnits(b, unit, state[0], state[1],
-                                                    unitsOf, advanceUnroll);
-        Value lo = ragged.offsetAt(b, expert);
-        Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
-        auto [tiles, tailRows] = splitRows(b, ragged.rowsIn(b, lo, hi));
-        Value local = b.sub(unit, before);
-        Value pairs = arith::ShRUIOp::create(b, tiles, shift);
-        Value odd = arith::AndIOp::create(b, tiles, shift);
-        Value oddUnits = b.mul(odd, b.idx((colTiles + 1) / 2));
-        Value coreUnits = b.add(b.mul(pairs, b.idx(colTiles)), oddUnits);
-        Value safePairs = b.maxIdx(pairs, b.idx(1));
-        // The unit's place among the pairs (inPairs, pairCol, pair), or
-        // the first of the odd unit's two column tiles (oddCol).
-        Value inPairs, pairCol, pair, oddCol;
-        if (groupedWalk) {
-          Value groupUnits = b.maxIdx(
-              b.add(arith::ShLIOp::create(b, pairs, b.idx(1)), odd), b.idx(1));
-          Value group = arith::DivUIOp::create(b, local, groupUnits);
-          Value inGroup = arith::RemUIOp::create(b, local, groupUnits);
-          oddCol = arith::ShLIOp::create(b, group, b.idx(1));
-          // The last group of an odd column count has one column tile.
-          Value groupCols = b.minIdx(b.sub(b.idx(colTiles), oddCol), b.idx(2));
-          inPairs = b.andi(b.cmpi(CmpI::ult, local, coreUnits),
-                           b.cmpi(CmpI::ult, inGroup, b.mul(groupCols, pairs)));
-          pairCol =
-              b.add(oddCol, arith::DivUIOp::create(b, inGroup, safePairs));
-          pair = arith::RemUIOp::create(b, inGroup, safePairs);
-        } else {
-          Value pairUnits = b.mul(pairs, b.idx(colTiles));
-          inPairs = b.cmpi(CmpI::ult, local, pairUnits);
-          pairCol = arith::DivUIOp::create(b, local, safePairs);
-          pair = arith::RemUIOp::create(b, local, safePairs);
-          Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
-          oddCol = b.mul(oddUnit, b.idx(2));
-        }
-        Value rank = cluster > 1 ? clusterRank(b) : zero;
-        Value colTile = b.select(inPairs, pairCol, b.add(oddCol, rank));
-        Value rowTile = b.select(
-            inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
-            b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
-        Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
-        Value tail;
-        if (tails) {
-          // Past the pairs and the odd tile's column pairs: the tail units,
-          // column tiles 2 * rank + (2 << shift) * u and the next.
-          tail = b.andi(b.cmpi(CmpI::ne, tailRows, zero),
-                        b.cmpi(CmpI::uge, local, coreUnits));
-          Value tailUnit = b.sub(local, coreUnits);
-          Value tailCol =
-              b.add(b.mul(tailUnit, arith::ShLIOp::create(b, b.idx(2), shift)),
-                    b.mul(rank, b.idx(2)));
-          colTile = b.select(tail, tailCol, colTile);
-          rowStart =
-              b.select(tail, b.add(lo, b.mul(tiles, b.idx(tileM))), rowStart);
-        }
-        // The second CTA of an odd column count's last pair has no tile: no
-        // rows, and the last column tile in its place, so that what it
-        // still reads (weights, the bias of every staged column) is in
-        // bounds (memcheck caught the bias read past the end).
-        Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
-                           b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
-        Value tileRows =
-            b.select(has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
-        colTile = b.minIdx(colTile, b.idx(colTiles - 1));
-        Value multicast;
-        if (cluster > 1) {
-          multicast = b.andi(coupledFlag, inPairs);
-        }
-        WorkItem item{expert,   rowStart,  tileRows, colTile,
-                      state[2], multicast, tail,     ordinalOf(b, state)};
-        // The producer's body returns the item's steps, so that the tail
-        // flag is not live across it (the 40-register producer spilled).
-        Value steps = body(b, item);
-        if (!steps)
-          steps = itemSteps(b, item);
-        return nextState(b, state, expert, before, steps);
-      });
+  b.forLoop(start, first.total, stride, {first.expert, first.before, zero},
+            [&](LoweringBuilder &b, Value unit,
+                ValueRange state) -> SmallVector<Value> {
+              Value next = b.add(state[2], b.idx(kSteps));
+              if (!walk) {
+                body(b, WorkItem{{}, {}, {}, {}, state[2], {}});
+                return {state[0], state[1], next};
+              }
+              // Expert e's units: its row-tile pairs (uncoupled: its row tiles)
+              // for every column tile, the pair index fastest (the pairs of a
+              // wave share each weight tile in L2); coupled, then an odd last
+              // row tile's units, each two column tiles (one per CTA). (Taking
+              // the odd tile's unit next to the pairs of its two columns cut
+              // DRAM reads but not time at the power cap: bench/NOTES.md v67.)
+              auto [expert, before] = ragged.advanceUnits(
+                  b, unit, state[0], state[1], unitsOf, advanceUnroll);
+              Value lo = ragged.offsetAt(b, expert);
+              Value hi = ragged.offsetAt(b, b.add(expert, b.idx(1)));
+              Value tiles = ragged.tilesOfRows(b, ragged.rowsIn(b, lo, hi));
+              Value local = b.sub(unit, before);
+              Value pairs = arith::ShRUIOp::create(b, tiles, shift);
+              Value safePairs = b.maxIdx(pairs, b.idx(1));
+              // The unit's place among the pairs (inPairs, pairCol, pair), or
+              // the first of the odd unit's two column tiles (oddCol).
+              Value pairUnits = b.mul(pairs, b.idx(colTiles));
+              Value inPairs = b.cmpi(CmpI::ult, local, pairUnits);
+              Value pairCol = arith::DivUIOp::create(b, local, safePairs);
+              Value pair = arith::RemUIOp::create(b, local, safePairs);
+              Value oddUnit = b.select(inPairs, zero, b.sub(local, pairUnits));
+              Value oddCol = b.mul(oddUnit, b.idx(2));
+              Value rank = cluster > 1 ? clusterRank(b) : zero;
+              Value colTile = b.select(inPairs, pairCol, b.add(oddCol, rank));
+              Value rowTile = b.select(
+                  inPairs, b.add(arith::ShLIOp::create(b, pair, shift), rank),
+                  b.sub(b.maxIdx(tiles, b.idx(1)), b.idx(1)));
+              Value rowStart = b.add(lo, b.mul(rowTile, b.idx(tileM)));
+              // The second CTA of an odd column count's last pair has no tile:
+              // no rows, and the last column tile in its place, so that what it
+              // still reads (weights, the bias of every staged column) is in
+              // bounds (memcheck caught the bias read past the end).
+              Value has = b.andi(b.cmpi(CmpI::ult, rowStart, hi),
+                                 b.cmpi(CmpI::ult, colTile, b.idx(colTiles)));
+              Value tileRows = b.select(
+                  has, b.minIdx(b.sub(hi, rowStart), b.idx(tileM)), zero);
+              colTile = b.minIdx(colTile, b.idx(colTiles - 1));
+              Value multicast;
+              if (cluster > 1) {
+                multicast = b.andi(coupledFlag, inPairs);
+              }
+              body(b, WorkItem{expert, rowStart, tileRows, colTile, state[2],
+                               multicast});
+              return {expert, before, next};
+            });
 }
 
 void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
@@ -342,20 +240,8 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
   });
 }
 
-Value WgmmaKernel::kMajorDescriptor(LoweringBuilder &b, Value address,
-                                    bool tail) {
-  Value desc = nvvm::wgmmaDescriptor(b, address, 16);
-  if (!tail)
-    return desc;
-  // Swizzle mode (bits 62-63): 1 = 128 bytes, 2 = 64 bytes; the stride
-  // between 8-row groups (bits 32-45, in 16 bytes): 1024 and 512 bytes.
-  int64_t swizzle128 = (int64_t(1) << 62) | (int64_t(1024 >> 4) << 32);
-  int64_t swizzle64 = (int64_t(2) << 62) | (int64_t(512 >> 4) << 32);
-  return arith::XOrIOp::create(b, desc, nvvm::i64(b, swizzle128 ^ swizzle64));
-}
-
-Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
-                               const WorkItem &item) {
+void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                              const WorkItem &item) {
   Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   // Small-M: the MMA is m64 (this warpgroup's 64 rhs rows) x n tileM (the
@@ -367,21 +253,12 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
   if (swap)
     aOffset = add64(b, aOffset, aBytes());
-  // Staged: the rows' destinations and routing weights are fetched now, so
-  // that their loads complete under the MMAs (in the store loop they were
-  // one dependent global load per row: bench/NOTES.md v15).
-  // (With the item handoff the producer has fetched them: the table is
-  // read after the MMAs.)
-  RowFactors factors;
-  if (staged && !swap && !handoff)
-    factors = prefetchRowTargets(b, ct, cw, item);
-
+  // Small-M: the token rows' targets are fetched now, so that their loads
+  // complete under the MMAs. (The main kernel's come from the item
+  // handoff's row table, read after the MMAs.)
   SwapTargets swapTargets;
   if (swap)
     swapTargets = prefetchSwapTargets(b, tid, item);
-  // Tail units: whether this item is one, from its first stage's mark
-  // (read below, once that stage is full).
-  Value tail;
   // A K step's MMAs on `stage` (the tile's first without accumulating: the
   // accumulators need no zeros).
   auto tileMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first) {
@@ -425,172 +302,27 @@ Value WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     }
     return acc;
   };
-  // Skewed warpgroups (see `skew`): warpgroup 1 waits here for warpgroup
-  // 0's arrival after its first `skew` steps (predicated instructions, no
-  // branch between the MMAs).
-  if (skew)
-    nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, b.idx(1)), kSkewBarrier,
-                            256, /*arrive=*/false);
-  auto steps = [&](int64_t from, Value to, Value acc) {
-    return b.forLoop(
-        b.idx(from), to, {acc},
-        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-          return {kStep(b, kt, in[0], false)};
-        })[0];
-  };
-  // With tail units, K step kt of either kind, one group of four k16 MMAs:
-  // a tile's stage item.step + kt (K 0..63), or a tail unit's two stages
-  // item.step + 2 kt and the next (kTailK each: A, its 64 rows, at the
-  // stage start for both warpgroups, then warpgroup w's weight tile,
-  // column tile c + w, 64-byte rows, the 64-byte swizzle). The kind
-  // selects between finished descriptors (run-time values only in the
-  // addresses, hopper/README P1), so both kinds share one loop: the same
-  // MMAs per group as a tile without tails, and no second MMA loop over
-  // the accumulators (two more loops cost ptxas ~90 ms a kernel, bench/
-  // NOTES.md v64).
-  // Releases the stages of the step that ends before pipeline step `end`:
-  // a tile's one, a tail unit's two.
-  auto releaseStepBefore = [&](LoweringBuilder &b, Value end) {
-    auto release = [&](LoweringBuilder &b, int64_t back) {
-      releaseStage(
-          b, ct,
-          arith::RemUIOp::create(b, b.sub(end, b.idx(back)), b.idx(stages)));
-    };
-    release(b, 1);
-    when(b, tail, [&](LoweringBuilder &b) { release(b, 2); });
-  };
-  auto tailAwareStep = [&](LoweringBuilder &b, Value kt, Value acc,
-                           bool first) {
-    Value step0 = b.add(item.step, b.select(tail, b.add(kt, kt), kt));
-    auto [s0, round0] = stageOf(b, step0);
-    nvvm::mbarrierWait(b, fullBarrier(b, s0), parity(b, round0));
-    auto [s1, round1] = stageOf(b, b.add(step0, b.idx(1)));
-    when(b, tail, [&](LoweringBuilder &b) {
-      nvvm::mbarrierWait(b, fullBarrier(b, s1), parity(b, round1));
-    });
-    nvvm::fenceProxyAsyncShared(b);
-    Value stage0 = stageAddress(b, s0);
-    Value tileA = kMajorDescriptor(b, add64(b, stage0, aOffset), false);
-    Value tileB = kMajorDescriptor(b, add64(b, stage0, aBytes()), false);
-    Value tailBOffset = add64(b, nvvm::i64(b, kTailABytes),
-                              mul64(b, nvvm::toI64(b, cw), tileN * kTailK * 2));
-    Value tailA[2], tailB[2];
-    for (int64_t h = 0; h < 2; ++h) {
-      Value stage = h ? stageAddress(b, s1) : stage0;
-      tailA[h] = kMajorDescriptor(b, stage, true);
-      tailB[h] = kMajorDescriptor(b, add64(b, stage, tailBOffset), true);
-    }
-    nvvm::wgmmaFence(b);
-    for (int64_t k16 = 0; k16 < kTileK / 16; ++k16) {
-      int64_t h = k16 / (kTailK / 16), inTail = k16 % (kTailK / 16);
-      Value descA = b.select(tail, add64(b, tailA[h], 2 * inTail),
-                             add64(b, tileA, 2 * k16));
-      Value descB = b.select(tail, add64(b, tailB[h], 2 * inTail),
-                             add64(b, tileB, 2 * k16));
-      acc = nvvm::wgmma(b, acc, descA, descB, mmaN, bf16, false, false,
-                        /*accumulate=*/!(first && k16 == 0));
-    }
-    nvvm::wgmmaCommit(b);
-    nvvm::wgmmaWait(b, 1);
-    if (!first)
-      releaseStepBefore(b, step0);
-    return acc;
-  };
   Value acc = LLVM::PoisonOp::create(b, accType);
-  // Tail units: the item's kind from its first stage's mark, read once the
-  // stage is full (the mark selects the operands of every step). (A form
-  // that chose the kind by a branch inside the wgmma group, v62, made
-  // ptxas close the group early and add a dummy wgmma: each step waited
-  // for its own MMAs, bench/NOTES.md v63.)
-  if (tails) {
-    auto [s, round] = stageOf(b, item.step);
-    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-    tail = b.cmpi(CmpI::ne,
-                  nvvm::loadShared(b, b.getI32Type(), stageKindAddress(b, s)),
-                  b.i32(0));
-    acc = tailAwareStep(b, zero, acc, true);
-  } else {
-    acc = kStep(b, zero, acc, true);
-  }
-  if (skew) {
-    acc = steps(1, b.idx(skew), acc);
-    nvvm::predicatedBarrier(b, b.cmpi(CmpI::eq, cw, zero), kSkewBarrier, 256,
-                            /*arrive=*/true);
-  }
-  // Idle skip: a warpgroup none of whose 64 rows is in the tile (an
-  // expert's short last tile, or a CTA of a pair without one) issues the
-  // MMAs of the first step only, then, after its last wgmma has
-  // completed, waits for each remaining stage and releases it (the wait
-  // keeps its arrivals in the stage's current phase). The MMA loop's bound
-  // is a runtime value rather than a branch around it: ptxas serialises
-  // wgmma in a divergent path (C7520, bench/NOTES.md v14), not under a
-  // loop bound. Such a tile then costs the other warpgroup's MMAs alone,
-  // about half of a full one.
+  acc = kStep(b, zero, acc, true);
   Value mmaSteps = b.idx(kSteps);
-  if (tails)
-    mmaSteps = b.select(tail, b.idx(2 * kSteps), mmaSteps);
-  if (idleSkip) {
-    Value hasRows = b.cmpi(CmpI::ugt, item.tileRows, b.mul(cw, b.idx(64)));
-    mmaSteps = b.select(hasRows, mmaSteps, b.idx(1));
-  }
-  if (tails) {
-    acc = b.forLoop(
-        b.idx(1), b.idx(kSteps), {acc},
-        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-          return {tailAwareStep(b, kt, in[0], false)};
-        })[0];
-  } else {
-    acc = steps(skew ? skew : 1, mmaSteps, acc);
-  }
+  acc = b.forLoop(
+      b.idx(1), mmaSteps, {acc},
+      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+        return {kStep(b, kt, in[0], false)};
+      })[0];
   nvvm::wgmmaWait(b, 0);
-  if (tails) {
-    releaseStepBefore(b, b.add(item.step, mmaSteps));
-  } else {
-    Value last = arith::RemUIOp::create(
-        b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
-    releaseStage(b, ct, last);
-  }
-  if (idleSkip)
-    forEach(b, mmaSteps, b.idx(kSteps), b.idx(1),
-            [&](LoweringBuilder &b, Value kt) {
-              Value step = b.add(item.step, kt);
-              auto [s, round] = stageOf(b, step);
-              nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
-              releaseStage(b, ct, s);
-            });
-  // Idle skip: the two consumer warpgroups meet before the epilogue, so
-  // that a warpgroup that skipped its MMAs does not start the next tile's
-  // K steps ahead of the other (a lasting skew, which v43 measured
-  // slower: bench/NOTES.md v45).
-  if (idleSkip && resync)
-    nvvm::namedBarrier(b, b.i32(kResyncBarrier), 256);
+  Value last = arith::RemUIOp::create(
+      b, b.sub(b.add(item.step, mmaSteps), b.idx(1)), b.idx(stages));
+  releaseStage(b, ct, last);
   if (swap) {
     epilogueSwapped(b, tid, cw, item, acc, swapTargets);
-    return Value();
+    return;
   }
-  if (!handoff) {
-    if (staged)
-      epilogueStaged(b, ct, cw, item, acc, factors);
-    else
-      epilogueDirect(b, ct, cw, item, acc);
-    return Value();
-  }
-  WorkItem received = receiveItem(b, item.step, item.ordinal);
-  // A tail unit: warpgroup w stores column tile c + w (the last one in
-  // place of one past the end: its rows are all dropped then).
-  if (tails)
-    received.colTile =
-        b.minIdx(b.add(received.colTile, b.select(tail, cw, b.idx(0))),
-                 b.idx(colTiles - 1));
-  if (staged) {
-    factors = tableFactors(b, ct, cw);
-    epilogueStaged(b, ct, cw, received, acc, factors);
-  } else {
-    epilogueDirect(b, ct, cw, received, acc);
-  }
+  WorkItem received = receiveItem(b, item.step);
+  RowFactors factors = tableFactors(b, ct, cw);
+  epilogueStaged(b, ct, cw, received, acc, factors);
   // This thread is done with the item's record and row table.
   nvvm::mbarrierArrive(b, tableEmpty(b));
-  return tails ? mmaSteps : Value();
 }
 
 void WgmmaKernel::emit(LoweringBuilder &b) {
@@ -661,10 +393,6 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
     nvvm::allowDependents(kb);
   }
   lhsAddr = nvvm::bufferAddress(kb, g.lhs);
-  if (lhsMapValue)
-    lhsMap = UnrealizedConversionCastOp::create(
-                 kb, LLVM::LLVMPointerType::get(kb.getContext()), lhsMapValue)
-                 .getResult(0);
   rhsAddr = nvvm::bufferAddress(kb, g.rhs);
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
   rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
@@ -684,30 +412,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
           nvvm::setMaxRegisters(b, registerBudget().first,
                                 /*increase=*/false);
         forEachItem(b, tid, blockX, gridX,
-                    [&](LoweringBuilder &b, const WorkItem &item) -> Value {
-                      if (!item.tail) {
-                        producer(b, tid, item);
-                        return Value();
-                      }
-                      // Each branch yields its K steps as an opaque value:
-                      // a select on the tail flag after the branch would
-                      // keep the flag live across both (spills at 40
-                      // registers).
-                      auto steps = [&](LoweringBuilder &b, int64_t n) {
-                        return arith::IndexCastOp::create(
-                            b, b.getIndexType(),
-                            nvvm::opaque(b, nvvm::i64(b, n)));
-                      };
-                      return b.ifElse(
-                          item.tail, {b.getIndexType()},
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            producerTail(b, tid, item);
-                            return {steps(b, 2 * kSteps)};
-                          },
-                          [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            producer(b, tid, item);
-                            return {steps(b, kSteps)};
-                          })[0];
+                    [&](LoweringBuilder &b, const WorkItem &item) {
+                      producer(b, tid, item);
                     });
         scf::YieldOp::create(b);
       },
@@ -724,14 +430,10 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
                                b.sub(tid, b.idx(128)), 128 * consumers);
         forEachItem(
             b, tid, blockX, gridX,
-            [&](LoweringBuilder &b, const WorkItem &item) -> Value {
-              return consumeTile(b, tid, cw, item);
+            [&](LoweringBuilder &b, const WorkItem &item) {
+              consumeTile(b, tid, cw, item);
             },
             /*walk=*/!handoff);
-        // The last tile's row copies have read the staging (and written
-        // the output) before the block's shared memory is released.
-        if (bulk)
-          nvvm::bulkWait(b, /*read=*/false);
         scf::YieldOp::create(b);
       });
   // No CTA leaves while its peer may still arrive on its barriers or
@@ -743,9 +445,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
 void gpu_lowering::emitWgmmaExpertGemm(LoweringBuilder &b,
                                        const GemmOperands &g,
                                        const GemmKernelConfig &config,
-                                       Value rhsMap, UncoveredFill fill,
-                                       Value lhsMap, Value rhsTailMap) {
-  WgmmaKernel(g, config, rhsMap, fill, lhsMap, rhsTailMap).emit(b);
+                                       Value rhsMap, UncoveredFill fill) {
+  WgmmaKernel(g, config, rhsMap, fill).emit(b);
 }
 
 /// Declares the runtime entry point `name` ((i64 x args) -> i64) in
@@ -762,49 +463,9 @@ static void declareRuntimeFunction(LoweringBuilder &b, ModuleOp module,
       .setPrivate();
 }
 
-std::pair<Value, Value> gpu_lowering::emitLhsTensorMap(LoweringBuilder &b,
-                                                       ModuleOp module,
-                                                       const GemmOperands &g) {
-  constexpr StringLiteral kName = "moeRuntimeEncodeTensorMap3D";
-  declareRuntimeFunction(b, module, kName, 13);
-  Type i64 = b.getI64Type();
-  auto c = [&](int64_t v) { return nvvm::i64(b, v); };
-  auto mapType = LLVM::LLVMArrayType::get(i64, 16);
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  // The map's 128 bytes on the host stack, read back as the launch operand
-  // (the driver copies a by-value parameter at the launch).
-  Value slot = LLVM::AllocaOp::create(b, ptrType, mapType, c(1), 64);
-  Value elem = c(2);
-  Value rowBytes = arith::MulIOp::create(
-      b, nvvm::toI64(b, nvvm::bufferStride(b, g.lhs, 0)), elem);
-  // [K, rows, 1] (at least one row: an empty lhs is still a valid map).
-  Value rows = nvvm::toI64(b, b.maxIdx(g.lhsRows, b.idx(1)));
-  // CU_TENSOR_MAP_SWIZZLE_128B = 3; CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3.
-  SmallVector<Value> args = {LLVM::PtrToIntOp::create(b, i64, slot),
-                             nvvm::bufferAddress(b, g.lhs),
-                             c(g.inElem.isBF16() ? 9 : 6),
-                             c(g.kDim),
-                             rows,
-                             c(1),
-                             rowBytes,
-                             arith::MulIOp::create(b, rowBytes, rows),
-                             c(kTileK),
-                             c(kLhsBoxRows),
-                             c(1),
-                             c(3),
-                             c(3)};
-  Value status =
-      func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
-  Value map = LLVM::LoadOp::create(b, mapType, slot);
-  return {map,
-          arith::CmpIOp::create(b, arith::CmpIPredicate::ne, status, c(0))};
-}
-
 Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                                      const GemmOperands &g,
-                                     const GemmKernelConfig &config,
-                                     bool tail) {
-  assert((!tail || g.transposed) && "tail units need K-major weights");
+                                     const GemmKernelConfig &config) {
   constexpr StringLiteral kName = "moeRuntimeTensorMap3D";
   declareRuntimeFunction(b, module, kName, 12);
   Type i64 = b.getI64Type();
@@ -819,8 +480,8 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   Value dtype = c(g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
   if (g.transposed)
-    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0,
-                 c(tail ? kTailK : kTileK), c(config.tileN / 2), c(1)});
+    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(kTileK),
+                 c(config.tileN / 2), c(1)});
   else
     args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),
                  c(kTileK), c(1)});
@@ -829,7 +490,7 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                       : config.l2PromotionBytes == 64  ? 1
                       : config.l2PromotionBytes == 128 ? 2
                                                        : 3;
-  // CU_TENSOR_MAP_SWIZZLE_64B = 2, _128B = 3.
-  args.append({c(tail ? 2 : 3), c(promotion)});
+  // CU_TENSOR_MAP_SWIZZLE_128B = 3.
+  args.append({c(3), c(promotion)});
   return func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
 }

@@ -7,12 +7,14 @@
 //
 // The epilogues of the Hopper engine on the accumulator fragments
 // (WgmmaEngine.cpp has the fragment layout): GLU, bias and routing-weight
-// scaling (Epilogue.cpp's outputValue), then the stores: direct (element
-// stores from the fragments), staged (through the warpgroup's shared
-// staging, whole scattered rows by 16-byte stores or cp.async.bulk), and
-// the small-M kernel's transposed staging; plus the rows' destinations and
-// routing weights they need (from the item handoff's row table, or fetched
-// before the MMAs).
+// scaling (Epilogue.cpp's outputValue), then the stores: the main
+// kernel's through the warpgroup's shared staging (whole scattered rows by
+// 16-byte stores), the small-M kernel's through its transposed staging;
+// plus the rows' destinations and routing weights they need (the main
+// kernel's from the item handoff's row table, the small-M kernel's
+// fetched before the MMAs). (Element stores straight from the fragments,
+// v15, and rows copied out by cp.async.bulk, v44 / v52, were measured
+// slower: bench/NOTES.md.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,12 +29,6 @@ WgmmaKernel::RowFactors WgmmaKernel::tableFactors(LoweringBuilder &b, Value ct,
                                                   Value cw) {
   Value wgRow0 = b.mul(cw, b.idx(64));
   RowFactors factors;
-  if (bulk)
-    factors.bulkDest = nvvm::loadShared(
-        b, b.getI32Type(),
-        add64(b, rowTableAddress(b, cw),
-              nvvm::toI64(b, b.mul(arith::ShRUIOp::create(b, ct, b.idx(1)),
-                                   b.idx(4)))));
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Value row0 =
@@ -42,43 +38,6 @@ WgmmaKernel::RowFactors WgmmaKernel::tableFactors(LoweringBuilder &b, Value ct,
         b, b.getF32Type(),
         factorTableAddress(b, b.add(wgRow0, b.add(row0, b.idx(8 * h)))));
   return factors;
-}
-
-void WgmmaKernel::epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
-                                 const WorkItem &item, Value acc) {
-  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
-  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
-  Value quad = arith::AndIOp::create(b, lane, b.idx(3));
-  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
-                     arith::ShRUIOp::create(b, lane, b.idx(2)));
-  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
-  auto value = [&](LoweringBuilder &b, int64_t i) -> Value {
-    return LLVM::ExtractValueOp::create(b, acc, ArrayRef<int64_t>{i});
-  };
-  for (int64_t h = 0; h < 2; ++h) {
-    Value r = b.add(row0, b.idx(8 * h));
-    when(b, b.cmpi(CmpI::ult, r, item.tileRows), [&](LoweringBuilder &b) {
-      RowTarget target = rowTarget(b, g, b.add(item.rowStart, r));
-      when(b, target.valid, [&](LoweringBuilder &b) {
-        auto store = [&](Value c, ArrayRef<Value> v) {
-          when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)), [&](LoweringBuilder &b) {
-            storeOutput(b, g, target, item.expert, c, v);
-          });
-        };
-        for (int64_t j = 0; j < outPerTile / groupWidth(); ++j) {
-          FragmentGroup group = fragmentGroup(j, h);
-          for (auto [p, indices] : llvm::enumerate(group.acc)) {
-            Value c = b.add(colBase,
-                            b.add(b.idx(group.local + p), quadColumn(b, quad)));
-            SmallVector<Value, 2> v;
-            for (int64_t i : indices)
-              v.push_back(value(b, i));
-            store(c, v);
-          }
-        }
-      });
-    });
-  }
 }
 
 SmallVector<Value> WgmmaKernel::rowEntry(LoweringBuilder &b,
@@ -103,46 +62,6 @@ SmallVector<Value> WgmmaKernel::rowEntry(LoweringBuilder &b,
           v.push_back(b.f32(0.0f));
         return v;
       });
-}
-
-WgmmaKernel::RowFactors WgmmaKernel::prefetchRowTargets(LoweringBuilder &b,
-                                                        Value ct, Value cw,
-                                                        const WorkItem &item) {
-  Value wgRow0 = b.mul(cw, b.idx(64));
-  // Destination (i32) of the warpgroup's row r: -1 when past the tile or
-  // dropped.
-  auto destOf = [&](LoweringBuilder &b, Value r) {
-    return rowEntry(b, item, r, /*withFactor=*/false)[0];
-  };
-  when(b, b.cmpi(CmpI::ult, ct, b.idx(64)), [&](LoweringBuilder &b) {
-    nvvm::storeShared(
-        b,
-        add64(b, rowTableAddress(b, cw), nvvm::toI64(b, b.mul(ct, b.idx(4)))),
-        {destOf(b, b.add(wgRow0, ct))});
-  });
-  RowFactors factors;
-  if (bulk)
-    factors.bulkDest =
-        destOf(b, b.add(wgRow0, arith::ShRUIOp::create(b, ct, b.idx(1))));
-  // Routing weights of the thread's two fragment rows (rows past the
-  // tile: 0).
-  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
-  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
-  Value row0 =
-      b.add(b.mul(warp, b.idx(16)), arith::ShRUIOp::create(b, lane, b.idx(2)));
-  for (int64_t h = 0; g.scale && h < 2; ++h) {
-    Value r = b.add(wgRow0, b.add(row0, b.idx(8 * h)));
-    Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
-    factors.h[h] = b.ifElse(
-        inTile, {b.getF32Type()},
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {rowTarget(b, g, b.add(item.rowStart, r)).factor};
-        },
-        [&](LoweringBuilder &b) -> SmallVector<Value> {
-          return {b.f32(0.0f)};
-        })[0];
-  }
-  return factors;
 }
 
 void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
@@ -181,13 +100,9 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                               nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
                                                    b.idx(kEpilogueRowBytes)))));
   // Where 16-byte chunk `chunk` of staging row `row` lies: at chunk
-  // chunk ^ (row % 8) (staged), or, with bulk stores, rotated to chunk
-  // (chunk + row % 8) % 16, so that a row's bytes stay in order (one
-  // contiguous piece, or two when the rotation wraps) for the copy engine.
-  // Both put the 8 rows of a fragment store in 8 different bank groups.
+  // chunk ^ (row % 8), which puts the 8 rows of a fragment store in 8
+  // different bank groups.
   auto physicalChunk = [&](LoweringBuilder &b, Value chunk, Value key) {
-    if (bulk)
-      return arith::AndIOp::create(b, b.add(chunk, key), b.idx(15)).getResult();
     return arith::XOrIOp::create(b, chunk, key).getResult();
   };
   auto sharedAddress = [&](LoweringBuilder &b, int64_t h, int64_t cl,
@@ -196,12 +111,6 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
     if (outBytes == 2) {
       // dynamic * 2 + bytes % 16 < 16: no carry out of the chunk.
       Value key = b.add(b.mul(swizzle, b.idx(16)), b.mul(dynamic, b.idx(2)));
-      if (bulk) {
-        // Rows are 256-byte aligned: the rotation is an add within them.
-        Value within = arith::AndIOp::create(b, b.add(key, b.idx(bytes)),
-                                             b.idx(kEpilogueRowBytes - 1));
-        return arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, within));
-      }
       Value threadBase =
           arith::OrIOp::create(b, rowBase[h], nvvm::toI64(b, key));
       return arith::XOrIOp::create(b, threadBase, nvvm::i64(b, bytes));
@@ -222,12 +131,6 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   Value wgBarrier = b.toI32(b.add(cw, b.idx(1)));
   for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
     const int64_t width = std::min(passCols, outPerTile - lo);
-    // Bulk stores: the copies issued from the staging (the previous pass's,
-    // or the previous tile's) have read it before anyone overwrites it.
-    if (bulk) {
-      nvvm::bulkWait(b, /*read=*/true);
-      nvvm::namedBarrier(b, wgBarrier, 128);
-    }
     // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
     // rows of a column at once, so its bias is read once and not kept.
     Value dynamic = quadColumn(b, quad);
@@ -247,9 +150,6 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                           columns);
       }
     }
-    // The copy engine (async proxy) reads what these generic stores wrote.
-    if (bulk)
-      nvvm::fenceProxyAsyncShared(b);
     nvvm::namedBarrier(b, wgBarrier, 128);
 
     // 2. Staging -> out: 16-byte chunks, a row's chunks in consecutive
@@ -276,8 +176,8 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                      nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
                                           b.mul(physical, b.idx(16)))));
       };
-      // Written by the producer (item handoff; with idle skip before the
-      // MMAs, prefetchRowTargets): -1 for rows past the tile or dropped.
+      // Written by the producer (item handoff): -1 for rows past the tile
+      // or dropped.
       auto destOf = [&](LoweringBuilder &b, Value rowW) {
         return nvvm::loadShared(
             b, b.getI32Type(),
@@ -342,58 +242,10 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                     });
             scf::YieldOp::create(b);
           });
-      // The next pass (or item) overwrites the staging, and (idle skip)
-      // the next item's prefetchRowTargets the row table.
+      // The next pass (or item) overwrites the staging.
       nvvm::namedBarrier(b, wgBarrier, 128);
     };
-    if (!bulk) {
-      threadStores(b);
-      continue;
-    }
-    // Bulk stores of whole rows (aligned output, no column past outN in
-    // this pass; else the thread stores): thread ct copies row ct / 2's
-    // piece ct % 2. Row r's chunks start at chunk r % 8 of its 256 bytes
-    // and wrap: piece 0 is the first min(C, 16 - r % 8) chunks, piece 1
-    // the rest (from the row's start), C = chunksPerRow.
-    Value bulkOk =
-        b.andi(outVectorOk, b.cmpi(CmpI::ule, b.add(colBase, b.idx(lo + width)),
-                                   b.idx(g.outN)));
-    scf::IfOp::create(
-        b, bulkOk,
-        [&](OpBuilder &nested, Location loc) {
-          LoweringBuilder b(loc, nested);
-          Value rowW = arith::ShRUIOp::create(b, ct, b.idx(1));
-          Value second = b.cmpi(
-              CmpI::eq, arith::AndIOp::create(b, ct, b.idx(1)), b.idx(1));
-          Value rot = arith::AndIOp::create(b, rowW, b.idx(7));
-          Value first = b.minIdx(b.idx(chunksPerRow),
-                                 b.sub(b.idx(kEpilogueRowBytes / 16), rot));
-          Value chunks =
-              b.select(second, b.sub(b.idx(chunksPerRow), first), first);
-          Value srcChunk = b.select(second, b.idx(0), rot);
-          Value colOff = b.select(second, b.mul(first, b.idx(vec)), b.idx(0));
-          Value dest = factors.bulkDest;
-          when(b,
-               b.andi(b.cmpi(CmpI::sge, dest, b.i32(0)),
-                      b.cmpi(CmpI::ugt, chunks, b.idx(0))),
-               [&](LoweringBuilder &b) {
-                 Value col = b.add(b.add(colBase, b.idx(lo)), colOff);
-                 Value src = add64(
-                     b, staging,
-                     nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
-                                          b.mul(srcChunk, b.idx(16)))));
-                 nvvm::bulkCopySharedToGlobal(
-                     b, src, outputAddress(b, b.toIndex(dest), col),
-                     b.toI32(b.mul(chunks, b.idx(16))));
-               });
-          nvvm::bulkCommit(b);
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &nested, Location loc) {
-          LoweringBuilder b(loc, nested);
-          threadStores(b);
-          scf::YieldOp::create(b);
-        });
+    threadStores(b);
   }
 }
 

@@ -28,15 +28,6 @@ using CmpI = arith::CmpIPredicate;
 
 /// K elements per stage (one 128-byte swizzle row of 16-bit elements).
 inline constexpr int64_t kTileK = 64;
-/// K elements per stage of a tail unit (config.tailUnits: one 64-byte
-/// swizzle row), and its rows (one consumer warpgroup's).
-inline constexpr int64_t kTailK = 32, kTailRows = 64;
-/// A tail unit's stage: the lhs rows (kTailRows x 64 bytes), then the two
-/// weight tiles (tileN x 64 bytes each; 1024-aligned as tileN is a
-/// multiple of 16).
-inline constexpr int64_t kTailABytes = kTailRows * kTailK * 2;
-/// Rows per lhs TMA box (config.lhsTma; a multiple of the swizzle's 8).
-inline constexpr int64_t kLhsBoxRows = 32;
 /// Epilogue staging per consumer warpgroup (kWgmmaStagingBytes): 64 rows
 /// of 256 bytes (one pass of 128 16-bit or 64 f32 output columns), 16-byte
 /// chunk c of row r at chunk c ^ (r % 8), so the fragment stores and the
@@ -56,15 +47,6 @@ inline constexpr int64_t kEntryRegs = 168, kProducerRegs = 56,
 static_assert((kEntryRegs - kProducerRegs) * 128 >=
                   (kConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
-/// The same with tail units (config.tailUnits), whose producer has a
-/// second item path: at 40 registers it spilled 76-96 bytes (every bench
-/// layer), at 48 64-68, at 56 4-8; 64 leaves the consumers 208 (no spills).
-/// (The default producer fits 40 with no register to spare: one more live
-/// value, e.g. the tail flag kept across the item, spilled 52 bytes.)
-inline constexpr int64_t kTailProducerRegs = 64, kTailConsumerRegs = 208;
-static_assert((kEntryRegs - kTailProducerRegs) * 128 >=
-                  (kTailConsumerRegs - kEntryRegs) * 256,
-              "setmaxnreg would deadlock");
 /// The same with the weight tiles by cp.async (wgmma-tma=false), whose
 /// producer copies both operands: at 40 it spilled 104-124 bytes, at 64
 /// 16-24 (Qwen3-30B-A3B, Mixtral-8x7B), at 88 8-24 (Mixtral-8x7B
@@ -82,47 +64,27 @@ struct WorkItem {
   /// multicasts half of it), false when the CTAs take different column
   /// tiles of one row tile (each loads its own). Null without clusters.
   Value multicast;
-  /// Tail units (config.tailUnits): whether the item is one (i1: its
-  /// tileRows <= 64 rows x column tiles colTile and colTile + 1, 2 *
-  /// kSteps K steps of kTailK). Null without tail units.
-  Value tail;
-  /// The item's number in the block's walk (0, 1, ...; i32): the item
-  /// handoff's barrier phases. Null without tail units, where it is step /
-  /// kSteps (itemOrdinal).
-  Value ordinal;
 };
 
 class WgmmaKernel {
 public:
   WgmmaKernel(const GemmOperands &g, const GemmKernelConfig &config,
-              Value rhsMap, UncoveredFill fill, Value lhsMapValue,
-              Value rhsTailMap)
-      : g(g), rhsMap(rhsMap), rhsTailMap(rhsTailMap), lhsMapValue(lhsMapValue),
-        fill(fill), tileM(config.tileM), tileN(config.tileN),
-        stages(config.stages), numSMs(config.numSMs),
-        staged(config.stagedEpilogue),
-        bulk(config.stagedEpilogue && config.bulkStores && !config.swapAB),
+              Value rhsMap, UncoveredFill fill)
+      : g(g), rhsMap(rhsMap), fill(fill), tileM(config.tileM),
+        tileN(config.tileN), stages(config.stages), numSMs(config.numSMs),
         cluster(config.cluster), swap(config.swapAB),
         ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         registerSplit(consumers > 1 &&
                       (config.swapAB ? config.tileM : config.tileN) >= 128),
         producerRegisters(config.producerRegisters),
-        groupedWalk(config.groupedWalk), kSlices(config.stageK / kTileK),
+        kSlices(config.stageK / kTileK),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
-        locateEach(config.swapAB),
-        skew(config.swapAB || consumers != 2 || kSteps < config.stages
-                 ? 0
-                 : std::min(config.consumerSkew, config.stages - 1)),
-        idleSkip(config.idleSkip && !config.swapAB && skew == 0 && kSteps > 1),
-        resync(consumers == 2), handoff(!config.swapAB && !idleSkip),
-        tails(config.tailUnits && rhsTailMap && handoff && staged && !bulk &&
-              consumers == 2 && skew == 0 && kSlices == 1 && g.transposed &&
-              !lhsMapValue) {}
+        locateEach(config.swapAB), handoff(!config.swapAB) {}
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -139,8 +101,6 @@ private:
               std::min<int64_t>(
                   256,
                   (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
-    if (tails)
-      return {kTailProducerRegs, kTailConsumerRegs};
     if (!rhsMap)
       return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
     return {kProducerRegs, kConsumerRegs};
@@ -166,7 +126,7 @@ private:
   /// and the 1024 bytes of alignment slack.
   int64_t headerBytes() const { return 1024; }
   int64_t stagingBytes() const {
-    return staged ? consumers * kWgmmaStagingBytes : 0;
+    return swap ? 0 : consumers * kWgmmaStagingBytes;
   }
   int64_t sharedBytes() const {
     if (swap)
@@ -217,27 +177,14 @@ private:
   }
 
   /// Runs `body` on each of the block's work items. Without `walk` only
-  /// the items' pipeline steps are known (WorkItem::step, ordinal): the
-  /// consumers of the item handoff, which get the rest from the producer,
-  /// and whose body returns the item's K steps (with tail units they
-  /// learn them from the item's first stage; null: kSteps).
-  using ItemBody = function_ref<Value(LoweringBuilder &, const WorkItem &)>;
+  /// the items' pipeline steps are known (WorkItem::step): the consumers
+  /// of the item handoff, which get the rest from the producer.
+  using ItemBody = function_ref<void(LoweringBuilder &, const WorkItem &)>;
   void forEachItem(LoweringBuilder &b, Value tid, Value blockX, Value gridX,
                    ItemBody body, bool walk = true);
-  /// K steps of `item` (walked): 2 * kSteps for a tail unit.
-  Value itemSteps(LoweringBuilder &b, const WorkItem &item) const {
-    if (!item.tail)
-      return b.idx(kSteps);
-    return b.select(item.tail, b.idx(2 * kSteps), b.idx(kSteps));
-  }
-  /// An expert's `rows` as (row tiles run whole, tail rows): with tail
-  /// units a last tile of at most 64 rows is a tail (0 otherwise).
-  std::pair<Value, Value> splitRows(LoweringBuilder &b, Value rows) const;
-  /// Work units of an expert with `rows` rows in `tiles` whole row tiles
-  /// (splitRows): coupled, tiles / 2 row-tile pairs x colTiles plus
-  /// ceil(colTiles / 2) column pairs of an odd last row tile; uncoupled,
-  /// tiles x colTiles; and with a tail, ceil(colTiles / 4) (coupled: each
-  /// CTA two column tiles) or ceil(colTiles / 2) tail units.
+  /// Work units of an expert with `rows` rows: coupled, its row-tile pairs
+  /// x colTiles plus ceil(colTiles / 2) column pairs of an odd last row
+  /// tile; uncoupled, its row tiles x colTiles.
   Value clusterUnits(LoweringBuilder &b, Value rows) const;
   void forEachClusterItem(LoweringBuilder &b, Value tid, Value blockX,
                           Value gridX, ItemBody body, bool walk);
@@ -251,70 +198,34 @@ private:
   /// copies read zeros), through the gather when there is one.
   std::pair<Value, Value> lhsRow(LoweringBuilder &b, const WorkItem &item,
                                  Value r);
-  /// The producer on a tail unit: per K step of kTailK, the tail's rows
-  /// by cp.async (64-byte rows, the 64-byte swizzle by hand: chunk c of
-  /// row r at c ^ (r / 2 % 4)) and both weight tiles by TMA (rhsTailMap).
-  void producerTail(LoweringBuilder &b, Value tid, const WorkItem &item);
-  /// Tail units: thread 0 of the producer marks stage `s` as a tail
-  /// unit's (1) or a whole tile's (0) before its arrival on the stage's
-  /// full barrier; the consumers read the mark of an item's first stage.
-  Value stageKindAddress(LoweringBuilder &b, Value s) {
-    return add64(b, add64(b, base, 192), mul64(b, nvvm::toI64(b, s), 4));
-  }
   /// Item handoff, producer side, at K step handoffStep() of the item: once
   /// the consumers have finished the previous item's epilogue, its record
-  /// and (staged) its row table, `entry` = this producer thread's row's
+  /// and its row table, `entry` = this producer thread's row's
   /// (destination, routing weight), then an arrival on tableFull.
   void publishItem(LoweringBuilder &b, Value tid, const WorkItem &item,
                    ArrayRef<Value> entry);
+  /// The item's number in the walk: step / kSteps (the item handoff's
+  /// barrier phases).
+  Value itemOrdinal(LoweringBuilder &b, Value step) const {
+    return arith::DivUIOp::create(b, step, b.idx(kSteps));
+  }
   /// K step of an item at which the producer publishes it: the last one
   /// it issues before it would wait for the item's first step to be
   /// consumed, which follows the previous item's epilogue anyway.
-  /// The item's number in the walk (see WorkItem::ordinal).
-  Value itemOrdinal(LoweringBuilder &b, Value step, Value ordinal) const {
-    if (ordinal)
-      return b.toIndex(ordinal);
-    return arith::DivUIOp::create(b, step, b.idx(kSteps));
-  }
-  int64_t handoffStep(bool tail = false) const {
-    return std::min(stages, tail ? 2 * kSteps : kSteps) - 1;
-  }
+  int64_t handoffStep() const { return std::min(stages, kSteps) - 1; }
   /// Item handoff, consumer side, after the MMAs: waits for the item's
-  /// record and returns it (step as given; staged, the first row and the
-  /// rows are null: the row table has them).
-  WorkItem receiveItem(LoweringBuilder &b, Value step, Value ordinal);
+  /// record and returns it (step as given; the first row and the rows are
+  /// null: the row table has them).
+  WorkItem receiveItem(LoweringBuilder &b, Value step);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
                     const WorkItem &item);
-  /// The lhs tile of K step `kt` by TMA (config.lhsTma): one box of tileM
-  /// rows from the item's first row per K slice, in the layout the
-  /// cp.async loader writes (128-byte swizzle); its bytes are in
-  /// loadRhsByTma's expect_tx. The rows past the item (the next expert's)
-  /// are loaded too, and their results dropped by the epilogue; rows and
-  /// K past the lhs's end read zeros.
-  void loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
-                    const WorkItem &item);
-  /// The lhs boxes (kLhsBoxRows rows each) that cover the item's rows: a
-  /// short tile (an expert's last) loads only those, not a whole tileM of
-  /// the next expert's rows (measured: DeepSeek-V3 T=4096, about one tile
-  /// per expert, +2% with whole-tile boxes, bench/NOTES.md v56).
-  Value lhsBoxes(LoweringBuilder &b, const WorkItem &item) const {
-    return b.minIdx(
-        b.div(b.add(item.tileRows, b.idx(kLhsBoxRows - 1)), b.idx(kLhsBoxRows)),
-        b.idx(tileM / kLhsBoxRows));
-  }
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
   /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
-  /// measured slower on every compute-bound cell: bench/NOTES.md v9.)
-  /// Returns the item's K steps (tail units: read from its first stage's
-  /// mark), else null.
-  Value consumeTile(LoweringBuilder &b, Value tid, Value cw,
-                    const WorkItem &item);
-  /// The wgmma descriptor of the K-major operand at shared `address`: the
-  /// 128-byte swizzle, or with `tail` the 64-byte one (tail units'
-  /// stages). Only the constant high word differs: run-time offsets are
-  /// folded into the address first (a run-time add to a finished
-  /// descriptor is miscompiled by ptxas, hopper/README P1).
-  Value kMajorDescriptor(LoweringBuilder &b, Value address, bool tail);
+  /// measured slower on every compute-bound cell: bench/NOTES.md v9, v45;
+  /// so were a skew between the two warpgroups, v43, and tail units of
+  /// 64-row tiles, v66.)
+  void consumeTile(LoweringBuilder &b, Value tid, Value cw,
+                   const WorkItem &item);
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
@@ -348,31 +259,20 @@ private:
     return quadStride() == 1 ? quad : b.mul(quad, b.idx(quadStride()));
   }
 
-  /// Stores the tile: element stores from the fragments (direct) or
-  /// through the warpgroup's shared staging, whole rows by 16-byte stores
-  /// (staged).
-  void epilogueDirect(LoweringBuilder &b, Value ct, Value cw,
-                      const WorkItem &item, Value acc);
   /// Routing weights of a thread's two fragment rows (null without scale).
   struct RowFactors {
     Value h[2];
-    /// Bulk stores: the destination (i32, -1 when out of the tile or
-    /// dropped) of the row whose copy this thread issues, row ct / 2.
-    Value bulkDest;
   };
-  /// Staged epilogue, before the MMAs: the destination of each of the
-  /// warpgroup's 64 rows (-1 when out of the tile or dropped) into its
-  /// row table in shared memory (thread ct < 64 writes row ct), and this
-  /// thread's fragment-row routing weights.
-  RowFactors prefetchRowTargets(LoweringBuilder &b, Value ct, Value cw,
-                                const WorkItem &item);
-  /// Item handoff: the same from the row table the producer wrote.
+  /// Item handoff: this thread's fragment-row routing weights from the
+  /// row table the producer wrote.
   RowFactors tableFactors(LoweringBuilder &b, Value ct, Value cw);
   /// Row `r` (within the tile) of `item`: its destination (i32; -1 past
   /// the tile or dropped) and, with `withFactor` and a scale operand, its
   /// routing weight (f32; 0 past the tile).
   SmallVector<Value> rowEntry(LoweringBuilder &b, const WorkItem &item, Value r,
                               bool withFactor);
+  /// Stores the tile through the warpgroup's shared staging, whole rows
+  /// by 16-byte stores.
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
@@ -408,8 +308,7 @@ private:
     return add64(b, add64(b, base, 512), mul64(b, nvvm::toI64(b, cw), 256));
   }
   /// Item handoff (main kernel): the producer publishes each item's record
-  /// (i32: expert, column tile, and without the staged epilogue the first
-  /// row and the rows) and row table (the
+  /// (i32: expert, column tile) and row table (the
   /// destinations at rowTableAddress, the routing weights at
   /// factorTableAddress, one row per producer thread), so that the
   /// consumers neither walk the experts nor load row targets before an
@@ -429,19 +328,9 @@ private:
   }
 
   const GemmOperands &g;
-  Value rhsMap;     // rhs tensor map (i64) when its tiles come by TMA
-  Value rhsTailMap; // the tail units' rhs tensor map (config.tailUnits)
-  /// lhs tensor map by value (!llvm.array<16 x i64>, host side) when the
-  /// lhs tiles come by TMA (config.lhsTma); lhsMap is its address in the
-  /// kernel (a by-value grid-constant parameter once outlined:
-  /// moe-gpu-tensor-map-params).
-  Value lhsMapValue, lhsMap;
+  Value rhsMap;       // rhs tensor map (i64) when its tiles come by TMA
   UncoveredFill fill; // zeroed by the consumers first (Unread: none)
   const int64_t tileM, tileN, stages, numSMs;
-  const bool staged;
-  /// Staged rows leave by cp.async.bulk (config.bulkStores; see
-  /// epilogueStaged).
-  const bool bulk;
   const int64_t cluster;
   /// Small-M form (config.swapAB): rhs rows on the wgmma M side.
   const bool swap;
@@ -458,8 +347,6 @@ private:
   const bool registerSplit;
   /// config.producerRegisters (0: registerBudget's defaults).
   const int64_t producerRegisters;
-  /// config.groupedWalk.
-  const bool groupedWalk;
   /// 64-element K slices per stage (config.stageK / 64) and K steps.
   const int64_t kSlices, kSteps;
   const bool concat;
@@ -475,29 +362,8 @@ private:
   /// per item, a dependent load each, while the weight stream stalled
   /// (DeepSeek-V3 T=1 243 -> 194 us, bench/NOTES.md v34).
   const bool locateEach;
-  /// K steps by which consumer warpgroup 1 starts each tile after
-  /// warpgroup 0 (config.consumerSkew where it applies, else 0): warpgroup
-  /// 0 arrives on named barrier kSkewBarrier once it has issued that many
-  /// steps of a tile, and warpgroup 1 waits for it before its first. Each
-  /// warpgroup's epilogue then runs while the other one's MMAs do (both
-  /// in step, the tensor cores idle during the common epilogue). No
-  /// deadlock: what warpgroup 0 waits for at step skew < stages was
-  /// released in the previous tile; no arrival overtakes a wait: with
-  /// kSteps >= stages, warpgroup 0 cannot reach step skew of the next
-  /// tile before warpgroup 1 released a step of this one.
-  const int64_t skew;
-  /// A consumer warpgroup without rows in the tile stops its MMAs after
-  /// the first K step (consumeTile).
-  const bool idleSkip;
-  const bool resync;
-  /// The item handoff (see tableFull): the main kernel without idle skip
-  /// (whose consumers need each item's rows before its MMAs).
+  /// The item handoff (see tableFull): the main kernel.
   const bool handoff;
-  /// Tail units (config.tailUnits where the kernel has what they need).
-  const bool tails;
-  static constexpr int64_t kSkewBarrier = 3;
-  /// Idle skip: the consumer warpgroups' barrier after each tile's MMAs.
-  static constexpr int64_t kResyncBarrier = 4;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;

@@ -7,9 +7,9 @@
 //
 // The producer warpgroup of the Hopper engine (WgmmaEngine.cpp has the
 // design): per K step it fills a pipeline stage, the lhs rows by cp.async
-// (gathered rows, the 128-byte swizzle applied by hand) or by TMA
-// (config.lhsTma: a by-value tensor map), the rhs tile by TMA (multicast
-// in 2-CTA clusters) or cp.async, completing on the stage's full barrier;
+// (gathered rows, the 128-byte swizzle applied by hand), the rhs tile by
+// TMA (multicast in 2-CTA clusters) or cp.async, completing on the
+// stage's full barrier;
 // and it publishes each item's record and row table to the consumers (the
 // item handoff).
 //
@@ -52,7 +52,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   // Item handoff: row tid's destination and routing weight, loaded now and
   // stored at the handoff step (the loads complete under the copies).
   SmallVector<Value> entry;
-  if (handoff && staged)
+  if (handoff)
     entry = rowEntry(b, item, tid, /*withFactor=*/true);
   // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
@@ -66,7 +66,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
 
   // Row start addresses and validity, fixed for the item.
   SmallVector<Value> aRow, aOk, bRow, bOk;
-  for (int64_t j = 0; !lhsMap && j < tileM / 16; ++j) {
+  for (int64_t j = 0; j < tileM / 16; ++j) {
     auto [address, ok] = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
     aRow.push_back(address);
     aOk.push_back(ok);
@@ -176,13 +176,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     }
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
-        // Tail units: this stage is a whole tile's (released by the
-        // arrival below).
-        if (tails)
-          nvvm::storeShared(b, stageKindAddress(b, s), {b.i32(0)});
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
-        if (lhsMap)
-          loadLhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
       });
     for (int64_t h = 0; h < kSlices; ++h) {
       Value sliceBase = add64(b, stageBase, h * sliceBytes());
@@ -206,116 +200,18 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   });
 }
 
-void WgmmaKernel::producerTail(LoweringBuilder &b, Value tid,
-                               const WorkItem &item) {
-  // Row table: thread t writes row t % 64's entry, so each consumer
-  // warpgroup's 64 entries are the tail's rows; the second warpgroup's
-  // column tile c + 1 past the last one stores nothing.
-  Value r = arith::AndIOp::create(b, tid, b.idx(kTailRows - 1));
-  SmallVector<Value> entry = rowEntry(b, item, r, /*withFactor=*/true);
-  Value dropped =
-      b.andi(b.cmpi(CmpI::uge, tid, b.idx(kTailRows)),
-             b.cmpi(CmpI::uge, b.add(item.colTile, b.idx(1)), b.idx(colTiles)));
-  entry[0] = b.select(dropped, b.i32(-1), entry[0]);
-  // Thread t copies chunk c = t % 4 (16 bytes) of rows t / 4 + 32 j; the
-  // 64-byte swizzle puts it at chunk c ^ (row / 2 % 4), the same for both
-  // rows.
-  Value c = arith::AndIOp::create(b, tid, b.idx(3));
-  Value rr = arith::ShRUIOp::create(b, tid, b.idx(2));
-  Value swizzled = arith::XOrIOp::create(
-      b, c,
-      arith::AndIOp::create(b, arith::ShRUIOp::create(b, rr, b.idx(1)),
-                            b.idx(3)));
-  Value dstOffset = nvvm::toI64(
-      b, b.add(b.mul(rr, b.idx(kTailK * 2)), b.mul(swizzled, b.idx(16))));
-  Value elemBytes = b.idx(2);
-  constexpr int64_t rowsPerPass = 128 / (kTailK * 2 / 16);
-  SmallVector<Value> aRow, aOk;
-  for (int64_t j = 0; j < kTailRows / rowsPerPass; ++j) {
-    auto [address, ok] = lhsRow(b, item, b.add(rr, b.idx(rowsPerPass * j)));
-    aRow.push_back(address);
-    aOk.push_back(ok);
-  }
-  // The two weight tiles' columns (clamped: the last tile in place of one
-  // past the end, its results dropped).
-  Value tileCols[2] = {item.colTile, b.minIdx(b.add(item.colTile, b.idx(1)),
-                                              b.idx(colTiles - 1))};
-  int64_t half = tileN / 2;
-  auto columnOf = [&](Value colTile, int64_t p) -> Value {
-    if (!concat)
-      return b.add(b.mul(colTile, b.idx(tileN)), b.idx(p * half));
-    Value col = b.mul(colTile, b.idx(half));
-    return p ? b.add(col, b.idx(g.outN)) : col;
-  };
-  Value columns[2][2];
-  for (int64_t w = 0; w < 2; ++w)
-    for (int64_t p = 0; p < 2; ++p)
-      columns[w][p] = b.toI32(columnOf(tileCols[w], p));
-  Value expert = b.toI32(item.expert);
-
-  const int64_t tailSteps = 2 * kSteps;
-  Value producerSteps = b.idx(tailSteps);
-  if (tailSteps <= 8)
-    producerSteps = arith::IndexCastOp::create(
-        b, b.getIndexType(), nvvm::opaque(b, nvvm::i64(b, tailSteps)));
-  // K steps past the end (2 * kSteps * 32 > K) and partial ones read zeros.
-  bool kTail = g.kDim % kTileK != 0;
-  forEach(b, b.idx(0), producerSteps, b.idx(1),
-          [&](LoweringBuilder &b, Value kt) {
-            Value step = b.add(item.step, kt);
-            auto [s, round] = stageOf(b, step);
-            when(b, b.cmpi(CmpI::uge, step, b.idx(stages)),
-                 [&](LoweringBuilder &b) {
-                   nvvm::mbarrierWait(b, emptyBarrier(b, s),
-                                      parity(b, b.sub(round, b.idx(1))));
-                 });
-            Value stageBase = stageAddress(b, s);
-            Value k0 = b.mul(kt, b.idx(kTailK));
-            Value k = b.add(k0, b.mul(c, b.idx(8)));
-            Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
-            Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
-            Value stage = add64(b, stageBase, dstOffset);
-            for (int64_t j = 0; j < int64_t(aRow.size()); ++j) {
-              Value valid = kTail ? b.andi(aOk[j], kIn) : aOk[j];
-              Value src = add64(b, aRow[j], kBytes);
-              if (kTail)
-                src = b.select(valid, src, lhsAddr);
-              nvvm::cpAsync16(b, add64(b, stage, rowsPerPass * kTailK * 2 * j),
-                              src, b.select(valid, b.i32(16), b.i32(0)));
-            }
-            when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
-              nvvm::storeShared(b, stageKindAddress(b, s), {b.i32(1)});
-              Value barrier = fullBarrier(b, s);
-              nvvm::mbarrierArriveExpectTx(b, barrier,
-                                           b.i32(2 * tileN * kTailK * 2));
-              Value kAt = b.toI32(k0);
-              for (int64_t w = 0; w < 2; ++w)
-                for (int64_t p = 0; p < 2; ++p)
-                  nvvm::tmaLoad3D(
-                      b,
-                      add64(b, stageBase,
-                            kTailABytes + (w * tileN + p * half) * kTailK * 2),
-                      rhsTailMap, barrier, {kAt, columns[w][p], expert});
-            });
-            nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
-            when(b, b.cmpi(CmpI::eq, kt, b.idx(handoffStep(/*tail=*/true))),
-                 [&](LoweringBuilder &b) { publishItem(b, tid, item, entry); });
-          });
-}
-
 void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
                               const WorkItem &item, ArrayRef<Value> entry) {
   // The previous item's epilogue has read its record and table.
-  Value index = itemOrdinal(b, item.step, item.ordinal);
+  Value index = itemOrdinal(b, item.step);
   when(b, b.cmpi(CmpI::ne, index, b.idx(0)), [&](LoweringBuilder &b) {
     nvvm::mbarrierWait(b, tableEmpty(b), parity(b, b.sub(index, b.idx(1))));
   });
   // The record: the staged epilogue needs the expert and the column tile
-  // only (its rows are in the table), which the copies keep live anyway
-  // (the producer has 40 registers).
+  // only (its rows are in the table), which the copies keep live anyway.
   when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
-    Value fields[] = {item.expert, item.colTile, item.rowStart, item.tileRows};
-    for (int64_t i = 0; i < (staged ? 2 : 4); ++i)
+    Value fields[] = {item.expert, item.colTile};
+    for (int64_t i = 0; i < 2; ++i)
       nvvm::storeShared(b, recordAddress(b, i), {b.toI32(fields[i])});
   });
   if (!entry.empty()) {
@@ -330,28 +226,14 @@ void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,
   nvvm::mbarrierArrive(b, tableFull(b));
 }
 
-WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step,
-                                  Value ordinal) {
-  Value index = itemOrdinal(b, step, ordinal);
+WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
+  Value index = itemOrdinal(b, step);
   nvvm::mbarrierWait(b, tableFull(b), parity(b, index));
-  Value fields[4];
-  for (int64_t i = 0; i < (staged ? 2 : 4); ++i)
+  Value fields[2];
+  for (int64_t i = 0; i < 2; ++i)
     fields[i] =
         b.toIndex(nvvm::loadShared(b, b.getI32Type(), recordAddress(b, i)));
-  return WorkItem{fields[0], fields[2], fields[3], fields[1], step};
-}
-
-void WgmmaKernel::loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier,
-                               Value kt, const WorkItem &item) {
-  Value boxes = lhsBoxes(b, item);
-  for (int64_t p = 0; p < tileM / kLhsBoxRows; ++p)
-    when(b, b.cmpi(CmpI::ult, b.idx(p), boxes), [&](LoweringBuilder &b) {
-      Value row = b.toI32(b.add(item.rowStart, b.idx(p * kLhsBoxRows)));
-      for (int64_t h = 0; h < kSlices; ++h)
-        nvvm::tmaLoad3D(
-            b, add64(b, stage, h * sliceBytes() + p * kLhsBoxRows * 128),
-            lhsMap, barrier, {b.toI32(sliceStartK(b, kt, h)), row, b.i32(0)});
-    });
+  return WorkItem{fields[0], {}, {}, fields[1], step, {}};
 }
 
 /// The rhs tile of K step `kt` by TMA, in the layouts the cp.async loaders
@@ -362,14 +244,8 @@ void WgmmaKernel::loadLhsByTma(LoweringBuilder &b, Value stage, Value barrier,
 void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
-  // each CTA): the expected bytes are the whole tile either way (and the
-  // lhs tile's, loadLhsByTma).
-  Value bytes = b.i32(kSlices * tileN * 128);
-  if (lhsMap)
-    bytes = arith::AddIOp::create(
-        b, bytes,
-        b.toI32(b.mul(lhsBoxes(b, item), b.idx(kSlices * kLhsBoxRows * 128))));
-  nvvm::mbarrierArriveExpectTx(b, barrier, bytes);
+  // each CTA): the expected bytes are the whole tile either way.
+  nvvm::mbarrierArriveExpectTx(b, barrier, b.i32(kSlices * tileN * 128));
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.

@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROUTING = "lib/Conversion/MoeToGPU/RoutingToGPU.cpp"
 WGMMA = "lib/Conversion/MoeToGPU/Gemm/WgmmaEngine.cpp"
 FILLS = "lib/Conversion/MoeToGPU/ExpertComputeToGPU.cpp"
-RUNTIME = "lib/Runtime/CUDA/MoeCudaRuntime.cpp"
+RUNTIME = "lib/Runtime/CUDA/Kernels.cpp"
 KERNELS = "lib/Conversion/MoeToGPU/KernelBuilder.cpp"
 
 # name -> (what, case regex for ONLY, [(file, text, replacement)])

@@ -23,7 +23,7 @@ namespace moe {
 
 using namespace mlir;
 
-/// The suffix moe-mlir's CUDA runtime (MoeCudaRuntime.cpp) recognises.
+/// The suffix the CUDA runtime recognises (lib/Runtime/CUDA/Kernels.cpp).
 static constexpr llvm::StringLiteral kSuffix = "__pdl";
 
 namespace {

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ROUTING = "lib/Conversion/MoeToGPU/RoutingToGPU.cpp"
+ROUTING = "lib/Conversion/MoeToGPU/Routing/RouteDispatchSmall.cpp"
 WGMMA = "lib/Conversion/MoeToGPU/Gemm/WgmmaEngine.cpp"
 FILLS = "lib/Conversion/MoeToGPU/ExpertComputeToGPU.cpp"
 RUNTIME = "lib/Runtime/CUDA/Kernels.cpp"

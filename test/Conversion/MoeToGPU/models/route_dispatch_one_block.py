@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The one-block route_dispatch sort of RoutingToGPU.cpp
+"""The one-block route_dispatch sort of Routing/RouteDispatchSmall.cpp
 (routeDispatchOneBlock), as a model: 32 warps of 32 slots, in-warp ranks,
 per-warp bucket counts, their prefix over the warps, the block scan of the
 bucket totals. Must equal a stable sort by bucket (E for ids outside [0,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The warp-per-row top-k selection of RoutingToGPU.cpp, as a model.
+"""The warp-per-row top-k selection of Routing/WarpSelect.cpp, as a model.
 
 warp-select=i64 (the default): i64 keys (orderKey(v) << 32 | ~entry), pick j
 = the largest key below pick j - 1's. warp-select=i32: i32 order keys (NaN 1,

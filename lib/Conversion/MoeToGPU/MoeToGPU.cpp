@@ -32,7 +32,7 @@ void mlir::moe::populateMoeToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options) {
   populateMoeDecomposePatterns(patterns); // moe.ffn
   populateMoeFusedFormPatterns(patterns); // grouped_matmul, route_dispatch
-  populateRoutingToGPUPatterns(patterns, options.chip, /*i32Keys=*/true,
+  populateRoutingToGPUPatterns(patterns, options.chip,
                                options.routeDispatchSmall,
                                options.programmaticLaunch);
   populateDispatchToGPUPatterns(patterns, options.chip);

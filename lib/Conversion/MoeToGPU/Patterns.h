@@ -13,11 +13,10 @@ namespace mlir {
 namespace moe {
 
 /// topk, route, route_dispatch.
-/// `i32Keys`: the warp-per-row selection with i32 keys (warp-select=i32);
 /// `smallRouteDispatch`: route_dispatch with few rows as one kernel
 /// (route-dispatch-small).
 void populateRoutingToGPUPatterns(RewritePatternSet &patterns, StringRef chip,
-                                  bool i32Keys, bool smallRouteDispatch,
+                                  bool smallRouteDispatch,
                                   bool allowDependents);
 /// cumsum, get_indices, get_indptr, dispatch.
 void populateDispatchToGPUPatterns(RewritePatternSet &patterns, StringRef chip);

@@ -157,12 +157,11 @@ struct RouteDispatchToGPU : OpRewritePattern<RouteDispatchOp> {
 } // namespace
 
 void mlir::moe::populateRoutingToGPUPatterns(RewritePatternSet &patterns,
-                                             StringRef chip, bool i32Keys,
+                                             StringRef chip,
                                              bool smallRouteDispatch,
                                              bool allowDependents) {
   // redux.sync: sm_80 and later ("sm_90a" -> 90); match.sync: sm_70.
   WarpSelectMode mode;
-  mode.i32Keys = i32Keys;
   mode.redux = chipAtLeast(chip, 80);
   mode.matchSync = chipAtLeast(chip, 70);
   patterns.add<TopKToGPU, RouteToGPU>(patterns.getContext(), mode);

@@ -306,7 +306,7 @@ void routing::routeRowOnWarp(LoweringBuilder &b, const RouteConfig &cfg,
     if (!row.full())
       key = b.select(valid[r], key, negInf);
     keys.push_back(key);
-    Value sk = mode.key(b, key, b.toI32(row.entry(b, r)));
+    Value sk = mode.key(b, key);
     if (!row.full())
       sk = b.select(valid[r], sk, mode.none(b));
     selection.push_back(sk);

@@ -9,8 +9,8 @@
 //
 //   WarpSelect.cpp          one row across a warp (lane l holds entries
 //                           l * R .. l * R + R - 1 in registers) and its k
-//                           picks as warp-wide argmaxes of selection keys
-//                           (option warp-select: i32 or i64 keys)
+//                           picks as warp-wide argmaxes of i32 selection
+//                           keys
 //   TopK.cpp                moe.topk: one thread per row (large E), or one
 //                           warp per row
 //   Route.cpp               moe.route: scores, group-limited routing, the
@@ -57,23 +57,17 @@ inline bool useWarpPerRow(int64_t e, int64_t nGroup) {
 /// NaN 0, below every number (-inf is 0x007fffff).
 Value orderKey(LoweringBuilder &b, Value v);
 
-/// How the warp-per-row kernels select (option `warp-select`): i64 keys
-/// with the entry in the low half and a butterfly argmax over the keys
-/// ranking after the previous pick, or i32 order keys (the default), the
-/// lanes' best (their sorted heads when a lane holds at most
-/// kSortedSelectRegs entries, WarpSelect.cpp), redux.sync
-/// umax / umin (a butterfly before sm_80) and the pick leaving the
-/// candidates.
+/// How the warp-per-row kernels select: i32 order keys, the lanes' best
+/// (their sorted heads when a lane holds at most kSortedSelectRegs
+/// entries, WarpSelect.cpp), redux.sync umax / umin (a butterfly before
+/// sm_80) and the pick leaving the candidates (bench/NOTES.md v22).
 struct WarpSelectMode {
-  bool i32Keys = false;
   bool redux = false;
   /// match.any.sync for the slot ranks (sm_70 and later).
   bool matchSync = false;
-  Value key(LoweringBuilder &b, Value v, Value entryI32) const;
-  Value none(LoweringBuilder &b) const {
-    return i32Keys ? b.i32(0)
-                   : arith::ConstantIntOp::create(b, b.getI64Type(), 0);
-  }
+  /// The selection key of value `v` (0: not selectable).
+  Value key(LoweringBuilder &b, Value v) const;
+  Value none(LoweringBuilder &b) const { return b.i32(0); }
 };
 
 /// A row of `numEntries` spread over a warp: lane l holds the consecutive
@@ -114,7 +108,7 @@ struct WarpPicks {
   Value scoreSum; // sum of the k picks' scores in slot order (when asked)
 };
 
-/// warpSelect (i32 keys) or warpSelect64, by `mode`.
+/// The k picks of a row (warpSelectSorted or warpSelect, WarpSelect.cpp).
 WarpPicks warpSelectWith(LoweringBuilder &b, const WarpSelectMode &mode,
                          const WarpRow &row, int64_t k, ArrayRef<Value> keys,
                          ArrayRef<Value> scores, bool sumScores);

@@ -44,7 +44,7 @@ void routing::topkPerWarp(LoweringBuilder &b, int64_t k, int64_t e, Value input,
     SmallVector<Value> keys;
     for (int64_t r = 0; r < row.regs(); ++r) {
       Value v = b.toF32(b.load(input, {rowIdx, row.column(b, r)}));
-      Value key = mode.key(b, v, b.toI32(row.entry(b, r)));
+      Value key = mode.key(b, v);
       if (!row.full())
         key = b.select(row.valid(b, r), key, mode.none(b));
       keys.push_back(key);

@@ -6,16 +6,16 @@
 //
 // One warp per token row when E <= 512 and n_group <= 32: lane l holds
 // the R = ceil(E / 32) consecutive entries l * R .. l * R + R - 1 of the
-// row in registers, and each of the k picks is one warp-wide argmax. With
-// warp-select=i64, entries compare as one unsigned i64 per entry, (order
-// key of the value) << 32 | ~index, and pick j is the butterfly (gpu.shuffle
-// xor) maximum of the keys below pick j - 1's. With warp-select=i32 (the
-// default) a key is the i32 order key alone (0 = not selectable, NaN 1):
+// row in registers, and each of the k picks is one warp-wide argmax. A
+// key is the i32 order key alone (0 = not selectable, NaN 1):
 // the warp's largest key (redux.sync umax on sm_80 and later, else a
 // butterfly), the lowest entry holding it (umin), then the pick leaves the
 // candidates; when R <= kSortedSelectRegs each lane sorts its entries once
 // and a pick compares only the lanes' heads (warpSelectSorted), else every
-// pick scans the lane's R keys and clears the picked one. Either way (key
+// pick scans the lane's R keys and clears the picked one. (Keys of i64,
+// (order key) << 32 | ~index, with a butterfly maximum below the previous
+// pick's, were the first form, 1.5x slower: bench/NOTES.md v22.) Either
+// way (key
 // descending, entry ascending) is exactly the selection order of
 // Selection.h's `precedes` (larger value first, -0 == +0, lower index on
 // ties, NaN below every number and NaNs by index): the picks are those of
@@ -60,24 +60,10 @@ Value selectionKey(LoweringBuilder &b, Value v) {
   return b.select(b.cmpi(CmpI::eq, key, b.i32(0)), b.i32(1), key);
 }
 
-/// orderKey(v) << 32 | ~entry (entry in [0, 2^31)): (va, ia) precedes
-/// (vb, ib) exactly when key(va, ia) > key(vb, ib) as unsigned i64. Every
-/// key is > 0 (its low half is >= 2^31), so 0 can mean "not selectable".
-Value selectionKey64(LoweringBuilder &b, Value v, Value entryI32) {
-  Type i64 = b.getI64Type();
-  Value hi =
-      arith::ShLIOp::create(b, arith::ExtUIOp::create(b, i64, orderKey(b, v)),
-                            arith::ConstantIntOp::create(b, i64, 32));
-  Value lo = arith::ExtUIOp::create(
-      b, i64, arith::XOrIOp::create(b, entryI32, b.i32(-1)));
-  return arith::OrIOp::create(b, hi, lo);
-}
-
 } // namespace
 
-Value routing::WarpSelectMode::key(LoweringBuilder &b, Value v,
-                                   Value entryI32) const {
-  return i32Keys ? selectionKey(b, v) : selectionKey64(b, v, entryI32);
+Value routing::WarpSelectMode::key(LoweringBuilder &b, Value v) const {
+  return selectionKey(b, v);
 }
 
 //===----------------------------------------------------------------------===//
@@ -162,7 +148,7 @@ WarpPicks warpSelectLoop(LoweringBuilder &b, const WarpRow &row, int64_t k,
   return result;
 }
 
-/// warp-select=i32: `keys[r]` is register r's selection key (0 = not
+/// `keys[r]` is register r's selection key (0 = not
 /// selectable), `scores[r]` (optional) a value to fetch for each pick.
 /// Pass j takes the best entry not picked yet: the lane's best register
 /// (the first of its largest keys: its entries ascend), the warp's
@@ -215,7 +201,7 @@ WarpPicks warpSelect(LoweringBuilder &b, const WarpRow &row, int64_t k,
 /// one key per lane instead of R).
 constexpr int64_t kSortedSelectRegs = 4;
 
-/// warp-select=i32 with each lane's entries sorted first, (key descending,
+/// The same with each lane's entries sorted first, (key descending,
 /// entry ascending) = `precedes`' order, by an odd-even transposition
 /// network: pass j then compares only the lanes' heads (redux umax of the
 /// head keys, umin of the entries of the heads holding it), and the lane
@@ -288,51 +274,6 @@ WarpPicks warpSelectSorted(LoweringBuilder &b, const WarpRow &row, int64_t k,
       });
 }
 
-/// warp-select=i64: `keys[r]` is register r's i64 selection key (0 = not
-/// selectable). Pass j takes the largest key below the previous pick's
-/// key (the best entry ranking strictly after it): a per-lane maximum,
-/// then a butterfly; the pick is the key's ~low half. The pick's score is
-/// read in the lane that holds it and broadcast.
-WarpPicks warpSelect64(LoweringBuilder &b, const WarpRow &row, int64_t k,
-                       ArrayRef<Value> keys, ArrayRef<Value> scores,
-                       bool sumScores) {
-  Type i64 = b.getI64Type();
-  bool withScores = !scores.empty();
-  Value first = arith::ConstantIntOp::create(b, i64, -1);
-  return warpSelectLoop(
-      b, row, k, first, withScores, sumScores,
-      [&](LoweringBuilder &b, ValueRange state) -> WarpPick {
-        Value prev = state[0];
-        Value zero64 = arith::ConstantIntOp::create(b, i64, 0);
-        Value best = zero64;
-        for (Value key : keys) {
-          Value after = b.cmpi(CmpI::ult, key, prev);
-          best = arith::MaxUIOp::create(b, best, b.select(after, key, zero64));
-        }
-        best = warpAllReduce(b, {best},
-                             [](LoweringBuilder &b, ValueRange x,
-                                ValueRange y) -> SmallVector<Value> {
-                               return {arith::MaxUIOp::create(b, x[0], y[0])};
-                             })[0];
-        // ~low half = the entry; no key left (not reachable: the verifier
-        // keeps >= k selectable entries) gives -1, clamped to 0 as in
-        // selectTopK.
-        Value entry = arith::XOrIOp::create(
-            b, arith::TruncIOp::create(b, b.getI32Type(), best), b.i32(-1));
-        WarpPick p;
-        p.pick = b.clamp(entry, b.i32(0), b.i32(row.numEntries - 1));
-        if (withScores) {
-          p.score = b.f32(0.0);
-          for (auto [key, s] : llvm::zip_equal(keys, scores))
-            p.score = b.select(b.cmpi(CmpI::eq, key, best), s, p.score);
-          p.score = warpShuffle(b, p.score, row.owner(b, p.pick),
-                                gpu::ShuffleMode::IDX);
-        }
-        p.state.push_back(best);
-        return p;
-      });
-}
-
 } // namespace
 
 WarpPicks routing::warpSelectWith(LoweringBuilder &b,
@@ -340,11 +281,9 @@ WarpPicks routing::warpSelectWith(LoweringBuilder &b,
                                   const WarpRow &row, int64_t k,
                                   ArrayRef<Value> keys, ArrayRef<Value> scores,
                                   bool sumScores) {
-  if (mode.i32Keys && static_cast<int64_t>(keys.size()) <= kSortedSelectRegs)
+  if (static_cast<int64_t>(keys.size()) <= kSortedSelectRegs)
     return warpSelectSorted(b, row, k, keys, scores, sumScores, mode.redux);
-  if (mode.i32Keys)
-    return warpSelect(b, row, k, keys, scores, sumScores, mode.redux);
-  return warpSelect64(b, row, k, keys, scores, sumScores);
+  return warpSelect(b, row, k, keys, scores, sumScores, mode.redux);
 }
 
 void routing::forEachLaneSlot(

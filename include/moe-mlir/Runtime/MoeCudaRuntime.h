@@ -103,9 +103,11 @@ moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
 
 /// The same map encoded into the 128 bytes at `out` (host memory) instead
 /// of device memory: for tensors whose address or rows change from call to
-/// call (activations), which the kernel takes as a by-value kernel
-/// parameter (moe-gpu-tensor-map-params). Touches no device memory and no
-/// stream. Returns 1, or 0 (out zeroed) when the layout cannot be
+/// call (activations), for a kernel to take as a by-value
+/// `__grid_constant__` parameter. (No kernel the compiler emits today does:
+/// the lhs tiles by TMA were measured no faster, bench/NOTES.md v56; the
+/// entry point stays for embedders and the low-precision engines.) Touches
+/// no device memory and no stream. Returns 1, or 0 (out zeroed) when the layout cannot be
 /// described.
 MOE_CUDA_RUNTIME_EXPORT int64_t moeRuntimeEncodeTensorMap3D(
     void *out, void *address, int64_t dataType, int64_t dim0, int64_t dim1,

@@ -1,106 +1,35 @@
-// RUN: moe-opt %s "--convert-moe-to-gpu=warp-select=i64 route-dispatch-small=false" | FileCheck %s
+// RUN: moe-opt %s "--convert-moe-to-gpu=route-dispatch-small=false" | FileCheck %s
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOMOE
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=I32
-// RUN: moe-opt %s "--convert-moe-to-gpu=warp-select=i32 chip=sm_75 gemm=simt" | FileCheck %s --check-prefix=SM75
-// RUN: not moe-opt %s --convert-moe-to-gpu=warp-select=f32 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=NOI64
+// RUN: moe-opt %s "--convert-moe-to-gpu=chip=sm_75 gemm=simt" | FileCheck %s --check-prefix=SM75
+// RUN: not moe-opt %s --convert-moe-to-gpu=warp-select=i32 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Routing ops with E <= 512 (and n_group <= 32) become one-warp-per-row
 // kernels: 128-thread blocks of 4 warps, grid max(ceil(T / 4), 1), warp
 // w = tid / 32 of block b takes row 4 * b + w behind a warp-uniform guard
 // `row < T`, lane l = tid % 32 holds the entries l * R + r (R = ceil(E /
-// 32)). Each of the k picks is an i64 selection key maximum (keys below
-// the previous pick's), a butterfly of 5 xor steps with two i32 shuffles
-// each. With warp-select=i32 (I32) it is the lanes' best i32 order key,
-// its warp maximum (redux.sync umax), the lowest entry holding it (umin),
-// and the pick's key cleared; on chips before sm_80 (SM75) the two
-// reductions are butterflies of 5 xor shuffles. Operands are read through read-only to_buffer views, results are
+// 32)). An entry's selection key is the i32 order key of its value (NaN
+// 1, 0 = not selectable); each of the k picks is the lanes' best key, its
+// warp maximum (redux.sync umax), the lowest entry holding it (umin), and
+// the pick leaving the candidates; a lane of at most 4 entries sorts them
+// once and offers its head. On chips before sm_80 (SM75) the two
+// reductions are butterflies of 5 xor shuffles. No i64 is left in these
+// kernels (NOI64): the first form, i64 keys (order key) << 32 | ~entry
+// and a butterfly maximum below the previous pick's, was removed with its
+// option warp-select (bench/NOTES.md v22), which is now unknown (BAD).
+// Operands are read through read-only to_buffer views, results are
 // written to fresh allocations returned by `to_tensor restrict writable`.
-// Larger E or n_group keep the one-thread-per-row kernel. moe.route_dispatch
-// becomes the route kernel followed by the three dispatch kernels.
+// Larger E or n_group keep the one-thread-per-row kernel. With
+// route-dispatch-small=false, moe.route_dispatch becomes the route kernel
+// followed by the three dispatch kernels.
 
 // NOMOE-NOT: moe.
 
-// BAD: convert-moe-to-gpu: warp-select must be i64 or i32 (got 'f32')
+// BAD: no such option warp-select
 
-// I32-LABEL: func.func @topk_dynamic(
-// I32: %[[V:[a-zA-Z0-9_]+]] = memref.load
-// Order key: -0 -> +0, sign-flipped bits, NaN 0 and then 1 (0 is "not
-// selectable").
-// I32: arith.cmpf oeq, %[[V]], %{{[a-zA-Z0-9_]+}} : f32
-// I32: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
-// I32: arith.cmpf uno, %[[V]], %[[V]] : f32
-// I32: %[[OK0:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_]+}} : i32
-// I32: %[[NAN:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[OK0]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[NAN]], %c1_i32, %[[OK0]] : i32
-// I32: %[[INE:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c8 : index
-// I32: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[ENTRY:[a-zA-Z0-9_]+]] = arith.index_cast %{{[a-zA-Z0-9_]+}} : index to i32
-// k = 2 passes. A lane's entries are sorted once (key descending, entry
-// ascending; one entry here, so no exchange): the state is the lane's keys,
-// entries and its slot pick.
-// I32: %[[PICKS:[a-zA-Z0-9_]+]]:3 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[K0:[a-zA-Z0-9_]+]] = %[[SEL]], %[[E0:[a-zA-Z0-9_]+]] = %[[ENTRY]], %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32, i32) {
-// The warp's best head key, the lowest head entry offering it.
-// I32: %[[BEST:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[K0]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
-// I32: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[K0]], %[[BEST]] : i32
-// I32: %[[OFFER:[a-zA-Z0-9_]+]] = arith.select %[[HAS]], %[[E0]], %c-1_i32{{(_[0-9]+)?}} : i32
-// I32: %[[LOW:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
-// The pick, clamped to [0, E - 1] (0 when no key is left); its owner pops
-// its head.
-// I32: %[[LEFT:[a-zA-Z0-9_]+]] = arith.cmpi ne, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: arith.maxsi %[[LOW]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[CL:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
-// I32: %[[PICK:[a-zA-Z0-9_]+]] = arith.select %[[LEFT]], %[[CL]], %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[E0]], %[[LOW]] : i32
-// I32: %[[POP:[a-zA-Z0-9_]+]] = arith.andi %[[MATCH]], %[[LEFT]] : i1
-// I32: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32
-// I32: %[[E1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c-1_i32{{(_[0-9]+)?}}, %[[E0]] : i32
-// Lane j keeps pick j.
-// I32: %[[IS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[J]], %{{[a-zA-Z0-9_]+}} : index
-// I32: %[[NEXT:[a-zA-Z0-9_]+]] = arith.select %[[IS]], %[[PICK]], %[[MINE]] : i32
-// I32: scf.yield %[[K1]], %[[E1]], %[[NEXT]] : i32, i32, i32
-// I32-NOT: gpu.shuffle
-// I32: gpu.terminator
-// Two registers per lane, sorted by one compare-exchange (a larger key,
-// or the same key and a lower entry, goes first); two keys, two entries
-// and two slot registers loop-carried.
-// I32-LABEL: func.func @topk_two_regs(
-// I32: %[[LT2:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i32
-// I32: %[[EQ2:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[B:[a-zA-Z0-9_]+]], %[[A:[a-zA-Z0-9_]+]] : i32
-// I32: %[[TIE:[a-zA-Z0-9_]+]] = arith.andi %[[EQ2]], %[[LT2]] : i1
-// I32: %[[GT2:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[B]], %[[A]] : i32
-// I32: %[[SWAP:[a-zA-Z0-9_]+]] = arith.ori %[[GT2]], %[[TIE]] : i1
-// I32: %[[FIRST:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[B]], %[[A]] : i32
-// I32: %[[SECOND:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[A]], %[[B]] : i32
-// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[FIRST]], %{{[a-zA-Z0-9_]+}} = %[[SECOND]], {{.*}}) -> (i32, i32, i32, i32, i32, i32) {
-// I32-COUNT-2: nvvm.redux.sync
-// I32: scf.yield
-// Five registers per lane (E = 160 > 4 * 32): no sort; each pass takes
-// every lane's best of its five keys, and the pick's key is cleared.
-// I32-LABEL: func.func @topk_five_regs(
-// I32: scf.for {{.*}} to %c3{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32, i32, i32) {
-// I32-COUNT-5: arith.cmpi ugt
-// I32: nvvm.redux.sync  umax
-// I32: nvvm.redux.sync  umin
-// I32-COUNT-5: arith.cmpi eq
-// I32: scf.yield
-// The softmax route carries its key, entry and score, the score sum and
-// its slot.
-// I32-LABEL: func.func @route_softmax(
-// I32: scf.for {{.*}} to %c2 step {{.*}} -> (i32, i32, f32, f32, i32, f32) {
-// I32: nvvm.redux.sync  umax
-// I32: nvvm.redux.sync  umin
-// I32: gpu.shuffle  idx
-// I32: scf.yield
-// Experts of dropped groups get key 0 (i32).
-// I32-LABEL: func.func @route_sigmoid_bias_groups(
-// I32: %[[ALLOWED:[a-zA-Z0-9_]+]] = arith.cmpi ne, %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
-// I32: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
-// I32: scf.for {{.*}} iter_args(%{{[a-zA-Z0-9_]+}} = %[[KEY]], {{.*}}) -> (i32, i32, f32, f32, i32, f32) {
-// I32-COUNT-2: nvvm.redux.sync
-// I32: scf.yield
-// I32-NOT: i64
 // (route_dispatch's cluster kernel forms 64-bit shared addresses.)
-// I32-LABEL: func.func @route_dispatch(
+// NOI64-NOT: i64
+// NOI64-LABEL: func.func @route_dispatch(
 
 // Before sm_80 (no redux.sync): both warp reductions are butterflies of 5
 // xor shuffles (umax, then umin).
@@ -139,39 +68,50 @@
 // key 0 (never selected).
 // CHECK: %[[COL:[a-zA-Z0-9_]+]] = arith.minui %{{[a-zA-Z0-9_]+}}, %c7 : index
 // CHECK: %[[V:[a-zA-Z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[COL]]]
-// Order key: -0 -> +0, sign-flipped bits, NaN 0; then key << 32 | ~entry.
+// Order key: -0 -> +0, sign-flipped bits, NaN 0 and then 1 (0 is "not
+// selectable"); the lane's entry index.
 // CHECK: arith.cmpf oeq, %[[V]], %{{[a-zA-Z0-9_]+}} : f32
 // CHECK: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
 // CHECK: arith.cmpf uno, %[[V]], %[[V]] : f32
-// CHECK: arith.shli %{{[a-zA-Z0-9_]+}}, %c32_i64 : i64
-// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.ori %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i64
+// CHECK: %[[OK0:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_]+}} : i32
+// CHECK: %[[NAN:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[OK0]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[NAN]], %c1_i32, %[[OK0]] : i32
 // CHECK: %[[INE:[a-zA-Z0-9_]+]] = arith.cmpi ult, %{{[a-zA-Z0-9_]+}}, %c8 : index
-// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i64 : i64
-// k = 2 passes; the state is the previous key and the lane's slot pick.
-// CHECK: %[[PICKS:[a-zA-Z0-9_]+]]:2 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[PREV:[a-zA-Z0-9_]+]] = %c-1_i64, %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i64, i32) {
-// CHECK: %[[BELOW:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[SEL]], %[[PREV]] : i64
-// CHECK: arith.select %[[BELOW]], %[[SEL]], %c0_i64{{(_[0-9]+)?}} : i64
-// CHECK: arith.maxui
-// CHECK-COUNT-10: gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c{{(16|8|4|2|1)}}_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[BEST:[a-zA-Z0-9_]+]] = arith.maxui %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i64
-// The pick is ~low half, clamped to [0, E - 1].
-// CHECK: %[[LO:[a-zA-Z0-9_]+]] = arith.trunci %[[BEST]] : i64 to i32
-// CHECK: %[[E:[a-zA-Z0-9_]+]] = arith.xori %[[LO]], %c-1_i32{{(_[0-9]+)?}} : i32
-// CHECK: arith.maxsi %[[E]], %c0_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[PICK:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
+// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %[[INE]], %[[KEY]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[ENTRY:[a-zA-Z0-9_]+]] = arith.index_cast %{{[a-zA-Z0-9_]+}} : index to i32
+// k = 2 passes. A lane's entries are sorted once (key descending, entry
+// ascending; one entry here, so no exchange): the state is the lane's keys,
+// entries and its slot pick.
+// CHECK: %[[PICKS:[a-zA-Z0-9_]+]]:3 = scf.for %[[J:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[K0:[a-zA-Z0-9_]+]] = %[[SEL]], %[[E0:[a-zA-Z0-9_]+]] = %[[ENTRY]], %[[MINE:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32, i32) {
+// CHECK-NOT: gpu.shuffle
+// The warp's best head key, the lowest head entry offering it.
+// CHECK: %[[BEST:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[K0]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: %[[HOLDS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[K0]], %[[BEST]] : i32
+// CHECK: %[[OFFER:[a-zA-Z0-9_]+]] = arith.select %[[HOLDS]], %[[E0]], %c-1_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[LOW:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// The pick, clamped to [0, E - 1] (0 when no key is left); its owner pops
+// its head.
+// CHECK: %[[LEFT:[a-zA-Z0-9_]+]] = arith.cmpi ne, %[[BEST]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: arith.maxsi %[[LOW]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[CL:[a-zA-Z0-9_]+]] = arith.minsi %{{[a-zA-Z0-9_]+}}, %c7_i32 : i32
+// CHECK: %[[PICK:[a-zA-Z0-9_]+]] = arith.select %[[LEFT]], %[[CL]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[MATCH:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[E0]], %[[LOW]] : i32
+// CHECK: %[[POP:[a-zA-Z0-9_]+]] = arith.andi %[[MATCH]], %[[LEFT]] : i1
+// CHECK: %[[K1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c0_i32{{(_[0-9]+)?}}, %[[K0]] : i32
+// CHECK: %[[E1:[a-zA-Z0-9_]+]] = arith.select %[[POP]], %c-1_i32{{(_[0-9]+)?}}, %[[E0]] : i32
 // Lane j keeps pick j.
 // CHECK: %[[IS:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[J]], %{{[a-zA-Z0-9_]+}} : index
 // CHECK: %[[NEXT:[a-zA-Z0-9_]+]] = arith.select %[[IS]], %[[PICK]], %[[MINE]] : i32
-// CHECK: scf.yield %[[BEST]], %[[NEXT]] : i64, i32
+// CHECK: scf.yield %[[K1]], %[[E1]], %[[NEXT]] : i32, i32, i32
 // CHECK-NOT: gpu.shuffle
 // Lane j < k stores slot j: the value at the pick and the pick.
 // CHECK: %[[SLOT:[a-zA-Z0-9_]+]] = arith.addi %{{[a-zA-Z0-9_]+}}, %[[LANE]] : index
 // CHECK: %[[HAS:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[SLOT]], %c2{{(_[0-9]+)?}} : index
 // CHECK: scf.if %[[HAS]] {
-// CHECK: %[[PI:[a-zA-Z0-9_]+]] = arith.index_cast %[[PICKS]]#1 : i32 to index
+// CHECK: %[[PI:[a-zA-Z0-9_]+]] = arith.index_cast %[[PICKS]]#2 : i32 to index
 // CHECK: %[[PV:[a-zA-Z0-9_]+]] = memref.load %[[IN]][%[[ROW]], %[[PI]]]
 // CHECK: memref.store %[[PV]], %[[VALS]][%[[ROW]], %[[SLOT]]] : memref<?x2xf32>
-// CHECK: memref.store %[[PICKS]]#1, %[[IDX]][%[[ROW]], %[[SLOT]]] : memref<?x2xi32>
+// CHECK: memref.store %[[PICKS]]#2, %[[IDX]][%[[ROW]], %[[SLOT]]] : memref<?x2xi32>
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
 // CHECK: %[[RV:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[VALS]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
@@ -199,14 +139,37 @@ func.func @topk_zero_tokens(%x: tensor<0x8xf16>) -> (tensor<0x2xf16>, tensor<0x2
 
 // k = 40 > 32 over E = 40: R = 2 entries per lane (lanes >= 20 hold none),
 // two slot registers per lane (slots l and l + 32), stored behind
-// `slot < 40` for the second only.
+// `slot < 40` for the second only. A lane's two entries are sorted by one
+// compare-exchange (a larger key, or the same key and a lower entry, goes
+// first); the two keys, the two entries and the two slot registers are
+// loop-carried, and the pick's owner pops its head (the second moves up).
 // CHECK-LABEL: func.func @topk_two_regs(
 // CHECK: gpu.launch
 // CHECK: arith.muli %{{[a-zA-Z0-9_]+}}, %c2{{(_[0-9]+)?}} : index
 // CHECK: arith.minui %{{[a-zA-Z0-9_]+}}, %c39 : index
-// CHECK: scf.for {{.*}} to %c40{{(_[0-9]+)?}} step {{.*}} -> (i64, i32, i32) {
-// CHECK-COUNT-10: gpu.shuffle  xor
-// CHECK: scf.yield
+// CHECK: %[[LT2:[a-zA-Z0-9_]+]] = arith.cmpi ult, %[[EB:[a-zA-Z0-9_]+]], %[[EA:[a-zA-Z0-9_]+]] : i32
+// CHECK: %[[EQ2:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[B:[a-zA-Z0-9_]+]], %[[A:[a-zA-Z0-9_]+]] : i32
+// CHECK: %[[TIE:[a-zA-Z0-9_]+]] = arith.andi %[[EQ2]], %[[LT2]] : i1
+// CHECK: %[[GT2:[a-zA-Z0-9_]+]] = arith.cmpi ugt, %[[B]], %[[A]] : i32
+// CHECK: %[[SWAP:[a-zA-Z0-9_]+]] = arith.ori %[[GT2]], %[[TIE]] : i1
+// CHECK: %[[FIRST:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[B]], %[[A]] : i32
+// CHECK: %[[SECOND:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[A]], %[[B]] : i32
+// CHECK: %[[EFIRST:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[EB]], %[[EA]] : i32
+// CHECK: %[[ESECOND:[a-zA-Z0-9_]+]] = arith.select %[[SWAP]], %[[EA]], %[[EB]] : i32
+// CHECK: scf.for {{.*}} to %c40{{(_[0-9]+)?}} step {{.*}} iter_args(%[[H:[a-zA-Z0-9_]+]] = %[[FIRST]], %[[N:[a-zA-Z0-9_]+]] = %[[SECOND]], %[[HE:[a-zA-Z0-9_]+]] = %[[EFIRST]], %[[NE:[a-zA-Z0-9_]+]] = %[[ESECOND]], {{.*}}) -> (i32, i32, i32, i32, i32, i32) {
+// CHECK-NOT: gpu.shuffle
+// CHECK: %[[BEST2:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[H]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: %[[HOLDS2:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[H]], %[[BEST2]] : i32
+// CHECK: %[[OFFER2:[a-zA-Z0-9_]+]] = arith.select %[[HOLDS2]], %[[HE]], %c-1_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[LOW2:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umin %[[OFFER2]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: %[[MATCH2:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[HE]], %[[LOW2]] : i32
+// CHECK: %[[POP2:[a-zA-Z0-9_]+]] = arith.andi %[[MATCH2]], %{{[a-zA-Z0-9_]+}} : i1
+// CHECK: %[[H1:[a-zA-Z0-9_]+]] = arith.select %[[POP2]], %[[N]], %[[H]] : i32
+// CHECK: %[[N1:[a-zA-Z0-9_]+]] = arith.select %[[POP2]], %c0_i32{{(_[0-9]+)?}}, %[[N]] : i32
+// CHECK: %[[HE1:[a-zA-Z0-9_]+]] = arith.select %[[POP2]], %[[NE]], %[[HE]] : i32
+// CHECK: %[[NE1:[a-zA-Z0-9_]+]] = arith.select %[[POP2]], %c-1_i32{{(_[0-9]+)?}}, %[[NE]] : i32
+// CHECK-NOT: gpu.shuffle
+// CHECK: scf.yield %[[H1]], %[[N1]], %[[HE1]], %[[NE1]], %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i32, i32, i32, i32, i32, i32
 // CHECK-NOT: scf.if
 // CHECK: memref.store %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}[%{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}] : memref<?x40xf32>
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_]+}}[%{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}] : memref<?x40xi32>
@@ -220,7 +183,21 @@ func.func @topk_two_regs(%x: tensor<?x40xf32>) -> (tensor<?x40xf32>, tensor<?x40
   return %v, %i : tensor<?x40xf32>, tensor<?x40xi32>
 }
 
-// Five registers per lane (see the I32 checks).
+// Five registers per lane (E = 160 > 4 * 32): no sort; each pass takes
+// every lane's best of its five keys (the first of the largest: its
+// entries ascend), the warp's best, the lowest entry offering it, and the
+// pick's key is cleared.
+// CHECK-LABEL: func.func @topk_five_regs(
+// CHECK: scf.for {{.*}} to %c3{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32, i32, i32) {
+// CHECK-COUNT-5: arith.cmpi ugt
+// CHECK: %[[LKEY:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i32
+// CHECK-NEXT: %[[LENT:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : i32
+// CHECK: %[[BEST5:[a-zA-Z0-9_]+]] = nvvm.redux.sync  umax %[[LKEY]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: %[[HOLDS5:[a-zA-Z0-9_]+]] = arith.cmpi eq, %[[LKEY]], %[[BEST5]] : i32
+// CHECK: arith.select %[[HOLDS5]], %[[LENT]], %c-1_i32{{(_[0-9]+)?}} : i32
+// CHECK: nvvm.redux.sync  umin
+// CHECK-COUNT-5: arith.cmpi eq
+// CHECK: scf.yield
 func.func @topk_five_regs(%x: tensor<?x160xf32>) -> (tensor<?x3xf32>, tensor<?x3xi32>) {
   %v, %i = moe.topk %x k = 3 : tensor<?x160xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
   return %v, %i : tensor<?x3xf32>, tensor<?x3xi32>
@@ -294,22 +271,28 @@ func.func @topk_wide(%x: tensor<?x1024xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32
 // CHECK: %[[DEAD:[a-zA-Z0-9_]+]] = arith.cmpf oeq, %[[MAX]], %cst : f32
 // CHECK: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[EX]], %[[SUM]] : f32
 // CHECK: %[[S:[a-zA-Z0-9_]+]] = arith.select %[[DEAD]], %{{[a-zA-Z0-9_]+}}, %[[Q]] : f32
+// The selection key of the score (0 past E).
 // CHECK: arith.bitcast %{{[a-zA-Z0-9_]+}} : f32 to i32
-// Selection of the k = 2 picks, carrying the score sum and the lane's
-// slot (pick, score).
-// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%{{[a-zA-Z0-9_#]+}} = %c-1_i64, %[[PSUM:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}) -> (i64, f32, i32, f32) {
-// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: %[[SKEY:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_]+}} : i32
+// CHECK: %[[RKEY:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %[[SKEY]], %c0_i32{{(_[0-9]+)?}} : i32
+// Selection of the k = 2 picks, carrying the lane's key, entry and score,
+// the score sum and the lane's slot (pick, score).
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c2 step %{{[a-zA-Z0-9_#]+}} iter_args(%[[RK:[a-zA-Z0-9_]+]] = %[[RKEY]], %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}, %[[RS:[a-zA-Z0-9_]+]] = %[[S]], %[[PSUM:[a-zA-Z0-9_]+]] = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}) -> (i32, i32, f32, f32, i32, f32) {
+// CHECK-NOT: gpu.shuffle
+// CHECK: nvvm.redux.sync  umax %[[RK]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: nvvm.redux.sync  umin
+// CHECK-NOT: gpu.shuffle
 // CHECK: %[[OWNER:[a-zA-Z0-9_]+]] = arith.divui %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[PS:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %{{[a-zA-Z0-9_]+}}, %[[OWNER]], %c32_i32{{(_[0-9]+)?}} : f32
+// CHECK: %[[PS:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  idx %[[RS]], %[[OWNER]], %c32_i32{{(_[0-9]+)?}} : f32
 // CHECK: arith.addf %[[PSUM]], %[[PS]] : f32
 // CHECK: scf.yield
 // Normalisation by the sum of the picked scores (1 when it is not > 0).
-// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#1, %{{[a-zA-Z0-9_]+}} : f32
-// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#1, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#3, %{{[a-zA-Z0-9_]+}} : f32
+// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#3, %{{[a-zA-Z0-9_]+}} : f32
 // CHECK: scf.if %[[OK]]
 // CHECK: scf.if
-// CHECK: memref.store %[[LOOP]]#2, %[[IDX]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xi32>
-// CHECK: arith.divf %[[LOOP]]#3, %[[DEN]] : f32
+// CHECK: memref.store %[[LOOP]]#4, %[[IDX]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xi32>
+// CHECK: arith.divf %[[LOOP]]#5, %[[DEN]] : f32
 // CHECK: memref.store %{{[a-zA-Z0-9_#]+}}, %[[W]][%[[ROW]], %{{[a-zA-Z0-9_#]+}}] : memref<?x2xf32>
 // CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
@@ -323,13 +306,19 @@ func.func @route_softmax(%l: tensor<?x8xf16>) -> (tensor<?x2xf32>, tensor<?x2xi3
 
 // E = 256 (8 entries per lane, more than kSharedSumRegs = 4): 128-thread
 // blocks of 4 rows, no shared memory, the row sum handed from lane to lane
-// (32 idx shuffles, 8 adds each).
+// (32 idx shuffles, 8 adds each). R = 8 > 4: no sort, the 8 keys are
+// loop-carried (with the score sum and the slot's pick and score).
 // CHECK-LABEL: func.func @route_softmax_wide(
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c128{{(_[0-9]+)?}}, {{.*}}) {
 // CHECK: math.exp
 // CHECK-COUNT-8: arith.addf
 // CHECK: gpu.shuffle  idx %{{[a-zA-Z0-9_]+}}, %c0_i32,
 // CHECK-COUNT-31: gpu.shuffle  idx
+// CHECK: scf.for {{.*}} to %c8{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, i32, i32, i32, i32, i32, i32, f32, i32, f32) {
+// CHECK-COUNT-8: arith.cmpi ugt
+// CHECK: nvvm.redux.sync  umax
+// CHECK: nvvm.redux.sync  umin
+// CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
 func.func @route_softmax_wide(%l: tensor<?x256xbf16>) -> (tensor<?x8xf32>, tensor<?x8xi32>) {
@@ -363,8 +352,9 @@ func.func @route_softmax_wide(%l: tensor<?x256xbf16>) -> (tensor<?x8xf32>, tenso
 // CHECK: %[[B:[a-zA-Z0-9_]+]] = memref.load %[[BIAS]][%{{[a-zA-Z0-9_#]+}}] : memref<16xf32, strided<[?], offset: ?>>
 // CHECK: arith.addf %[[S]], %[[B]] : f32
 // CHECK-NOT: arith.maximumf
-// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}}, %c0_i64 : i64
-// CHECK: %[[G0:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32, %c32_i32 : f32
+// CHECK: %[[BKEY:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %{{[a-zA-Z0-9_]+}} : i32
+// CHECK: %[[SEL:[a-zA-Z0-9_]+]] = arith.select %{{[a-zA-Z0-9_]+}}, %[[BKEY]], %c0_i32{{(_[0-9]+)?}} : i32
+// CHECK: %[[G0:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %c32_i32 : f32
 // CHECK: %[[G1:[a-zA-Z0-9_]+]], %{{[a-zA-Z0-9_#]+}} = gpu.shuffle  xor %{{[a-zA-Z0-9_]+}}, %c1_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
 // CHECK: %[[GS:[a-zA-Z0-9_]+]] = arith.addf %{{[a-zA-Z0-9_]+}}, %{{[a-zA-Z0-9_]+}} : f32
 // CHECK: gpu.shuffle  idx %[[GS]], %c0_i32{{(_[0-9]+)?}}, %c32_i32{{(_[0-9]+)?}} : f32
@@ -379,18 +369,20 @@ func.func @route_softmax_wide(%l: tensor<?x256xbf16>) -> (tensor<?x8xf32>, tenso
 // CHECK-NEXT: %[[G32:[a-zA-Z0-9_]+]] = arith.index_cast %[[GI]] : index to i32
 // CHECK: %[[SH:[a-zA-Z0-9_]+]] = arith.shrui %{{[a-zA-Z0-9_]+}}, %[[G32]] : i32
 // CHECK: %[[ALLOWED:[a-zA-Z0-9_]+]] = arith.cmpi ne, %{{[a-zA-Z0-9_]+}}, %c0_i32{{(_[0-9]+)?}} : i32
-// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %[[SEL]], %c0_i64{{(_[0-9]+)?}} : i64
-// Selection of k = 4 over the allowed keys.
-// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c4{{(_[0-9]+)?}} step %{{[a-zA-Z0-9_#]+}} iter_args({{.*}}) -> (i64, f32, i32, f32) {
-// CHECK: arith.cmpi ult, %[[KEY]], %{{[a-zA-Z0-9_#]+}} : i64
-// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: %[[KEY:[a-zA-Z0-9_]+]] = arith.select %[[ALLOWED]], %[[SEL]], %c0_i32{{(_[0-9]+)?}} : i32
+// Selection of k = 4 over the allowed keys (the lane's key, entry and
+// unbiased score, the score sum, the slot's pick and score).
+// CHECK: scf.for %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}} to %c4{{(_[0-9]+)?}} step %{{[a-zA-Z0-9_#]+}} iter_args(%[[GK:[a-zA-Z0-9_]+]] = %[[KEY]], %{{[a-zA-Z0-9_#]+}} = %{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}} = %[[S]], {{.*}}) -> (i32, i32, f32, f32, i32, f32) {
+// CHECK-NOT: gpu.shuffle
+// CHECK: nvvm.redux.sync  umax %[[GK]], %c-1_i32{{(_[0-9]+)?}} : i32 -> i32
+// CHECK: nvvm.redux.sync  umin
 // CHECK: scf.yield
 // Weights: unbiased sigmoid score / normaliser * 2.5.
-// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#1, %{{[a-zA-Z0-9_#]+}} : f32
-// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#1, %{{[a-zA-Z0-9_#]+}} : f32
-// CHECK: memref.store %[[LOOP]]#2, %[[IDX]][%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}] : memref<?x4xi32>
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = arith.cmpf ogt, %[[LOOP:[a-zA-Z0-9_]+]]#3, %{{[a-zA-Z0-9_#]+}} : f32
+// CHECK: %[[DEN:[a-zA-Z0-9_]+]] = arith.select %[[POS]], %[[LOOP]]#3, %{{[a-zA-Z0-9_#]+}} : f32
+// CHECK: memref.store %[[LOOP]]#4, %[[IDX]][%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}] : memref<?x4xi32>
 // CHECK: %[[SCALE:[a-zA-Z0-9_]+]] = arith.constant 2.500000e+00 : f32
-// CHECK-NEXT: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[LOOP]]#3, %[[DEN]] : f32
+// CHECK-NEXT: %[[Q:[a-zA-Z0-9_]+]] = arith.divf %[[LOOP]]#5, %[[DEN]] : f32
 // CHECK-NEXT: %[[WV:[a-zA-Z0-9_]+]] = arith.mulf %[[Q]], %[[SCALE]] : f32
 // CHECK-NEXT: memref.store %[[WV]], %[[W]][%{{[a-zA-Z0-9_#]+}}, %{{[a-zA-Z0-9_#]+}}] : memref<?x4xf32>
 // CHECK: gpu.terminator
@@ -419,7 +411,10 @@ func.func @route_sigmoid_bias_groups(%l: tensor<?x16xbf16>, %b: tensor<16xf32>) 
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: arith.constant
 // CHECK-NEXT: gpu.shuffle  idx %[[GSC]], %c0_i32
-// CHECK: scf.for {{.*}} -> (i64, i32, f32) {
+// CHECK: scf.for {{.*}} to %c3{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, f32, i32, f32) {
+// CHECK: nvvm.redux.sync  umax
+// CHECK: nvvm.redux.sync  umin
+// CHECK: scf.yield
 // CHECK: return
 func.func @route_softmax_group_max(%l: tensor<4x8xf32>) -> (tensor<4x3xbf16>, tensor<4x3xi32>) {
   %w, %i = moe.route %l k = 3 scoring = softmax
@@ -457,7 +452,10 @@ func.func @route_many_groups(%l: tensor<?x128xf32>) -> (tensor<?x4xf32>, tensor<
 // CHECK: %[[IDX:[a-zA-Z0-9_]+]] = memref.alloc(%[[T]]) : memref<?x2xi32>
 // CHECK: gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{[a-zA-Z0-9_#]+}} = %c512{{(_[0-9]+)?}},
 // CHECK: math.exp
-// CHECK: gpu.shuffle
+// CHECK: scf.for {{.*}} to %c2{{(_[0-9]+)?}} step {{.*}} -> (i32, i32, f32, f32, i32, f32) {
+// CHECK: nvvm.redux.sync  umax
+// CHECK: nvvm.redux.sync  umin
+// CHECK: gpu.shuffle  idx
 // CHECK: gpu.terminator
 // CHECK: %[[WT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x2xf32> to tensor<?x2xf32>
 // CHECK: %[[IT:[a-zA-Z0-9_]+]] = bufferization.to_tensor %[[IDX]] restrict writable : memref<?x2xi32> to tensor<?x2xi32>

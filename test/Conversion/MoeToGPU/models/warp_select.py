@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The warp-per-row top-k selection of Routing/WarpSelect.cpp, as a model.
 
-warp-select=i64 (the default): i64 keys (orderKey(v) << 32 | ~entry), pick j
-= the largest key below pick j - 1's. warp-select=i32: i32 order keys (NaN 1,
-0 = not selectable), each lane's best (first of its largest, entries
-ascending), the warp's largest key, the lowest entry holding it, that key
-cleared. Both must pick the same entries on every row with at least k
-selectable entries (ties, NaN, -0 / +0, inf, invalid entries); exits 1 on
-the first difference. Standard library only (struct, random).
+i32 order keys (NaN 1, 0 = not selectable), each lane's best (first of
+its largest, entries ascending), the warp's largest key, the lowest entry
+holding it, that key cleared. It must pick what selectTopK (Selection.cpp)
+picks, k passes each taking the best allowed entry that ranks after the
+previous pick under `precedes` (larger value first, -0 == +0, lower index
+on ties, NaN below every number and NaNs by index), on every row with at
+least k selectable entries (ties, NaN, -0 / +0, inf, invalid entries);
+exits 1 on the first difference. The first form of the kernel's
+selection, i64 keys orderKey(v) << 32 | ~entry and pick j = the largest
+key below pick j - 1's, was modelled here as well until it was removed
+(bench/NOTES.md v22). Standard library only (struct, random).
 """
 
 import struct, random
@@ -32,23 +36,33 @@ def orderKey(v):
     return b | 0x80000000
 
 
-def old_select(vals, valid, k):
-    keys = [
-        ((orderKey(v) << 32) | ((~i) & 0xFFFFFFFF)) if ok else 0
-        for i, (v, ok) in enumerate(zip(vals, valid))
-    ]
-    prev = (1 << 64) - 1
+def precedes(va, ia, vb, ib):
+    """Selection.cpp's precedes: (va, ia) ranks before (vb, ib)."""
+    a_nan, b_nan = va != va, vb != vb
+    if a_nan:
+        return b_nan and ia < ib
+    if b_nan:
+        return True
+    return va > vb or (va == vb and ia < ib)
+
+
+def select_topk(vals, valid, k):
+    """selectTopK: pass j takes the best allowed entry after pick j - 1."""
+    prev = -1
     picks = []
     for j in range(k):
-        best = max([kk for kk in keys if kk < prev] + [0])
-        e = (~(best & 0xFFFFFFFF)) & 0xFFFFFFFF
-        e = e - (1 << 32) if e >= (1 << 31) else e
-        picks.append(min(max(e, 0), len(vals) - 1))
-        prev = best
+        best = -1
+        for e in range(len(vals)):
+            after = prev < 0 or precedes(vals[prev], prev, vals[e], e)
+            beats = best < 0 or precedes(vals[e], e, vals[best], best)
+            if after and beats and valid[e]:
+                best = e
+        picks.append(min(max(best, 0), len(vals) - 1))
+        prev = picks[-1]
     return picks
 
 
-def new_select(vals, valid, k, R):
+def warp_select(vals, valid, k, R):
     E = len(vals)
     keys = [0] * (32 * R)
     for i in range(32 * R):
@@ -92,8 +106,8 @@ for trial in range(3000):
     k = random.randint(1, max(1, min(nvalid, 16)))
     if nvalid < k:
         continue
-    a = old_select(vals, valid, k)
-    b = new_select(vals, valid, k, R)
+    a = select_topk(vals, valid, k)
+    b = warp_select(vals, valid, k, R)
     assert a == b, (E, k, a, b)
     n += 1
 print("ok", n)

@@ -28,6 +28,9 @@ OPS = [
     "multihot_to_indices",
     "ffn",
 ]
+# Low-precision expert weights (weight_format fp8_block / mxfp4): variants of
+# grouped_matmul and ffn, run with `run.py --ops lowp` (or by name).
+LOWP_OPS = ["grouped_matmul_fp8", "grouped_matmul_mxfp4", "ffn_fp8", "ffn_mxfp4"]
 
 
 class Tensor:
@@ -49,8 +52,13 @@ class Tensor:
 
 
 class Case:
-    def __init__(self, op, seed, inputs, attrs, out_dtypes, note=""):
+    """`op` is the moe op; `gen` the generator (its name in OPS / LOWP_OPS:
+    `op`, or a variant such as grouped_matmul_fp8), which the replay key
+    names."""
+
+    def __init__(self, op, seed, inputs, attrs, out_dtypes, note="", gen=None):
         self.op = op
+        self.gen = gen or op
         self.seed = seed
         self.inputs = inputs  # operand order
         self.attrs = attrs  # op attributes (python values)
@@ -59,7 +67,7 @@ class Case:
 
     @property
     def key(self):
-        return "%s:%d" % (self.op, self.seed)
+        return "%s:%d" % (self.gen, self.seed)
 
     def inp(self, name):
         for t in self.inputs:
@@ -378,7 +386,10 @@ def gen_grouped_matmul(rng, seed):
     if rng.random() < 0.35:
         inputs.append(Tensor("bias", F, _floats(rng, (E, N), F)))
     O = _pick(rng, [F, "f32"])
-    return Case("grouped_matmul", seed, inputs, {"transpose_rhs": tr}, [O], note)
+    attrs = {"transpose_rhs": tr}
+    if rng.random() < 0.1:  # the default, written out
+        attrs["weight_format"] = "plain"
+    return Case("grouped_matmul", seed, inputs, attrs, [O], note)
 
 
 def _glu_attrs(rng):
@@ -484,15 +495,267 @@ def gen_ffn(rng, seed):
     attrs["k"] = k
     attrs.update(_glu_attrs(rng))
     attrs["transpose_weights"] = tw
+    if rng.random() < 0.1:  # the default, written out
+        attrs["weight_format"] = "plain"
     return Case("ffn", seed, inputs, attrs, [F], style)
 
 
-GENERATORS = {op: globals()["gen_" + op] for op in OPS}
+# ----------------------------------------------------------------------------
+# low-precision expert weights (weight_format fp8_block / mxfp4)
+# ----------------------------------------------------------------------------
+
+
+def _scale_fmt(rng, fp8):
+    """scale_fmt: absent (f32), f32 written out, or ue8m0 (fp8_block only)."""
+    return _pick(rng, [None, "f32", "ue8m0", "ue8m0"] if fp8 else [None, None, None, "f32"])
+
+
+def _magnitude(rng, F, kind, group):
+    """A row scale: `tiny` (fp8: amax below the 1e-4 floor, q down to e4m3
+    subnormals; mxfp4: small enough for 2^127 scales to stay finite) or
+    `large` (mxfp4: 2^-127 scales still visible), within F's range."""
+    if F == "f16":
+        lo, hi = {"tiny": (-7.0, -5.0), "large": (2.0, 4.0)}[kind]
+    elif group == 32:
+        lo, hi = {"tiny": (-36.0, -5.0), "large": (31.0, 36.0)}[kind]
+    else:
+        lo, hi = {"tiny": (-36.0, -5.0), "large": (20.0, 36.0)}[kind]
+    return 10.0 ** rng.uniform(lo, hi)
+
+
+def _lowp_lhs(rng, M, K, F, group):
+    """M x K activations: rows of normal, tiny, large and varied magnitude;
+    for fp8 (group = 128) an all-zero group and a group whose amax / 448 is
+    an exact power of two now and then; NaN / inf rarely."""
+    x = rng.normal(0.0, 1.0, size=(M, K))
+    notes = []
+    for m in range(M):
+        r = rng.random()
+        if r < 0.12:
+            x[m] *= _magnitude(rng, F, "tiny", group)
+            notes.append("tiny")
+        elif r < 0.24:
+            x[m] *= _magnitude(rng, F, "large", group)
+            notes.append("large")
+        elif r < 0.34:
+            x[m] *= 10.0 ** rng.uniform(-3, 3)
+    G = -(-K // group)
+    if M and group == 128 and rng.random() < 0.3:
+        m, g = int(rng.integers(0, M)), int(rng.integers(0, G))
+        x[m, g * 128 : (g + 1) * 128] = np.where(rng.random(min(128, K - g * 128)) < 0.5, 0.0, -0.0)
+        notes.append("zero-group")
+    if M and group == 128 and rng.random() < 0.25:
+        m, g = int(rng.integers(0, M)), int(rng.integers(0, G))
+        blk = x[m, g * 128 : (g + 1) * 128]
+        j = int(rng.integers(-14, 4))
+        top = 448.0 * 2.0**j  # s = 2^j exactly
+        blk[:] = np.clip(blk / max(np.max(np.abs(blk)), 1e-30) * top * 0.9, -top, top)
+        blk[int(rng.integers(0, len(blk)))] = top * _pick(rng, [1.0, -1.0])
+        notes.append("pow2-amax")
+    x = ref.round_to(x, F)
+    if M and rng.random() < 0.12:
+        for _ in range(int(rng.integers(1, 3))):
+            x[rng.integers(0, M), rng.integers(0, K)] = _pick(rng, [np.nan, np.inf, -np.inf])
+        notes.append("nonfinite")
+    return x, notes
+
+
+E4M3_SPECIAL = [0x00, 0x80, 0x01, 0x02, 0x07, 0x81, 0x85, 0x87, 0x08, 0x7E, 0xFE, 0x3F, 0xC0]
+
+
+def _fp8_weights(rng, shape, nan_ok=True):
+    """e4m3 bits: uniformly random codes (every binade, subnormals) or
+    rounded normal values; some subnormal / zero / +-448 codes always, the
+    NaN codes 0x7f / 0xff now and then."""
+    if rng.random() < 0.5:
+        bits = rng.integers(0, 256, size=shape)
+        bits = np.where((bits & 0x7F) == 0x7F, bits ^ 0x01, bits)
+    else:
+        sigma = _pick(rng, [1.0, 30.0, 200.0])
+        bits = ref.encode_e4m3(ref.round_to_e4m3(rng.normal(0.0, sigma, size=shape)))
+    flat = bits.reshape(-1)
+    n = min(flat.size, 8)
+    flat[rng.choice(flat.size, size=n, replace=False)] = rng.choice(E4M3_SPECIAL, size=n)
+    note = []
+    if nan_ok and rng.random() < 0.1:
+        flat[rng.integers(0, flat.size)] = _pick(rng, [0x7F, 0xFF])
+        note.append("nan-weight")
+    return bits, note
+
+
+def _fp8_block_scales(rng, E, N, K):
+    """f32 E x ceil(N/128) x ceil(K/128) (a checkpoint's weight_scale_inv)."""
+    shape = (E, -(-N // 128), -(-K // 128))
+    if rng.random() < 0.3:  # powers of two
+        return np.ldexp(1.0, rng.integers(-12, 3, size=shape))
+    return ref.round_to(2.0 ** rng.uniform(-12, 2, size=shape), "f32")
+
+
+def gen_grouped_matmul_fp8(rng, seed):
+    M = _T(rng)
+    N = int(_pick(rng, [1, 3, 16, 40, 130, 200], p=[0.15, 0.2, 0.2, 0.2, 0.15, 0.1]))
+    K = int(_pick(rng, [16, 48, 128, 144, 256, 272], p=[0.2, 0.2, 0.15, 0.2, 0.1, 0.15]))
+    E = min(_E(rng), max(1, 60000 // (N * K)))
+    F = _dtype(rng)
+    lhs, notes = _lowp_lhs(rng, M, K, F, 128)
+    rhs, wn = _fp8_weights(rng, (E, N, K))
+    off, onote = _offsets(rng, M, E)
+    inputs = [
+        Tensor("lhs", F, lhs, rng.random() < 0.5),
+        Tensor("rhs", "f8E4M3FN", rhs),
+        Tensor("offsets", "i32", off),
+    ]
+    if rng.random() < 0.35:
+        inputs.append(Tensor("bias", F, _floats(rng, (E, N), F)))
+    inputs.append(Tensor("rhs_scale", "f32", _fp8_block_scales(rng, E, N, K)))
+    attrs = {"transpose_rhs": True, "weight_format": "fp8_block"}
+    sf = _scale_fmt(rng, True)
+    if sf:
+        attrs["scale_fmt"] = sf
+    O = _pick(rng, [F, "f32"])
+    note = " ".join([onote] + sorted(set(notes)) + wn)
+    return Case("grouped_matmul", seed, inputs, attrs, [O], note, gen="grouped_matmul_fp8")
+
+
+E8M0_LOW = [0, 0, 1, 2]
+E8M0_HIGH = [253, 254, 254]
+E8M0_EXTREME = E8M0_LOW + [64, 126, 127, 128, 190] + E8M0_HIGH
+
+
+def _mxfp4_weights(rng, E, N, K, extreme, scale_range=(118, 131), nan_ok=True):
+    """(packed e2m1 bytes E x N x K/2 with every code somewhere, E8M0 bits
+    E x N x K/32: typical exponents, or the extremes 0, 1, 254 (and 255,
+    NaN, now and then))."""
+    codes = rng.integers(0, 16, size=(E, N, K))
+    codes[0, 0, :16] = rng.permutation(16)
+    scales = rng.integers(scale_range[0], scale_range[1], size=(E, N, K // 32))
+    note = []
+    if extreme:  # per weight row: all scales low, all high, or mixed
+        pools = [E8M0_LOW, E8M0_HIGH, E8M0_EXTREME]
+        for e in range(E):
+            for n in range(N):
+                pool = pools[int(rng.choice(3, p=[0.3, 0.2, 0.5]))]
+                scales[e, n] = rng.choice(pool, size=K // 32)
+        note.append("e8m0-extreme")
+    if nan_ok and rng.random() < 0.1:
+        scales.reshape(-1)[rng.integers(0, scales.size)] = 255
+        note.append("e8m0-nan")
+    return ref.pack_e2m1(codes), scales, note
+
+
+def gen_grouped_matmul_mxfp4(rng, seed):
+    M = _T(rng)
+    N = int(_pick(rng, [1, 2, 5, 16, 33, 64]))
+    K = int(_pick(rng, [32, 64, 96, 160, 256]))
+    E = min(_E(rng), max(1, 40000 // (N * K)))
+    F = _dtype(rng)
+    lhs, notes = _lowp_lhs(rng, M, K, F, 32)
+    rhs, scales, wn = _mxfp4_weights(rng, E, N, K, extreme=rng.random() < 0.4)
+    off, onote = _offsets(rng, M, E)
+    inputs = [
+        Tensor("lhs", F, lhs, rng.random() < 0.5),
+        Tensor("rhs", "i8", rhs),
+        Tensor("offsets", "i32", off),
+    ]
+    if rng.random() < 0.35:
+        inputs.append(Tensor("bias", F, _floats(rng, (E, N), F)))
+    inputs.append(Tensor("rhs_scale", "f8E8M0FNU", scales))
+    attrs = {"transpose_rhs": True, "weight_format": "mxfp4"}
+    sf = _scale_fmt(rng, False)
+    if sf:
+        attrs["scale_fmt"] = sf
+    O = _pick(rng, [F, "f32"])
+    note = " ".join([onote] + sorted(set(notes)) + wn)
+    return Case("grouped_matmul", seed, inputs, attrs, [O], note, gen="grouped_matmul_mxfp4")
+
+
+def _ffn_lowp(rng, seed, fmt, gen):
+    """moe.ffn with weight_format `fmt`: mxfp4 gpt-oss-like (softmax top-k
+    normalized, expert biases, interleaved swiglu with alpha / limit /
+    up_bias), fp8_block DeepSeek-like (softmax top-k or grouped sigmoid
+    routing, concat GLU, ue8m0 or f32 activation scales)."""
+    fp8 = fmt == "fp8_block"
+    if rng.random() < 0.75:
+        E = int(_pick(rng, [2, 3, 4, 6, 8]))
+        style = "softmax_norm" if not fp8 or rng.random() < 0.5 else "softmax_nonorm"
+        attrs = {"scoring": "softmax", "normalize": style == "softmax_norm"}
+        k = int(rng.integers(1, min(E, 4) + 1))
+        has_bias = False
+    else:
+        style, E, k, attrs, has_bias = _route_config(rng)
+    T = _T(rng)
+    if fp8:  # E x (2I x H + H x I) bytes of weights: 150 KB at most
+        HI = [(h, i) for h in (16, 48, 144) for i in (8, 40, 72, 136) if E * 3 * h * i <= 150000]
+        H, I = HI[int(rng.integers(0, len(HI)))]
+    else:
+        H = int(_pick(rng, [32, 64]))
+        I = int(_pick(rng, [32, 64]))
+    F = _dtype(rng)
+    x = _floats(rng, (T, H), F)
+    if T and rng.random() < 0.2:
+        x[rng.integers(0, T)] = 0.0  # amax floor (fp8)
+    LF = "f32" if F != "f32" and rng.random() < 0.4 else F
+    logits = _logits(rng, T, E, LF, attrs["scoring"], nonfinite=rng.random() < 0.1)
+    dyn = rng.random() < 0.5
+    inputs = [Tensor("x", F, x, dyn), Tensor("logits", LF, logits, dyn)]
+    notes = [style]
+    if fp8:
+        # Weights filling the e4m3 range, block scales bringing them to ~1/sqrt(K).
+        w_up = ref.encode_e4m3(ref.round_to_e4m3(rng.normal(0, 64.0, size=(E, 2 * I, H))))
+        w_down = ref.encode_e4m3(ref.round_to_e4m3(rng.normal(0, 64.0, size=(E, H, I))))
+        s_up = ref.round_to(
+            2.0 ** rng.uniform(-0.5, 0.5, size=(E, -(-2 * I // 128), -(-H // 128)))
+            / (64 * np.sqrt(H)),
+            "f32",
+        )
+        s_down = ref.round_to(
+            2.0 ** rng.uniform(-0.5, 0.5, size=(E, -(-H // 128), -(-I // 128))) / (64 * np.sqrt(I)),
+            "f32",
+        )
+        WT, ST = "f8E4M3FN", "f32"
+    else:
+        # e2m1 (mean |v| ~ 2.3) times 2^-6 .. 2^-2
+        w_up, s_up, _ = _mxfp4_weights(rng, E, 2 * I, H, False, (121, 126), False)
+        w_down, s_down, _ = _mxfp4_weights(rng, E, H, I, False, (121, 126), False)
+        WT, ST = "i8", "f8E8M0FNU"
+    inputs += [Tensor("w_up", WT, w_up), Tensor("w_down", WT, w_down)]
+    if has_bias:
+        inputs.append(Tensor("bias", "f32", ref.round_to(rng.normal(0, 0.5, size=E), "f32")))
+    if rng.random() < (0.85 if not fp8 else 0.25):
+        inputs.append(Tensor("w_up_bias", F, _floats(rng, (E, 2 * I), F, scale=0.5)))
+        inputs.append(Tensor("w_down_bias", F, _floats(rng, (E, H), F, scale=0.5)))
+    inputs += [Tensor("w_up_scale", ST, s_up), Tensor("w_down_scale", ST, s_down)]
+    attrs["k"] = k
+    if rng.random() < 0.7:
+        if fp8:
+            attrs.update(activation="silu", layout="concat")
+        else:
+            attrs.update(activation="silu", layout="interleaved")
+            attrs.update(alpha=_f32(1.702), limit=7.0, up_bias=1.0)
+    else:
+        attrs.update(_glu_attrs(rng))
+    attrs["transpose_weights"] = True
+    attrs["weight_format"] = fmt
+    sf = _scale_fmt(rng, fp8)
+    if sf:
+        attrs["scale_fmt"] = sf
+    return Case("ffn", seed, inputs, attrs, [F], " ".join(notes), gen=gen)
+
+
+def gen_ffn_fp8(rng, seed):
+    return _ffn_lowp(rng, seed, "fp8_block", "ffn_fp8")
+
+
+def gen_ffn_mxfp4(rng, seed):
+    return _ffn_lowp(rng, seed, "mxfp4", "ffn_mxfp4")
+
+
+GENERATORS = {op: globals()["gen_" + op] for op in OPS + LOWP_OPS}
 
 
 def make_case(op, seed):
     if op not in GENERATORS:
-        raise KeyError("unknown op %r (known: %s)" % (op, ", ".join(OPS)))
+        raise KeyError("unknown op %r (known: %s)" % (op, ", ".join(GENERATORS)))
     return GENERATORS[op](_rng(op, seed), seed)
 
 

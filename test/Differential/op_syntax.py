@@ -9,12 +9,13 @@ generators (test/Differential/run.py, test/GPU/gpu_cases.py).
     Syntax(f32=..., explicit=...).op(op, attrs, v, t, lhs, rtys)
 
 `v` / `t` map operand names (the op's operand names in the op reference:
-"x", "logits", "bias", "w_up_bias", ...) to SSA names and types; `lhs` is
-the results' SSA names, `rtys` their types. `attrs` holds the op's
-attributes by name. With `explicit` every routing / GLU attribute present
-in `attrs` is printed, default values included (the differential tester
-exercises the parser with them); otherwise only those that differ from
-the defaults. `f32` formats an f32 attribute value.
+"x", "logits", "bias", "w_up_bias", "rhs_scale", "w_up_scale", ...) to SSA
+names and types; `lhs` is the results' SSA names, `rtys` their types.
+`attrs` holds the op's attributes by name. With `explicit` every routing /
+GLU / weight-format attribute present in `attrs` is printed, default values
+included (the differential tester exercises the parser with them);
+otherwise only those that differ from the defaults. `f32` formats an f32
+attribute value.
 """
 
 __all__ = ["Syntax", "attr_dict"]
@@ -53,6 +54,15 @@ class Syntax:
             items.append(("group_score", "#moe.group_score<%s>" % a["group_score"]))
         if self._given(a, "scaling", 1.0):
             items.append(("scaling", self.f32(a["scaling"])))
+        return items
+
+    def format_items(self, a):
+        """weight_format / scale_fmt (absent: plain / f32)."""
+        items = []
+        if self._given(a, "weight_format", "plain"):
+            items.append(("weight_format", "#moe.weight_format<%s>" % a["weight_format"]))
+        if self._given(a, "scale_fmt", "f32"):
+            items.append(("scale_fmt", "#moe.scale_fmt<%s>" % a["scale_fmt"]))
         return items
 
     def glu_items(self, a):
@@ -124,14 +134,16 @@ class Syntax:
                 rt,
             )
         if op == "grouped_matmul":
-            return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s : %s, %s -> %s" % (
+            items = [("transpose_rhs", "true")] if a.get("transpose_rhs") else []
+            return "%s = moe.grouped_matmul %s, %s offsets(%s : %s)%s%s%s : %s, %s -> %s" % (
                 lhs,
                 v["lhs"],
                 v["rhs"],
                 v["offsets"],
                 t["offsets"],
                 opt("bias", "bias"),
-                attr_dict([("transpose_rhs", "true")] if a.get("transpose_rhs") else []),
+                opt("scales", "rhs_scale"),
+                attr_dict(items + self.format_items(a)),
                 t["lhs"],
                 t["rhs"],
                 rt,
@@ -183,7 +195,8 @@ class Syntax:
                 items.append(("activation", "#moe.activation<%s>" % a["activation"]))
                 items.append(("layout", "#moe.glu_layout<%s>" % a["layout"]))
                 items += self.glu_items(a)
-            return "%s = moe.expert_gemm %s%s, %s offsets(%s : %s)%s%s%s%s : %s, %s -> %s" % (
+            items += self.format_items(a)
+            return "%s = moe.expert_gemm %s%s, %s offsets(%s : %s)%s%s%s%s%s : %s, %s -> %s" % (
                 lhs,
                 v["lhs"],
                 g,
@@ -193,6 +206,7 @@ class Syntax:
                 opt("bias", "bias"),
                 opt("scatter", "scatter"),
                 opt("scale", "scale"),
+                opt("scales", "rhs_scale"),
                 attr_dict(items),
                 t["lhs"],
                 t["rhs"],
@@ -202,6 +216,7 @@ class Syntax:
             items = self.route_items(a) + self.glu_items(a)
             if a.get("transpose_weights"):
                 items.append(("transpose_weights", "true"))
+            items += self.format_items(a)
             expert = ""
             if "w_up_bias" in v:
                 expert = " expert_bias(%s, %s : %s, %s)" % (
@@ -209,6 +224,13 @@ class Syntax:
                     v["w_down_bias"],
                     t["w_up_bias"],
                     t["w_down_bias"],
+                )
+            if "w_up_scale" in v:
+                expert += " scales(%s, %s : %s, %s)" % (
+                    v["w_up_scale"],
+                    v["w_down_scale"],
+                    t["w_up_scale"],
+                    t["w_down_scale"],
                 )
             return (
                 "%s = moe.ffn %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "

@@ -24,6 +24,10 @@ import numpy as np
 FLT_MAX = float(np.finfo(np.float32).max)
 FLOAT_TYPES = ("f32", "f16", "bf16")
 INT_TYPES = ("i32", "i64", "i1")
+# Element types of low-precision weights and their scales, held as their
+# bit patterns (0..255): e4m3 (fp8_block weights), E8M0 (mxfp4 scales) and
+# bytes of two e2m1 (mxfp4 weights).
+BYTE_TYPES = ("f8E4M3FN", "f8E8M0FNU", "i8")
 
 # Comparison tolerances per float type: (rtol relative to `scale`, atol).
 TOLERANCE = {
@@ -85,6 +89,8 @@ def to_bytes(x, dtype):
             a = x.astype("<i4")
         elif dtype == "i64":
             a = x.astype("<i8")
+        elif dtype in BYTE_TYPES:  # values are the bit patterns 0..255
+            a = x.astype(np.int64).astype(np.uint8)
         else:
             raise ValueError(dtype)
     return np.ascontiguousarray(a).tobytes()
@@ -389,6 +395,212 @@ def grouped_matmul(lhs, rhs, offsets, bias=None, transpose_rhs=False):
     return out, scale, defined
 
 
+# ----------------------------------------------------------------------------
+# Low-precision expert weights (weight_format fp8_block / mxfp4)
+# ----------------------------------------------------------------------------
+
+
+def _e4m3_value(b):
+    """The value of e4m3 (float8_e4m3fn) bits `b`: bias 7, no infinities,
+    S.1111.111 NaN, subnormals m * 2^-9."""
+    sign = -1.0 if b & 0x80 else 1.0
+    e, m = (b >> 3) & 15, b & 7
+    if e == 15 and m == 7:
+        return math.nan
+    if e == 0:
+        return sign * m * 2.0**-9
+    return sign * 2.0 ** (e - 7) * (1.0 + m / 8.0)
+
+
+E4M3 = np.array([_e4m3_value(b) for b in range(256)])  # value of every bit pattern
+E4M3_MAX = 448.0
+# Codes 0x00..0x7e: the non-negative finite values, increasing with the code.
+_E4M3_POS = E4M3[:0x7F]
+E2M1 = np.array([(-1.0) ** (c >> 3) * [0, 0.5, 1, 1.5, 2, 3, 4, 6][c & 7] for c in range(16)])
+ACT_AMAX_FLOOR = np.float32(1e-4)
+
+
+def decode_e4m3(bits):
+    return E4M3[np.asarray(bits, dtype=np.int64) & 0xFF]
+
+
+def encode_e4m3(x):
+    """Bits of e4m3-representable values `x` (NaN -> 0x7f)."""
+    x = np.asarray(x, dtype=np.float64)
+    code = np.searchsorted(_E4M3_POS, np.abs(np.nan_to_num(x, nan=0.0)))
+    code = np.where(np.signbit(x), code | 0x80, code)
+    code = np.where(np.isnan(x), 0x7F, code)
+    if not np.array_equal(decode_e4m3(code), x, equal_nan=True):
+        raise ValueError("not e4m3 values")
+    return code.astype(np.int64)
+
+
+def decode_e8m0(bits):
+    """2^(s - 127); 255 is NaN (0 is 2^-127)."""
+    s = np.asarray(bits, dtype=np.int64) & 0xFF
+    with np.errstate(invalid="ignore"):
+        return np.where(s == 255, np.nan, np.ldexp(1.0, s - 127))
+
+
+def unpack_e2m1(packed):
+    """... x K/2 bytes -> ... x K e2m1 codes: element 2j in the low nibble of
+    byte j, 2j + 1 in the high one."""
+    b = np.asarray(packed, dtype=np.int64) & 0xFF
+    codes = np.empty(b.shape[:-1] + (2 * b.shape[-1],), dtype=np.int64)
+    codes[..., 0::2] = b & 15
+    codes[..., 1::2] = b >> 4
+    return codes
+
+
+def pack_e2m1(codes):
+    c = np.asarray(codes, dtype=np.int64)
+    return c[..., 0::2] | (c[..., 1::2] << 4)
+
+
+def round_to_e4m3(x):
+    """float64 values -> nearest e4m3 value (ties to the even code), |x| >
+    448 saturated to 448, NaN kept; by search in the table of all values."""
+    x = np.asarray(x, dtype=np.float64)
+    a = np.minimum(np.abs(x), E4M3_MAX)  # NaN stays NaN
+    nan = np.isnan(a)
+    a = np.where(nan, 0.0, a)
+    hi = np.searchsorted(_E4M3_POS, a)  # _E4M3_POS[hi - 1] < a <= _E4M3_POS[hi]
+    lo = np.maximum(hi - 1, 0)
+    d_lo = a - _E4M3_POS[lo]
+    d_hi = _E4M3_POS[hi] - a
+    pick = np.where(d_hi < d_lo, hi, np.where(d_lo < d_hi, lo, np.where(lo % 2 == 0, lo, hi)))
+    pick = np.where(d_hi == 0, hi, pick)
+    v = _E4M3_POS[pick]
+    v = np.where(np.signbit(x), -v, v)
+    return np.where(nan, np.nan, v)
+
+
+def e4m3_quantum(a):
+    """The spacing of e4m3 values at magnitude a (<= 448)."""
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    return np.ldexp(1.0, (np.maximum(e, -6) - 3).astype(np.int64))
+
+
+def activation_scale(amax, ue8m0):
+    """The f32 quantization scale of groups with largest magnitude `amax`
+    (f32 values): max(amax, 1e-4) / 448 in f32, rounded up to a power of two
+    with ue8m0; NaN propagates."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = np.maximum(np.asarray(amax, dtype=np.float32), ACT_AMAX_FLOOR) / np.float32(E4M3_MAX)
+    s = np.asarray(s, dtype=np.float32).astype(np.float64)
+    if ue8m0:
+        m, e = np.frexp(s)
+        up = np.where(m == 0.5, s, np.ldexp(1.0, e))
+        s = np.where(np.isfinite(s), up, s)
+    return s
+
+
+def quantize_rows_fp8(lhs, ue8m0):
+    """fp8_block activations: (q [M,K] e4m3 values, s [M, ceil(K/128)] f32
+    scales); row m's group g is columns [128 g, 128 g + 128)."""
+    x = np.asarray(lhs, dtype=np.float64).astype(np.float32)
+    M, K = x.shape
+    G = -(-K // 128)
+    s = np.zeros((M, G))
+    q = np.zeros((M, K))
+    for g in range(G):
+        blk = x[:, g * 128 : (g + 1) * 128]
+        amax = np.max(np.abs(blk), axis=1) if M else np.zeros(0, np.float32)
+        s[:, g] = activation_scale(amax, ue8m0)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            r = (blk / s[:, g : g + 1].astype(np.float32)).astype(np.float64)  # f32 division
+        q[:, g * 128 : (g + 1) * 128] = round_to_e4m3(r)
+    return q, s
+
+
+def expand_groups(s, K, size=128):
+    """[..., G] -> [..., K]: entry k takes group k // size."""
+    return np.repeat(np.asarray(s, dtype=np.float64), size, axis=-1)[..., :K]
+
+
+def dequantize_weights(rhs, weight_format, rhs_scale):
+    """The E x N x K float64 values of low-precision weights (exact)."""
+    if weight_format == "fp8_block":
+        w = decode_e4m3(rhs)
+        E, N, K = w.shape
+        rs = np.asarray(rhs_scale, dtype=np.float64)
+        rs = np.repeat(expand_groups(rs, K), 128, axis=1)[:, :N, :]
+        with np.errstate(invalid="ignore"):
+            return w * rs
+    if weight_format == "mxfp4":
+        w = E2M1[unpack_e2m1(rhs)]
+        with np.errstate(invalid="ignore"):
+            return w * expand_groups(decode_e8m0(rhs_scale), w.shape[2], 32)
+    raise ValueError(weight_format)
+
+
+def dequantized_lhs(lhs, weight_format, scale_fmt="f32"):
+    """What the GEMM multiplies the weights with: for fp8_block the rows
+    quantized to e4m3 times their scales, else `lhs` itself."""
+    lhs = np.asarray(lhs, dtype=np.float64)
+    if weight_format != "fp8_block":
+        return lhs
+    q, s = quantize_rows_fp8(lhs, scale_fmt == "ue8m0")
+    with np.errstate(invalid="ignore"):
+        return q * expand_groups(s, lhs.shape[1])
+
+
+def grouped_matmul_lowp(lhs, rhs, offsets, rhs_scale, weight_format, scale_fmt="f32", bias=None):
+    """moe.grouped_matmul with weight_format fp8_block / mxfp4 (transposed
+    weights). Returns (value, scale, defined rows [M], care [M,N]).
+
+    The products are exact in float64 (q, the scales and the decoded
+    weights are). `care` drops the elements whose f32 accumulation may
+    overflow: sum |finite products| + |bias| >= FLT_MAX, unless the value is
+    NaN (which f32 gives too)."""
+    x = dequantized_lhs(lhs, weight_format, scale_fmt)
+    w = dequantize_weights(rhs, weight_format, rhs_scale)
+    with np.errstate(invalid="ignore", over="ignore"):
+        val, scale, defined = grouped_matmul(x, w, offsets, bias, transpose_rhs=True)
+        finite, _, _ = grouped_matmul(
+            np.where(np.isfinite(x), np.abs(x), 0.0),
+            np.where(np.isfinite(w), np.abs(w), 0.0),
+            offsets,
+            None if bias is None else np.abs(bias),
+            transpose_rhs=True,
+        )
+        care = np.isnan(val) | (finite < FLT_MAX * (1 - 2.0**-20))
+    return val, scale, defined, care
+
+
+def fp8_requantization_error(x, x_err, ue8m0):
+    """Bound of |q' s' - q s| over the activations x' with |x' - x| <=
+    x_err (elementwise): how far the dequantized fp8_block activations of a
+    slightly different x' (an f32 chain's) can be from those of x. Small
+    (|q| * ds) where no e4m3 rounding boundary and no ue8m0 step lies in
+    reach, up to an e4m3 quantum times s where one does."""
+    x = np.asarray(x, dtype=np.float64)
+    err = np.asarray(x_err, dtype=np.float64)
+    M, K = x.shape
+    out = np.zeros((M, K))
+    ax = np.abs(x)
+    for g in range(-(-K // 128)):
+        sl = slice(g * 128, (g + 1) * 128)
+        a, e = ax[:, sl], err[:, sl]
+        if M == 0:
+            continue
+        amax_lo = np.max(np.maximum(a - e, 0.0), axis=1)
+        amax_hi = np.max(a + e, axis=1)
+        # f32 amax: rounding the bounds outwards keeps them bounds.
+        s_lo = activation_scale(np.nextafter(amax_lo.astype(np.float32), np.float32(0)), ue8m0)
+        s_hi = activation_scale(np.nextafter(amax_hi.astype(np.float32), np.float32(np.inf)), ue8m0)
+        s = activation_scale(np.max(a, axis=1), ue8m0)
+        ref = round_to_e4m3(a / s[:, None]) * s[:, None]
+        qa = round_to_e4m3(np.maximum(a - e, 0.0) / s_hi[:, None])
+        qb = round_to_e4m3((a + e) / s_lo[:, None])
+        d = np.maximum(ref - qa * s_lo[:, None], qb * s_hi[:, None] - ref)
+        flip = a < e  # x' may have the other sign
+        out[:, sl] = np.where(flip, ref + qb * s_hi[:, None], d)
+    return out
+
+
 def _phi(x):  # standard normal pdf
     return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
@@ -518,11 +730,22 @@ def ffn(
     transpose_weights=False,
     w_up_bias=None,
     w_down_bias=None,
+    weight_format="plain",
+    scale_fmt="f32",
+    w_up_scale=None,
+    w_down_scale=None,
 ):
     """Returns (y [T,H] (not yet rounded to F), scale [T,H], defined rows [T]).
 
     `w_up_bias` (E x 2I) and `w_down_bias` (E x H) are the expert biases of
     moe.ffn (expert_bias): the grouped matmuls' biases.
+
+    `weight_format` fp8_block / mxfp4: `w_up`, `w_down` hold the weights'
+    bits (E x 2I x H and E x H x I, mxfp4 packed along the last dimension),
+    `w_up_scale`, `w_down_scale` their scales, as moe.grouped_matmul's. With
+    fp8_block the GLU output is quantized again for the down GEMM: where the
+    compiled chain's (slightly different) activations may quantize to other
+    e4m3 values, the error scale grows by that (fp8_requantization_error).
 
     Between the ops of the chain every activation is rounded to F (the
     decomposition's element type); route weights are f32."""
@@ -533,13 +756,23 @@ def ffn(
     weights, ids, amb, _, _ = route(
         logits, k, scoring, normalize, n_group, topk_group, group_score, scaling, bias
     )
+    lowp = weight_format not in (None, "plain")
+    fp8 = weight_format == "fp8_block"
+    if lowp:
+        w_up = dequantize_weights(w_up, weight_format, w_up_scale)
+        w_down = dequantize_weights(w_down, weight_format, w_down_scale)
+        transpose_weights = True
     weights = round_to(weights, "f32")
     cs = cumsum(ids, E)
     rev, tok = get_indices(cs, ids)
     off = get_indptr(cs, E, inclusive=False)
     rows = gather(x, tok)
     up, up_scale, _ = grouped_matmul(
-        rows, w_up, off, bias=w_up_bias, transpose_rhs=transpose_weights
+        dequantized_lhs(rows, weight_format, scale_fmt),
+        w_up,
+        off,
+        bias=w_up_bias,
+        transpose_rhs=transpose_weights,
     )
     up = round_to(up, F)
     # error scale of `up` in units of u: accumulation + rounding
@@ -547,10 +780,18 @@ def ffn(
         up, activation, layout, alpha, limit, up_bias, x_scale=up_scale + np.abs(up)
     )
     act = round_to(act, F)
-    down, _, _ = grouped_matmul(act, w_down, off, bias=w_down_bias, transpose_rhs=transpose_weights)
-    down_scale, _, _ = grouped_matmul(
-        act_scale + np.abs(act), np.abs(w_down), off, transpose_rhs=transpose_weights
+    act_q = dequantized_lhs(act, weight_format, scale_fmt)
+    down, _, _ = grouped_matmul(
+        act_q, w_down, off, bias=w_down_bias, transpose_rhs=transpose_weights
     )
+    act_err = act_scale + np.maximum(np.abs(act), np.abs(act_q))
+    if fp8:
+        rtol = TOLERANCE[F][0]
+        act_err = act_err + (
+            fp8_requantization_error(act, rtol * (act_scale + np.abs(act)), scale_fmt == "ue8m0")
+            / rtol
+        )
+    down_scale, _, _ = grouped_matmul(act_err, np.abs(w_down), off, transpose_rhs=transpose_weights)
     down = round_to(down, F)
     down_scale = down_scale + np.abs(down)
     sc = scatter(down, rev).reshape(T, k, H)
@@ -787,6 +1028,197 @@ def self_test():
         a1 = sil(3.0) * -1.0
         _close("ffn", y, [[a0, -a0], [a1, a1]], tol=1e-6)
         assert d.all()
+
+    @check
+    def e4m3_e2m1_e8m0_decoding():
+        _close(
+            "e4m3",
+            decode_e4m3([0x00, 0x80, 0x01, 0x07, 0x08, 0x38, 0x39, 0x7E, 0xFE, 0xB8, 0x7F, 0xFF]),
+            [0, 0, 2**-9, 7 * 2**-9, 2**-6, 1, 1.125, 448, -448, -1, np.nan, np.nan],
+        )
+        assert np.signbit(decode_e4m3(0x80))
+        _eq("e4m3 finite", int(np.isfinite(E4M3).sum()), 254)
+        _eq(
+            "encode",
+            encode_e4m3([0.0, -0.0, 2**-9, 448.0, -1.0, np.nan]),
+            [0, 128, 1, 126, 184, 127],
+        )
+        _close("e2m1", E2M1, [0, 0.5, 1, 1.5, 2, 3, 4, 6, 0, -0.5, -1, -1.5, -2, -3, -4, -6])
+        _eq("unpack", unpack_e2m1([[0x1F, 0xA0]]), [[15, 1, 0, 10]])
+        _eq("pack", pack_e2m1([[15, 1, 0, 10]]), [[0x1F, 0xA0]])
+        _close(
+            "e8m0",
+            decode_e8m0([0, 1, 127, 128, 254, 255]),
+            [2**-127, 2**-126, 1, 2, 2**127, np.nan],
+        )
+
+    @check
+    def e4m3_rounding():
+        _close(
+            "rne",
+            round_to_e4m3(
+                [
+                    1.0625,
+                    1.1875,
+                    1.0625 + 2**-20,
+                    464.0,
+                    1e9,
+                    -500.0,
+                    2**-10,
+                    3 * 2**-10,
+                    15 * 2**-10,
+                ]
+            ),
+            [1.0, 1.25, 1.125, 448, 448, -448, 0.0, 2**-8, 2**-6],
+        )
+        _close("nan", round_to_e4m3([np.nan, np.inf, -np.inf]), [np.nan, 448, -448])
+        assert np.signbit(round_to_e4m3(-(2.0**-12)))  # -0
+        try:
+            import ml_dtypes
+        except ImportError:
+            print("     (ml_dtypes absent: no cross-check of the e4m3 / e8m0 tables)")
+            return
+        bits = np.arange(256, dtype=np.uint8)
+        _close("ml_dtypes e4m3", bits.view(ml_dtypes.float8_e4m3fn).astype(np.float64), E4M3)
+        _close(
+            "ml_dtypes e8m0",
+            bits.view(ml_dtypes.float8_e8m0fnu).astype(np.float64),
+            decode_e8m0(bits),
+        )
+        # Rounding from f32: every midpoint and its f32 neighbours, random values.
+        fin = E4M3[np.isfinite(E4M3)]
+        mids = np.unique(np.concatenate([fin, (np.sort(fin)[1:] + np.sort(fin)[:-1]) / 2]))
+        mids = mids[np.abs(mids) <= 448].astype(np.float32)
+        rng = np.random.default_rng(1)
+        v = np.concatenate(
+            [
+                mids,
+                np.nextafter(mids, np.float32(np.inf)),
+                np.nextafter(mids, np.float32(-np.inf)),
+                (rng.standard_normal(20000) * np.exp2(rng.uniform(-14, 9, 20000))).astype(
+                    np.float32
+                ),
+            ]
+        )
+        v = v[np.abs(v) <= 448]
+        _close(
+            "vs ml_dtypes",
+            round_to_e4m3(v),
+            v.astype(ml_dtypes.float8_e4m3fn).astype(np.float64),
+            0,
+        )
+
+    @check
+    def fp8_activation_quantization():
+        q, s = quantize_rows_fp8([[1.0, -0.5, 0.0], [0.0, 0.0, 0.0], [56.0, 1.0, -3.0]], False)
+        s0 = float(np.float32(1.0) / np.float32(448))
+        _close("s", s[:, 0], [s0, float(np.float32(1e-4) / np.float32(448)), 0.125])
+        _close("q", q, [[448, -224, 0], [0, 0, 0], [448, 8, -24]])
+        q, s = quantize_rows_fp8([[1.0, -0.5, 0.0], [56.0, 1.0, -3.0]], True)
+        _close("s ue8m0", s[:, 0], [2**-8, 0.125])  # up to a power of two; exact ones stay
+        _close("q ue8m0", q, [[256, -128, 0], [448, 8, -24]])
+        # 300 columns: groups [0,128), [128,256), [256,300); NaN spoils its group only.
+        x = np.zeros((1, 300))
+        x[0, 5], x[0, 130], x[0, 299] = 2.0, np.nan, -4.0
+        q, s = quantize_rows_fp8(x, False)
+        assert s.shape == (1, 3) and np.isnan(s[0, 1]) and np.isnan(q[0, 128:256]).all()
+        _close("groups", [q[0, 5], q[0, 299], s[0, 2]], [448, -448, float(np.float32(4) / 448)])
+        # x / s rounds: 1 / (3/448) = 149.33 -> 144 (quantum 16 in [128, 256)).
+        q, s = quantize_rows_fp8([[1.0, 3.0]], False)
+        _close("q rne", q, [[144, 448]])
+
+    @check
+    def low_precision_gemms():
+        # fp8_block: w = [1, 2] (0x38, 0x40), block scale 0.5; the row above.
+        s3 = float(np.float32(3) / np.float32(448))
+        v, _, d, care = grouped_matmul_lowp(
+            [[1.0, 3.0]], [[[0x38, 0x40]]], [0, 1], [[[0.5]]], "fp8_block"
+        )
+        _close("fp8", v, [[(144 * 1 + 448 * 2) * s3 * 0.5]])
+        assert d.all() and care.all()
+        # mxfp4: 32 ones times codes 2 (1.0), one 15 (-6.0) at k = 1; scale 2^1.
+        w = np.full((2, 1, 16), 0x22)
+        w[:, 0, 0] = 0xF2
+        sc = np.array([[[128]], [[255]]])
+        v, _, _, care = grouped_matmul_lowp(np.ones((2, 32)), w, [0, 1, 2], sc, "mxfp4")
+        _close("mxfp4", v, [[(31 - 6) * 2.0], [np.nan]])
+        assert care.all()
+        # Scale 254: finite in exact arithmetic for a tiny row, else overflowing (not compared).
+        lhs = np.array([[2.0**-100] * 32, [1.0] * 32])
+        v, _, _, care = grouped_matmul_lowp(
+            lhs, np.full((1, 1, 16), 0x77), [0, 2], [[[254]]], "mxfp4"
+        )
+        _close("254", v[0], [32 * 6 * 2.0**27])
+        _eq("254 care", care[:, 0], [True, False])
+        # fp8_block weights: blocks of 128 x 128 along N and K.
+        w = np.full((1, 130, 130), 0x38)
+        rs = np.array([[[1.0, 2.0], [4.0, 8.0]]])
+        wd = dequantize_weights(w, "fp8_block", rs)
+        _close("blocks", [wd[0, 0, 0], wd[0, 0, 128], wd[0, 129, 0], wd[0, 129, 129]], [1, 2, 4, 8])
+        x = np.array([[1.0, 2.0, 3.0]])
+        _close("requant 0", fp8_requantization_error(x, np.zeros_like(x), True), [[0, 0, 0]])
+
+    @check
+    def ffn_low_precision_chain():
+        # mxfp4 = plain with the dequantized weights; fp8_block: token by
+        # token, activations quantized before each GEMM (k = 1, normalized).
+        rng = np.random.default_rng(0)
+        T, H, I, E = 3, 32, 32, 2
+        x = round_to(rng.normal(size=(T, H)), "bf16")
+        lg = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 0.5]])
+        wu, wd = rng.integers(0, 256, (E, 2 * I, H // 2)), rng.integers(0, 256, (E, H, I // 2))
+        su, sd = (
+            rng.integers(120, 126, (E, 2 * I, H // 32)),
+            rng.integers(120, 126, (E, H, I // 32)),
+        )
+        kw = dict(normalize=True, activation="silu", layout="interleaved", limit=7.0)
+        y, _, _ = ffn(
+            x,
+            lg,
+            wu,
+            wd,
+            "bf16",
+            1,
+            "softmax",
+            weight_format="mxfp4",
+            w_up_scale=su,
+            w_down_scale=sd,
+            **kw,
+        )
+        y2, _, _ = ffn(
+            x,
+            lg,
+            dequantize_weights(wu, "mxfp4", su),
+            dequantize_weights(wd, "mxfp4", sd),
+            "bf16",
+            1,
+            "softmax",
+            transpose_weights=True,
+            **kw,
+        )
+        _close("mxfp4 ffn", y, y2)
+        wu = encode_e4m3(round_to_e4m3(rng.normal(0, 50, (E, 2 * I, H))))
+        wd = encode_e4m3(round_to_e4m3(rng.normal(0, 50, (E, H, I))))
+        su, sd = np.full((E, 1, 1), 0.01), np.full((E, 1, 1), 0.02)
+        y, _, _ = ffn(
+            x,
+            lg,
+            wu,
+            wd,
+            "bf16",
+            1,
+            "softmax",
+            weight_format="fp8_block",
+            scale_fmt="ue8m0",
+            w_up_scale=su,
+            w_down_scale=sd,
+            **kw,
+        )
+        for t, e in enumerate([0, 1, 0]):
+            up = dequantized_lhs(x[t : t + 1], "fp8_block", "ue8m0") @ (decode_e4m3(wu[e]) * 0.01).T
+            act = round_to(glu(round_to(up, "bf16"), "silu", "interleaved", limit=7.0)[0], "bf16")
+            dn = dequantized_lhs(act, "fp8_block", "ue8m0") @ (decode_e4m3(wd[e]) * 0.02).T
+            _close("fp8 ffn token %d" % t, y[t], round_to(dn, "bf16")[0])
 
     failed = 0
     for fn in checks:

@@ -14,6 +14,10 @@ compile or run is retried case by case so failures stay attributable.
   run.py --emit topk:17          # print the module of one case and exit
 
 `--count N` is the number of cases per op; case seeds are S*100000 + i.
+`--ops` names generators (cases.py): one per moe op by default (OPS);
+`lowp` stands for the low-precision weight variants (LOWP_OPS:
+grouped_matmul_fp8, grouped_matmul_mxfp4, ffn_fp8, ffn_mxfp4), `all` for
+both.
 Prints one `FAIL op:seed ...` line per failing case and finally
 `N passed, M failed`; exits 1 when something failed.
 """
@@ -425,6 +429,17 @@ def check_case(case, results):
         add(cmp_float("result", results[0], R.gather(v["input"], v["indices"]), od[0], exact=True))
     elif op == "scatter":
         add(cmp_float("result", results[0], R.scatter(v["input"], v["indices"]), od[0], exact=True))
+    elif op == "grouped_matmul" and a.get("weight_format", "plain") != "plain":
+        val, sc, defined, care = R.grouped_matmul_lowp(
+            v["lhs"],
+            v["rhs"],
+            v["offsets"],
+            v["rhs_scale"],
+            a["weight_format"],
+            a.get("scale_fmt", "f32"),
+            v.get("bias"),
+        )
+        add(cmp_float("result", results[0], val, od[0], sc, defined[:, None] & care))
     elif op == "grouped_matmul":
         val, sc, defined = R.grouped_matmul(
             v["lhs"], v["rhs"], v["offsets"], v.get("bias"), a["transpose_rhs"]
@@ -473,6 +488,8 @@ def check_case(case, results):
                 "limit",
                 "up_bias",
                 "transpose_weights",
+                "weight_format",
+                "scale_fmt",
             )
             if n in a
         }
@@ -487,6 +504,8 @@ def check_case(case, results):
             bias=v.get("bias"),
             w_up_bias=v.get("w_up_bias"),
             w_down_bias=v.get("w_down_bias"),
+            w_up_scale=v.get("w_up_scale"),
+            w_down_scale=v.get("w_down_scale"),
             **kw,
         )
         add(cmp_float("result", results[0], y, od[0], sc, defined[:, None]))
@@ -619,7 +638,8 @@ def main(argv=None):
                 op, s = k.split(":")
                 todo.append(C.make_case(op, int(s)))
     else:
-        ops = [o for o in args.ops.split(",") if o]
+        alias = {"lowp": C.LOWP_OPS, "all": C.OPS + C.LOWP_OPS}
+        ops = [g for o in args.ops.split(",") if o for g in alias.get(o, [o])]
         todo = [C.make_case(op, args.seed * 100000 + i) for i in range(args.count) for op in ops]
 
     batches = [todo[i : i + args.batch] for i in range(0, len(todo), args.batch)]
@@ -641,7 +661,7 @@ def main(argv=None):
                         if args.keep:
                             os.makedirs(args.keep, exist_ok=True)
                             with open(
-                                os.path.join(args.keep, "%s_%d.mlir" % (case.op, case.seed)), "w"
+                                os.path.join(args.keep, "%s_%d.mlir" % (case.gen, case.seed)), "w"
                             ) as fh:
                                 fh.write("// %s\n" % case.describe())
                                 fh.write(module_text([case]))

@@ -365,8 +365,12 @@ PyValue PyFunctionBuilder::groupedMatmul(
   Type o = outDtype ? parseElementType(ctx(), *outDtype)
                     : elementOr(l, b.getF32Type());
   Type types[] = {tensorOf({dimOr(l, 0), dimOr(r, transposeRhs ? 1 : 2)}, o)};
+  SmallVector<Value> optional;
+  if (bs)
+    optional.push_back(bs);
   return wrap(createVerified<GroupedMatmulOp, false>(
-      b, location(loc), types, l, r, off, bs, b.getBoolAttr(transposeRhs)))[0];
+      b, location(loc), types, l, r, off, ValueRange(optional),
+      b.getBoolAttr(transposeRhs), WeightFormatAttr(), ScaleFmtAttr()))[0];
 }
 
 PyValue PyFunctionBuilder::glu(const PyLoc &loc, const PyValue &input,
@@ -474,7 +478,8 @@ PyValue PyFunctionBuilder::ffn(
       activationAttr(ctx(), activation), layoutAttr(ctx(), layout),
       b.getF32FloatAttr(static_cast<float>(alpha)), limitAttr,
       b.getF32FloatAttr(static_cast<float>(upBias)),
-      b.getBoolAttr(transposeWeights), b.getBoolAttr(expertBias)))[0];
+      b.getBoolAttr(transposeWeights), b.getBoolAttr(expertBias),
+      WeightFormatAttr(), ScaleFmtAttr()))[0];
 }
 
 PyValue PyFunctionBuilder::expandSlots(const PyLoc &loc, const PyValue &input,

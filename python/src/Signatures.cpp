@@ -15,7 +15,8 @@
 //
 // One dict per function: {"name", "args": [type dict + "name" (as the text
 // spells it, without '%'; None for a module not parsed here) + "role" (x,
-// logits, w_up, w_down, bias or None)], "results": [type dict], "single_op":
+// logits, w_up, w_down, bias, w_up_bias, w_down_bias, w_up_scale,
+// w_down_scale or None)], "results": [type dict], "single_op":
 // the name of the body's only op besides func.return or None, "token_op"}.
 //
 //===----------------------------------------------------------------------===//
@@ -162,10 +163,12 @@ nb::list describeFunctions(ModuleOp module, const AsmParserState *asmState,
     std::vector<nb::object> roles(func.getNumArguments(), nb::none());
     if (auto ffn = dyn_cast_or_null<moe::FfnOp>(single)) {
       static const char *const kRoles[] = {
-          "x", "logits", "w_up", "w_down", "bias", "w_up_bias", "w_down_bias"};
-      Value operands[] = {ffn.getX(),        ffn.getLogits(), ffn.getWUp(),
-                          ffn.getWDown(),    ffn.getBias(),   ffn.getWUpBias(),
-                          ffn.getWDownBias()};
+          "x",         "logits",      "w_up",       "w_down",      "bias",
+          "w_up_bias", "w_down_bias", "w_up_scale", "w_down_scale"};
+      Value operands[] = {
+          ffn.getX(),         ffn.getLogits(),   ffn.getWUp(),
+          ffn.getWDown(),     ffn.getBias(),     ffn.getWUpBias(),
+          ffn.getWDownBias(), ffn.getWUpScale(), ffn.getWDownScale()};
       for (auto [role, operand] : llvm::zip_equal(kRoles, operands)) {
         auto arg = dyn_cast_or_null<BlockArgument>(operand);
         if (arg && arg.getOwner() == &entry)

@@ -107,8 +107,8 @@ moeRuntimeTensorMap3D(void *address, int64_t dataType, int64_t dim0,
 /// `__grid_constant__` parameter. (No kernel the compiler emits today does:
 /// the lhs tiles by TMA were measured no faster, bench/NOTES.md v56; the
 /// entry point stays for embedders and the low-precision engines.) Touches
-/// no device memory and no stream. Returns 1, or 0 (out zeroed) when the layout cannot be
-/// described.
+/// no device memory and no stream. Returns 1, or 0 (out zeroed) when the layout
+/// cannot be described.
 MOE_CUDA_RUNTIME_EXPORT int64_t moeRuntimeEncodeTensorMap3D(
     void *out, void *address, int64_t dataType, int64_t dim0, int64_t dim1,
     int64_t dim2, int64_t stride1, int64_t stride2, int64_t box0, int64_t box1,

@@ -196,6 +196,12 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
 
   LogicalResult matchAndRewrite(ExpertGemmOp op,
                                 PatternRewriter &rewriter) const override {
+    // Low-precision weights have no GPU kernel yet: a located error, never
+    // a kernel that reads e4m3 or packed e2m1 bytes as 16-bit values.
+    if (op.getFormat() != WeightFormat::plain)
+      return op.emitOpError()
+             << "weight_format " << stringifyWeightFormat(op.getFormat())
+             << " has no GPU kernel yet (--moe-lower-to-cpu runs it)";
     FailureOr<GemmKernelConfig> config = chooseGemmConfig(op, options);
     if (failed(config))
       return failure();

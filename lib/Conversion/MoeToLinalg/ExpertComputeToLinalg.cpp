@@ -11,6 +11,10 @@
 // dynamic-size linalg.generic contraction accumulating in f32, then bias, the
 // GLU epilogue, the row scale and rounding are applied, and the block is
 // inserted (or scattered row by row). Rows no expert owns stay zero.
+// Low-precision weights (weight_format) are decoded in the contraction's
+// body, bit-exact (Utils/LowPrecision.h); with fp8_block the rows are first
+// quantized to e4m3 per 128 columns (the group's amax over a zero-padded
+// [rows, groups, 128] view, its scale, then each element).
 //
 // moe.glu: one linalg.generic over two slices of the input, the gate and up
 // views of its layout (concat: columns [0, N) and [N, 2N); interleaved: the
@@ -20,7 +24,10 @@
 
 #include "Patterns.h"
 #include "Utils/Glu.h"
+#include "Utils/LowPrecision.h"
 #include "Utils/LoweringBuilder.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 
@@ -102,6 +109,164 @@ static Value buildLhsRows(LoweringBuilder &b, Value lhs, Value gather, Value lo,
       .getResult(0);
 }
 
+/// fp8_block activations: the e4m3 values (as f32) of `rows` rows of
+/// `lhsRows` (rows x k) quantized per 128 columns, and their scales (rows x
+/// ceil(k / 128), f32).
+static std::pair<Value, Value> quantizeRows(LoweringBuilder &b, Value lhsRows,
+                                            Value rows, int64_t k, bool ue8m0) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  int64_t groups = llvm::divideCeil(k, 128);
+  auto lhsType = cast<RankedTensorType>(lhsRows.getType());
+  // |x| maxima per group over a zero-padded (rows, groups, 128) view.
+  Value padded = lhsRows;
+  if (groups * 128 != k) {
+    auto paddedType = RankedTensorType::get(
+        {ShapedType::kDynamic, groups * 128}, lhsType.getElementType());
+    padded = tensor::PadOp::create(
+        b, paddedType, lhsRows,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0),
+                               b.getIndexAttr(groups * 128 - k)},
+        b.scalar(lhsType.getElementType(), 0.0));
+  }
+  auto grouped = tensor::ExpandShapeOp::create(
+      b,
+      RankedTensorType::get({ShapedType::kDynamic, groups, 128},
+                            lhsType.getElementType()),
+      padded, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+      ArrayRef<OpFoldResult>{rows, b.getIndexAttr(groups),
+                             b.getIndexAttr(128)});
+  auto scaleType = RankedTensorType::get({ShapedType::kDynamic, groups}, f32);
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+  Value amax =
+      linalg::GenericOp::create(
+          b, TypeRange{scaleType}, ValueRange{grouped},
+          ValueRange{b.filled(scaleType, {rows}, b.f32(0.0))},
+          ArrayRef<AffineMap>{b.getMultiDimIdentityMap(3),
+                              AffineMap::get(3, 0, {d0, d1}, ctx)},
+          ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                        utils::IteratorType::parallel,
+                                        utils::IteratorType::reduction},
+          [&](OpBuilder &nested, Location loc, ValueRange args) {
+            LoweringBuilder b(loc, nested);
+            Value v = math::AbsFOp::create(b, b.toF32(args[0]));
+            linalg::YieldOp::create(
+                b, arith::MaximumFOp::create(b, args[1], v).getResult());
+          })
+          .getResult(0);
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  Value scales =
+      linalg::GenericOp::create(
+          b, TypeRange{scaleType}, ValueRange{amax},
+          ValueRange{b.empty(scaleType, {rows})}, ArrayRef<AffineMap>{id2, id2},
+          b.parallel(2),
+          [&](OpBuilder &nested, Location loc, ValueRange args) {
+            LoweringBuilder b(loc, nested);
+            linalg::YieldOp::create(b, activationScale(b, args[0], ue8m0));
+          })
+          .getResult(0);
+  auto qType = RankedTensorType::get({ShapedType::kDynamic, k}, f32);
+  Value quantized =
+      linalg::GenericOp::create(
+          b, TypeRange{qType}, ValueRange{lhsRows, scales},
+          ValueRange{b.empty(qType, {rows})},
+          ArrayRef<AffineMap>{
+              id2, AffineMap::get(2, 0, {d0, d1.floorDiv(128)}, ctx), id2},
+          b.parallel(2),
+          [&](OpBuilder &nested, Location loc, ValueRange args) {
+            LoweringBuilder b(loc, nested);
+            linalg::YieldOp::create(
+                b, roundToE4M3(b, b.div(b.toF32(args[0]), args[1])));
+          })
+          .getResult(0);
+  return {quantized, scales};
+}
+
+/// The f32 products of `rows` rows x `n` columns with expert `expert`'s
+/// low-precision weights (fp8_block or mxfp4; see moe.grouped_matmul),
+/// accumulated in f32 over k.
+static Value lowPrecisionProducts(LoweringBuilder &b, WeightFormat format,
+                                  bool ue8m0, Value lhsRows, Value rows,
+                                  Value rhs, Value rhsScale, Value expert,
+                                  int64_t k, int64_t n) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  bool fp8 = format == WeightFormat::fp8_block;
+  // Expert e's weights (n x k, or n x k/2 bytes) and scales.
+  auto sliceOf = [&](Value source) {
+    auto type = cast<RankedTensorType>(source.getType());
+    SmallVector<OpFoldResult> offsets = {expert, b.getIndexAttr(0),
+                                         b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+    for (int64_t d : type.getShape().drop_front())
+      sizes.push_back(b.getIndexAttr(d));
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(
+        b,
+        RankedTensorType::get(type.getShape().drop_front(),
+                              type.getElementType()),
+        source, offsets, sizes, strides);
+  };
+  Value weight = sliceOf(rhs), weightScale = sliceOf(rhsScale);
+  AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
+             dk = getAffineDimExpr(2, ctx);
+  auto accType = RankedTensorType::get({ShapedType::kDynamic, n}, f32);
+  SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                            utils::IteratorType::parallel,
+                                            utils::IteratorType::reduction};
+  Value zero = b.filled(accType, {rows}, b.f32(0.0));
+  AffineMap accMap = AffineMap::get(3, 0, {dm, dn}, ctx);
+  if (fp8) {
+    auto [quantized, actScales] = quantizeRows(b, lhsRows, rows, k, ue8m0);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(3, 0, {dm, dk}, ctx),
+        AffineMap::get(3, 0, {dn, dk}, ctx),
+        AffineMap::get(3, 0, {dm, dk.floorDiv(128)}, ctx),
+        AffineMap::get(3, 0, {dn.floorDiv(128), dk.floorDiv(128)}, ctx),
+        accMap};
+    return linalg::GenericOp::create(
+               b, TypeRange{accType},
+               ValueRange{quantized, weight, actScales, weightScale},
+               ValueRange{zero}, maps, iters,
+               [&](OpBuilder &nested, Location loc, ValueRange args) {
+                 LoweringBuilder b(loc, nested);
+                 // The dequantized activation times the dequantized weight:
+                 // each factor is finite where the operands are (the
+                 // scales' product alone, or q * w * s_a, could overflow).
+                 Value w = b.mul(decodeE4M3(b, args[1]), args[3]);
+                 Value p = b.mul(b.mul(args[0], args[2]), w);
+                 linalg::YieldOp::create(b, b.add(args[4], p));
+               })
+        .getResult(0);
+  }
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(3, 0, {dm, dk}, ctx),
+      AffineMap::get(3, 0, {dn, dk.floorDiv(2)}, ctx),
+      AffineMap::get(3, 0, {dn, dk.floorDiv(32)}, ctx), accMap};
+  return linalg::GenericOp::create(
+             b, TypeRange{accType}, ValueRange{lhsRows, weight, weightScale},
+             ValueRange{zero}, maps, iters,
+             [&](OpBuilder &nested, Location loc, ValueRange args) {
+               LoweringBuilder b(loc, nested);
+               // Element 2j: the low nibble of byte j; 2j + 1: the high one.
+               Value byte = arith::ExtUIOp::create(b, b.getI32Type(), args[1]);
+               Value odd = b.cmpi(
+                   arith::CmpIPredicate::ne,
+                   b.andi(b.toI32(linalg::IndexOp::create(b, 2)), b.i32(1)),
+                   b.i32(0));
+               Value code = b.select(
+                   odd, arith::ShRUIOp::create(b, byte, b.i32(4)).getResult(),
+                   b.andi(byte, b.i32(15)));
+               // x * e2m1 is exact; the block scale 2^(s - 127) comes last
+               // (e2m1 * 2^127 alone overflows f32).
+               Value p = b.mul(b.mul(b.toF32(args[0]), decodeE2M1(b, code)),
+                               decodeE8M0(b, args[2]));
+               linalg::YieldOp::create(b, b.add(args[3], p));
+             })
+      .getResult(0);
+}
+
 namespace {
 
 /// moe.expert_gemm => scf.for over experts: (gathered) row slice, f32
@@ -153,6 +318,9 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
     std::optional<GluParams> glu;
     if (op.hasGluEpilogue())
       glu = gluParamsOf(op);
+    WeightFormat format = op.getFormat();
+    Value rhsScale = op.getRhsScale();
+    bool ue8m0 = op.getScaleFmt() == ScaleFmt::ue8m0;
 
     result = b.forLoop(
         b.idx(0), b.idx(e), {result},
@@ -165,27 +333,32 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
           Value hi = offsetAt(b.add(expert, b.idx(1)));
           Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
           Value lhsRows = buildLhsRows(b, lhs, gather, lo, rows);
-          SmallVector<OpFoldResult> wSizes = {b.getIndexAttr(1)};
-          for (int64_t d : weightType.getShape())
-            wSizes.push_back(b.getIndexAttr(d));
-          Value weight = tensor::ExtractSliceOp::create(
-              b, weightType, rhs,
-              ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0),
-                                     b.getIndexAttr(0)},
-              wSizes,
-              ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
-                                     b.getIndexAttr(1)});
-          Value zero = b.filled(accType, {rows}, b.f32(0.0));
-          Value block =
-              linalg::GenericOp::create(
-                  b, TypeRange{accType}, ValueRange{lhsRows, weight},
-                  ValueRange{zero}, mmMaps, mmIters,
-                  [&](OpBuilder &nested, Location loc, ValueRange args) {
-                    LoweringBuilder b(loc, nested);
-                    Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
-                    linalg::YieldOp::create(b, b.add(args[2], p));
-                  })
-                  .getResult(0);
+          Value block;
+          if (format != WeightFormat::plain) {
+            block = lowPrecisionProducts(b, format, ue8m0, lhsRows, rows, rhs,
+                                         rhsScale, expert, k, n);
+          } else {
+            SmallVector<OpFoldResult> wSizes = {b.getIndexAttr(1)};
+            for (int64_t d : weightType.getShape())
+              wSizes.push_back(b.getIndexAttr(d));
+            Value weight = tensor::ExtractSliceOp::create(
+                b, weightType, rhs,
+                ArrayRef<OpFoldResult>{expert, b.getIndexAttr(0),
+                                       b.getIndexAttr(0)},
+                wSizes,
+                ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                                       b.getIndexAttr(1)});
+            Value zero = b.filled(accType, {rows}, b.f32(0.0));
+            block = linalg::GenericOp::create(
+                        b, TypeRange{accType}, ValueRange{lhsRows, weight},
+                        ValueRange{zero}, mmMaps, mmIters,
+                        [&](OpBuilder &nested, Location loc, ValueRange args) {
+                          LoweringBuilder b(loc, nested);
+                          Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
+                          linalg::YieldOp::create(b, b.add(args[2], p));
+                        })
+                        .getResult(0);
+          }
           if (bias) {
             auto biasRowType = RankedTensorType::get(
                 {n}, cast<ShapedType>(bias.getType()).getElementType());

@@ -119,8 +119,8 @@ func.func @grouped_matmul(%a: tensor<?x64xf16>, %w: tensor<8x64x32xf16>, %wt: te
   // CHECK: moe.grouped_matmul %[[A]], %[[W]] offsets(%[[O]] : tensor<9xi32>) : tensor<?x64xf16>, tensor<8x64x32xf16> -> tensor<?x32xf32>
   // CHECK: moe.grouped_matmul %[[A]], %[[WT]] offsets(%[[O]] : tensor<9xi32>) bias(%[[B]] : tensor<8x32xf16>) {transpose_rhs = true} : tensor<?x64xf16>, tensor<8x32x64xf16> -> tensor<?x32xf16>
   // GENERIC-LABEL: sym_name = "grouped_matmul"
-  // GENERIC: "moe.grouped_matmul"(%{{.*}}, %{{.*}}, %{{.*}}) <{transpose_rhs = false}> : (tensor<?x64xf16>, tensor<8x64x32xf16>, tensor<9xi32>) -> tensor<?x32xf32>
-  // GENERIC: "moe.grouped_matmul"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{transpose_rhs = true}> : (tensor<?x64xf16>, tensor<8x32x64xf16>, tensor<9xi32>, tensor<8x32xf16>) -> tensor<?x32xf16>
+  // GENERIC: "moe.grouped_matmul"(%{{.*}}, %{{.*}}, %{{.*}}) <{scale_fmt = #moe.scale_fmt<f32>, transpose_rhs = false, weight_format = #moe.weight_format<plain>}> : (tensor<?x64xf16>, tensor<8x64x32xf16>, tensor<9xi32>) -> tensor<?x32xf32>
+  // GENERIC: "moe.grouped_matmul"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{scale_fmt = #moe.scale_fmt<f32>, transpose_rhs = true, weight_format = #moe.weight_format<plain>}> : (tensor<?x64xf16>, tensor<8x32x64xf16>, tensor<9xi32>, tensor<8x32xf16>) -> tensor<?x32xf16>
   %r = "moe.grouped_matmul"(%a, %w, %off) <{transpose_rhs = false}>
       : (tensor<?x64xf16>, tensor<8x64x32xf16>, tensor<9xi32>) -> tensor<?x32xf32>
   %s = "moe.grouped_matmul"(%a, %wt, %off, %b) <{transpose_rhs = true}>
@@ -186,7 +186,7 @@ func.func @multihot_converters(%ids: tensor<?x2xi32>, %p: tensor<?x2xf16>) -> (t
 func.func @ffn_minimal(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) -> tensor<?x64xbf16> {
   // CHECK: moe.ffn %[[X]], %[[L]], %[[WU]], %[[WD]] k = 2 scoring = softmax activation = silu layout = concat : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>
   // GENERIC-LABEL: sym_name = "ffn_minimal"
-  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = false, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<concat>, n_group = 1 : i64, normalize = false, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32}>
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = false, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<concat>, n_group = 1 : i64, normalize = false, scale_fmt = #moe.scale_fmt<f32>, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32, weight_format = #moe.weight_format<plain>}>
   %y = "moe.ffn"(%x, %l, %wu, %wd) <{k = 2 : i64, scoring = #moe.scoring<softmax>,
                                      activation = #moe.activation<silu>,
                                      layout = #moe.glu_layout<concat>}>
@@ -204,7 +204,7 @@ func.func @ffn_all_attrs(%x: tensor<4x32xf16>, %l: tensor<4x16xf16>, %wu: tensor
   // CHECK-SAME: {alpha = 1.702000e+00 : f32, group_score = #moe.group_score<top2_sum>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}
   // CHECK-SAME: : tensor<4x32xf16>, tensor<4x16xf16>, tensor<16x64x32xf16>, tensor<16x32x32xf16> -> tensor<4x32xf16>
   // GENERIC-LABEL: sym_name = "ffn_all_attrs"
-  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<gelu_tanh>, alpha = 1.702000e+00 : f32, expert_bias = false, group_score = #moe.group_score<top2_sum>, k = 4 : i64, layout = #moe.glu_layout<interleaved>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, scoring = #moe.scoring<sigmoid>, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}>
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<gelu_tanh>, alpha = 1.702000e+00 : f32, expert_bias = false, group_score = #moe.group_score<top2_sum>, k = 4 : i64, layout = #moe.glu_layout<interleaved>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scale_fmt = #moe.scale_fmt<f32>, scaling = 2.500000e+00 : f32, scoring = #moe.scoring<sigmoid>, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32, weight_format = #moe.weight_format<plain>}>
   %y = "moe.ffn"(%x, %l, %wu, %wd, %b) <{k = 4 : i64, scoring = #moe.scoring<sigmoid>, normalize = true,
                                          n_group = 4 : i64, topk_group = 2 : i64,
                                          group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32,
@@ -227,7 +227,7 @@ func.func @ffn_expert_bias(%x: tensor<?x32xbf16>, %l: tensor<?x16xf32>, %wu: ten
   // CHECK-NOT: expert_bias =
   // CHECK-SAME: : tensor<?x32xbf16>, tensor<?x16xf32>, tensor<16x32x64xbf16>, tensor<16x32x32xbf16> -> tensor<?x32xbf16>
   // GENERIC-LABEL: sym_name = "ffn_expert_bias"
-  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = true, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<interleaved>, n_group = 1 : i64, normalize = false, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32}>
+  // GENERIC: "moe.ffn"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{activation = #moe.activation<silu>, alpha = 1.000000e+00 : f32, expert_bias = true, group_score = #moe.group_score<max>, k = 2 : i64, layout = #moe.glu_layout<interleaved>, n_group = 1 : i64, normalize = false, scale_fmt = #moe.scale_fmt<f32>, scaling = 1.000000e+00 : f32, scoring = #moe.scoring<softmax>, topk_group = 1 : i64, transpose_weights = false, up_bias = 0.000000e+00 : f32, weight_format = #moe.weight_format<plain>}>
   %y = "moe.ffn"(%x, %l, %wu, %wd, %b, %ub, %db) <{k = 2 : i64, scoring = #moe.scoring<softmax>,
                                                   activation = #moe.activation<silu>,
                                                   layout = #moe.glu_layout<interleaved>,

@@ -388,7 +388,7 @@ func.func @scatter_f64_input(%y: tensor<8x16xf64>, %r: tensor<8xi32>) {
 // -----
 
 func.func @grouped_matmul_rank_2_rhs(%a: tensor<8x16xf32>, %w: tensor<16x32xf32>, %off: tensor<5xi32>) {
-  // expected-error @+1 {{'moe.grouped_matmul' op operand #1 must be 3D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x32xf32>'}}
+  // expected-error @+1 {{'moe.grouped_matmul' op operand #1 must be 3D tensor of 32-bit float or 16-bit float or bfloat16 type or f8E4M3FN type or 8-bit signless integer values, but got 'tensor<16x32xf32>'}}
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
   return
 }
@@ -444,7 +444,7 @@ func.func @multihot_to_indices_i64_position_map(%pm: tensor<4x8xf32>, %pos: tens
 // -----
 
 func.func @ffn_rank_2_w_up(%x: tensor<4x16xf32>, %l: tensor<4x8xf32>, %wu: tensor<16x64xf32>, %wd: tensor<8x32x16xf32>) {
-  // expected-error @+1 {{'moe.ffn' op operand #2 must be 3D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<16x64xf32>'}}
+  // expected-error @+1 {{'moe.ffn' op operand #2 must be 3D tensor of 32-bit float or 16-bit float or bfloat16 type or f8E4M3FN type or 8-bit signless integer values, but got 'tensor<16x64xf32>'}}
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x16xf32>, tensor<4x8xf32>, tensor<16x64xf32>, tensor<8x32x16xf32> -> tensor<4x16xf32>
   return
 }

@@ -54,24 +54,75 @@ static void printEnumKeyword(OpAsmPrinter &printer, Operation *, AttrT attr) {
   printer << stringifyEnum(attr.getValue());
 }
 
-/// moe.ffn's optional operands: `bias(%b : type)` and
-/// `expert_bias(%up, %down : type, type)`, each optional, in that order;
-/// the second sets `expert_bias`.
+/// `keyword(%v : type)`, when the keyword is there.
+static ParseResult
+parseOptionalOperand(OpAsmParser &parser, StringRef keyword,
+                     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+                     SmallVectorImpl<Type> &types) {
+  if (failed(parser.parseOptionalKeyword(keyword)))
+    return success();
+  OpAsmParser::UnresolvedOperand operand;
+  Type type;
+  if (parser.parseLParen() || parser.parseOperand(operand) ||
+      parser.parseColonType(type) || parser.parseRParen())
+    return failure();
+  operands.push_back(operand);
+  types.push_back(type);
+  return success();
+}
+
+/// `keyword(%a, %b : type, type)`, when the keyword is there.
+static ParseResult parseOptionalOperandPair(
+    OpAsmParser &parser, StringRef keyword,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+    SmallVectorImpl<Type> &types) {
+  if (failed(parser.parseOptionalKeyword(keyword)))
+    return success();
+  OpAsmParser::UnresolvedOperand a, b;
+  Type aType, bType;
+  if (parser.parseLParen() || parser.parseOperand(a) || parser.parseComma() ||
+      parser.parseOperand(b) || parser.parseColon() ||
+      parser.parseType(aType) || parser.parseComma() ||
+      parser.parseType(bType) || parser.parseRParen())
+    return failure();
+  operands.append({a, b});
+  types.append({aType, bType});
+  return success();
+}
+
+/// moe.grouped_matmul's optional operands: `bias(%b : type)` and
+/// `scales(%s : type)`, each optional, in that order.
+static ParseResult parseGemmOptionalOperands(
+    OpAsmParser &parser,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+    SmallVectorImpl<Type> &types) {
+  if (failed(parseOptionalOperand(parser, "bias", operands, types)))
+    return failure();
+  return parseOptionalOperand(parser, "scales", operands, types);
+}
+
+static void printGemmOptionalOperands(OpAsmPrinter &printer, GroupedMatmulOp op,
+                                      OperandRange, TypeRange) {
+  // The verifier keeps the operand count and weight_format in step (an op
+  // that fails it prints in the generic form).
+  for (auto [keyword, value] : {std::make_pair("bias", op.getBias()),
+                                std::make_pair("scales", op.getRhsScale())})
+    if (value)
+      printer << keyword << "(" << value << " : " << value.getType() << ") ";
+}
+
+/// moe.ffn's optional operands: `bias(%b : type)`,
+/// `expert_bias(%up, %down : type, type)` and
+/// `scales(%up_scale, %down_scale : type, type)`, each optional, in that
+/// order; the second sets `expert_bias`.
 static ParseResult parseFfnOptionalOperands(
     OpAsmParser &parser,
     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
     SmallVectorImpl<Type> &types, BoolAttr &expertBias) {
-  if (succeeded(parser.parseOptionalKeyword("bias"))) {
-    OpAsmParser::UnresolvedOperand bias;
-    Type type;
-    if (parser.parseLParen() || parser.parseOperand(bias) ||
-        parser.parseColonType(type) || parser.parseRParen())
-      return failure();
-    operands.push_back(bias);
-    types.push_back(type);
-  }
+  if (failed(parseOptionalOperand(parser, "bias", operands, types)))
+    return failure();
   if (failed(parser.parseOptionalKeyword("expert_bias")))
-    return success();
+    return parseOptionalOperandPair(parser, "scales", operands, types);
   OpAsmParser::UnresolvedOperand up, down;
   Type upType, downType;
   if (parser.parseLParen() || parser.parseOperand(up) || parser.parseComma() ||
@@ -82,7 +133,7 @@ static ParseResult parseFfnOptionalOperands(
   operands.append({up, down});
   types.append({upType, downType});
   expertBias = BoolAttr::get(parser.getContext(), true);
-  return success();
+  return parseOptionalOperandPair(parser, "scales", operands, types);
 }
 
 static void printFfnOptionalOperands(OpAsmPrinter &printer, FfnOp op,
@@ -95,6 +146,10 @@ static void printFfnOptionalOperands(OpAsmPrinter &printer, FfnOp op,
   if (up && down)
     printer << "expert_bias(" << up << ", " << down << " : " << up.getType()
             << ", " << down.getType() << ") ";
+  Value upScale = op.getWUpScale(), downScale = op.getWDownScale();
+  if (upScale && downScale)
+    printer << "scales(" << upScale << ", " << downScale << " : "
+            << upScale.getType() << ", " << downScale.getType() << ") ";
 }
 
 /// Inference only needs the result count and ranks to line up; verify()
@@ -497,12 +552,83 @@ LogicalResult ScatterOp::verify() { return verifyRowMovement(*this); }
 // GroupedMatmulOp
 //===----------------------------------------------------------------------===//
 
+/// The weight-format rules of an expert GEMM's weights `rhs` (named
+/// `rhsName`; E x N x K', transposed unless plain) for `k` columns of
+/// activations of type `f`, with their scales `scale` (`scaleName`):
+/// plain weights are F and have no scales; fp8_block weights are e4m3 with
+/// f32 scales E x ceil(N/128) x ceil(K/128); mxfp4 weights are bytes of two
+/// e2m1 (K' = K/2, K a multiple of 32) with f8E8M0FNU scales E x N x K/32.
+/// `scale_fmt` applies to fp8_block only.
+static LogicalResult verifyWeightFormat(Operation *op, WeightFormat format,
+                                        ScaleFmt scaleFmt, Type f, int64_t k,
+                                        Value rhs, StringRef rhsName,
+                                        Value scale, StringRef scaleName,
+                                        bool transposed) {
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  Type w = rhsType.getElementType();
+  StringRef formatName = stringifyWeightFormat(format);
+  if (scaleFmt != ScaleFmt::f32 && format != WeightFormat::fp8_block)
+    return op->emitOpError()
+           << "expected scale_fmt f32 with weight_format " << formatName
+           << " (activation scales are fp8_block's)";
+  if (format == WeightFormat::plain) {
+    if (w != f)
+      return op->emitOpError() << "expected '" << rhsName << "' element type "
+                               << f << " (as the activations), got " << w;
+    if (scale)
+      return op->emitOpError()
+             << "expected no '" << scaleName << "' with weight_format plain";
+    return success();
+  }
+  if (!transposed)
+    return op->emitOpError()
+           << "expected weight_format " << formatName << " weights as E x N x"
+           << " K, K contiguous (transposed, the checkpoints' layout)";
+  bool fp8 = format == WeightFormat::fp8_block;
+  Type expectedW = fp8 ? Type(Float8E4M3FNType::get(op->getContext()))
+                       : Type(IntegerType::get(op->getContext(), 8));
+  if (w != expectedW)
+    return op->emitOpError()
+           << "expected '" << rhsName << "' element type " << expectedW
+           << " with weight_format " << formatName << ", got " << w;
+  int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(1);
+  if (!fp8 && k % 32 != 0)
+    return op->emitOpError() << "expected K a multiple of 32 with "
+                                "weight_format mxfp4 (32-value blocks), got "
+                             << k;
+  int64_t storedK = fp8 ? k : k / 2;
+  if (rhsType.getDimSize(2) != storedK)
+    return op->emitOpError()
+           << "expected dimension 2 of '" << rhsName << "' to be "
+           << (fp8 ? "K = " : "K/2 = ") << storedK << " with weight_format "
+           << formatName << ", got " << dimStr(rhsType.getDimSize(2));
+  if (!scale)
+    return op->emitOpError() << "expected '" << scaleName
+                             << "' with weight_format " << formatName;
+  auto scaleType = dyn_cast<RankedTensorType>(scale.getType());
+  Type expectedS = fp8 ? Type(Float32Type::get(op->getContext()))
+                       : Type(Float8E8M0FNUType::get(op->getContext()));
+  SmallVector<int64_t> shape =
+      fp8 ? SmallVector<int64_t>{e, llvm::divideCeil(n, 128),
+                                 llvm::divideCeil(k, 128)}
+          : SmallVector<int64_t>{e, n, k / 32};
+  auto expected = RankedTensorType::get(shape, expectedS);
+  if (scaleType != expected)
+    return op->emitOpError()
+           << "expected '" << scaleName << "' to be " << expected << " ("
+           << (fp8 ? "E x ceil(N/128) x ceil(K/128)" : "E x N x K/32")
+           << ") with weight_format " << formatName << ", got "
+           << scale.getType();
+  return success();
+}
+
 /// The operand rules shared by moe.grouped_matmul and moe.expert_gemm:
 /// static non-zero K, E, N; one element type F; K agrees; E + 1 offsets;
-/// bias E x N of F.
+/// bias E x N of F; the weight format's rules (verifyWeightFormat).
 static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
                                         Value offsets, Value bias,
-                                        bool transposed) {
+                                        bool transposed, WeightFormat format,
+                                        ScaleFmt scaleFmt, Value rhsScale) {
   if (failed(verifyStaticDim(op, lhs, 1, "lhs", "K")))
     return failure();
   static constexpr StringLiteral rhsSymbols[] = {"E", "K", "N"};
@@ -513,12 +639,16 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
       return failure();
   auto rhsType = cast<RankedTensorType>(rhs.getType());
   Type f = cast<RankedTensorType>(lhs.getType()).getElementType();
-  if (rhsType.getElementType() != f)
-    return op->emitOpError() << "expected 'rhs' element type " << f
-                             << " (as 'lhs'), got " << rhsType.getElementType();
   unsigned kDim = transposed ? 2 : 1, nDim = transposed ? 1 : 2;
   int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(nDim);
-  if (failed(verifySameDim(op, lhs, 1, "lhs", rhs, kDim, "rhs", "K")))
+  if (format == WeightFormat::plain && rhsType.getElementType() != f)
+    return op->emitOpError() << "expected 'rhs' element type " << f
+                             << " (as 'lhs'), got " << rhsType.getElementType();
+  if (format == WeightFormat::plain &&
+      failed(verifySameDim(op, lhs, 1, "lhs", rhs, kDim, "rhs", "K")))
+    return failure();
+  if (failed(verifyWeightFormat(op, format, scaleFmt, f, dimOf(lhs, 1), rhs,
+                                "rhs", rhsScale, "rhs_scale", transposed)))
     return failure();
   // Compared as `len - 1 == E`: `E + 1` may overflow for a huge static E.
   int64_t offsetsLen = dimOf(offsets, 0);
@@ -527,7 +657,11 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
            << "expected 'offsets' to have E + 1 = " << uint64_t(e) + 1
            << " elements, got " << dimStr(offsetsLen);
   if (bias) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
+    auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+    if (!biasType || biasType.getRank() != 2)
+      return op->emitOpError() << "expected 'bias' to be a 2-D tensor (E x N),"
+                                  " got "
+                               << bias.getType();
     if (biasType.getElementType() != f)
       return op->emitOpError()
              << "expected 'bias' element type " << f << " (as 'lhs'), got "
@@ -539,9 +673,34 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
   return success();
 }
 
+// Operands 3.. : [bias] [rhs_scale] (verify() checks the count against
+// weight_format).
+Value GroupedMatmulOp::getBias() {
+  size_t n = getOptionalOperands().size();
+  size_t scales = getFormat() == WeightFormat::plain ? 0 : 1;
+  return n == scales + 1 ? getOptionalOperands()[0] : Value();
+}
+
+Value GroupedMatmulOp::getRhsScale() {
+  size_t n = getOptionalOperands().size();
+  return getFormat() != WeightFormat::plain && n >= 1
+             ? getOptionalOperands()[n - 1]
+             : Value();
+}
+
 LogicalResult GroupedMatmulOp::verify() {
+  size_t optional = getOptionalOperands().size();
+  size_t scales = getFormat() == WeightFormat::plain ? 0 : 1;
+  if (optional != scales && optional != scales + 1)
+    return emitOpError() << "expected " << 3 + scales << " or " << 4 + scales
+                         << " operands (lhs, rhs, offsets, [bias]"
+                         << (scales ? ", rhs_scale" : "")
+                         << ") with weight_format "
+                         << stringifyWeightFormat(getFormat()) << ", got "
+                         << 3 + optional;
   if (failed(verifyGemmOperands(*this, getLhs(), getRhs(), getOffsets(),
-                                getBias(), getTransposeRhs())))
+                                getBias(), getTransposeRhs(), getFormat(),
+                                getScaleFmt(), getRhsScale())))
     return failure();
   auto lhsType = getLhs().getType();
   Type f = lhsType.getElementType();
@@ -691,26 +850,50 @@ LogicalResult MultihotToIndicesOp::verify() {
 // FfnOp
 //===----------------------------------------------------------------------===//
 
-// Operands 4.. : [bias] [w_up_bias, w_down_bias] (verify() checks the
-// count against expert_bias).
+// Operands 4.. : [bias] [w_up_bias, w_down_bias] [w_up_scale,
+// w_down_scale] (verify() checks the count against expert_bias and
+// weight_format).
+static size_t ffnScaleOperands(FfnOp op) {
+  return op.getFormat() == WeightFormat::plain ? 0 : 2;
+}
+
 Value FfnOp::getBias() {
   size_t n = getOptionalOperands().size(), expert = getExpertBias() ? 2 : 0;
-  return n == expert + 1 ? getOptionalOperands()[0] : Value();
+  return n == expert + ffnScaleOperands(*this) + 1 ? getOptionalOperands()[0]
+                                                   : Value();
 }
 
 Value FfnOp::getWUpBias() {
-  size_t n = getOptionalOperands().size();
-  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 2] : Value();
+  size_t n = getOptionalOperands().size(), scales = ffnScaleOperands(*this);
+  return getExpertBias() && n >= scales + 2
+             ? getOptionalOperands()[n - scales - 2]
+             : Value();
 }
 
 Value FfnOp::getWDownBias() {
+  size_t n = getOptionalOperands().size(), scales = ffnScaleOperands(*this);
+  return getExpertBias() && n >= scales + 2
+             ? getOptionalOperands()[n - scales - 1]
+             : Value();
+}
+
+Value FfnOp::getWUpScale() {
   size_t n = getOptionalOperands().size();
-  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 1] : Value();
+  return ffnScaleOperands(*this) && n >= 2 ? getOptionalOperands()[n - 2]
+                                           : Value();
+}
+
+Value FfnOp::getWDownScale() {
+  size_t n = getOptionalOperands().size();
+  return ffnScaleOperands(*this) && n >= 2 ? getOptionalOperands()[n - 1]
+                                           : Value();
 }
 
 int64_t FfnOp::getIntermediateSize() {
   auto wDown = getWDown().getType();
-  return wDown.getDimSize(getTransposeWeights() ? 2 : 1);
+  int64_t stored = wDown.getDimSize(getTransposeWeights() ? 2 : 1);
+  // mxfp4: two values a byte along K.
+  return getFormat() == WeightFormat::mxfp4 ? 2 * stored : stored;
 }
 
 LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
@@ -728,13 +911,18 @@ LogicalResult FfnOp::verify() {
   // w_up_bias and w_down_bias.
   size_t optional = getOptionalOperands().size();
   size_t expert = getExpertBias() ? 2 : 0;
-  if (optional != expert && optional != expert + 1)
-    return emitOpError() << "expected " << 4 + expert << " or " << 5 + expert
+  size_t scales = ffnScaleOperands(*this);
+  if (optional != expert + scales && optional != expert + scales + 1)
+    return emitOpError() << "expected " << 4 + expert + scales << " or "
+                         << 5 + expert + scales
                          << " operands (x, logits, w_up, w_down, [bias]"
                          << (expert ? ", w_up_bias, w_down_bias" : "")
+                         << (scales ? ", w_up_scale, w_down_scale" : "")
                          << ") with expert_bias = "
-                         << (expert ? "true" : "false") << ", got "
-                         << 4 + optional;
+                         << (expert ? "true" : "false")
+                         << (scales ? " and weight_format " : "")
+                         << (scales ? stringifyWeightFormat(getFormat()) : "")
+                         << ", got " << 4 + optional;
   if (Value bias = getBias()) {
     auto type = dyn_cast<RankedTensorType>(bias.getType());
     if (!type || type.getRank() != 1 || !type.getElementType().isF32())
@@ -753,10 +941,13 @@ LogicalResult FfnOp::verify() {
   if (logitsType != f && !logitsType.isF32())
     return emitOpError() << "expected 'logits' element type " << f
                          << " (as 'x') or f32, got " << logitsType;
-  for (auto [name, value] : {std::make_pair("w_up", Value(getWUp())),
-                             std::make_pair("w_down", Value(getWDown())),
-                             std::make_pair("w_up_bias", getWUpBias()),
-                             std::make_pair("w_down_bias", getWDownBias())}) {
+  WeightFormat format = getFormat();
+  bool plain = format == WeightFormat::plain;
+  for (auto [name, value] :
+       {std::make_pair("w_up", plain ? Value(getWUp()) : Value()),
+        std::make_pair("w_down", plain ? Value(getWDown()) : Value()),
+        std::make_pair("w_up_bias", getWUpBias()),
+        std::make_pair("w_down_bias", getWDownBias())}) {
     if (!value)
       continue;
     Type elementType = cast<ShapedType>(value.getType()).getElementType();
@@ -766,28 +957,49 @@ LogicalResult FfnOp::verify() {
   }
   int64_t h = getHiddenSize(), e = getNumExperts();
   bool t = getTransposeWeights();
+  if (!plain && !t)
+    return emitOpError() << "expected transpose_weights with weight_format "
+                         << stringifyWeightFormat(format)
+                         << " (the checkpoints' E x N x K layout)";
+  // mxfp4: two values a byte along K (H of w_up, I of w_down).
+  int64_t pack = format == WeightFormat::mxfp4 ? 2 : 1;
+  if (h % pack != 0)
+    return emitOpError() << "expected an even H with weight_format mxfp4, got "
+                         << h;
   // w_up: E x H x 2I (E x 2I x H when transposed).
   auto wUp = getWUp().getType();
   if (wUp.hasStaticShape() == false)
     return emitOpError() << "expected 'w_up' to have a static shape, got "
                          << wUp;
   int64_t twoI = wUp.getDimSize(t ? 1 : 2);
-  SmallVector<int64_t> upShape =
-      t ? SmallVector<int64_t>{e, twoI, h} : SmallVector<int64_t>{e, h, twoI};
+  SmallVector<int64_t> upShape = t ? SmallVector<int64_t>{e, twoI, h / pack}
+                                   : SmallVector<int64_t>{e, h, twoI};
   if (wUp.getShape() != ArrayRef<int64_t>(upShape) || twoI % 2 != 0)
     return emitOpError() << "expected 'w_up' to be "
-                         << (t ? "E x 2I x H" : "E x H x 2I")
+                         << (t ? (pack == 2 ? "E x 2I x H/2" : "E x 2I x H")
+                               : "E x H x 2I")
                          << " with E = " << e << ", H = " << h
                          << " and an even 2I, got " << wUp;
   int64_t i = twoI / 2;
+  if (i % pack != 0)
+    return emitOpError() << "expected an even I with weight_format mxfp4, got "
+                         << i;
   auto wDown = getWDown().getType();
   SmallVector<int64_t> downShape =
-      t ? SmallVector<int64_t>{e, h, i} : SmallVector<int64_t>{e, i, h};
+      t ? SmallVector<int64_t>{e, h, i / pack} : SmallVector<int64_t>{e, i, h};
   if (wDown.getShape() != ArrayRef<int64_t>(downShape))
     return emitOpError() << "expected 'w_down' to be "
-                         << (t ? "E x H x I" : "E x I x H") << " = " << e << "x"
-                         << downShape[1] << "x" << downShape[2] << ", got "
-                         << wDown;
+                         << (t ? (pack == 2 ? "E x H x I/2" : "E x H x I")
+                               : "E x I x H")
+                         << " = " << e << "x" << downShape[1] << "x"
+                         << downShape[2] << ", got " << wDown;
+  if (failed(verifyWeightFormat(*this, format, getScaleFmt(),
+                                getX().getType().getElementType(), h, getWUp(),
+                                "w_up", getWUpScale(), "w_up_scale", t)) ||
+      failed(verifyWeightFormat(
+          *this, format, getScaleFmt(), getX().getType().getElementType(), i,
+          getWDown(), "w_down", getWDownScale(), "w_down_scale", t)))
+    return failure();
   for (auto [name, value, width, what] :
        {std::make_tuple("w_up_bias", getWUpBias(), 2 * i, "E x 2I"),
         std::make_tuple("w_down_bias", getWDownBias(), h, "E x H")}) {
@@ -848,7 +1060,8 @@ LogicalResult DispatchOp::verify() {
 
 LogicalResult ExpertGemmOp::verify() {
   if (failed(verifyGemmOperands(*this, getLhs(), getRhs(), getOffsets(),
-                                getBias(), getTransposeRhs())))
+                                getBias(), getTransposeRhs(), getFormat(),
+                                getScaleFmt(), getRhsScale())))
     return failure();
   auto lhsType = getLhs().getType();
   Type f = lhsType.getElementType();

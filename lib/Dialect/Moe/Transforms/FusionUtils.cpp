@@ -19,8 +19,11 @@ bool ExpertGemmParts::match(Value v) {
     rhs = gmm.getRhs();
     offsets = gmm.getOffsets();
     bias = gmm.getBias();
+    rhsScale = gmm.getRhsScale();
     gather = scatter = scale = Value();
     transposeRhs = gmm.getTransposeRhsAttr();
+    weightFormat = gmm.getWeightFormatAttr();
+    scaleFmt = gmm.getScaleFmtAttr();
     activation = nullptr;
     layout = nullptr;
     alpha = b.getF32FloatAttr(1.0f);
@@ -37,7 +40,10 @@ bool ExpertGemmParts::match(Value v) {
     bias = gemm.getBias();
     scatter = gemm.getScatter();
     scale = gemm.getScale();
+    rhsScale = gemm.getRhsScale();
     transposeRhs = gemm.getTransposeRhsAttr();
+    weightFormat = gemm.getWeightFormatAttr();
+    scaleFmt = gemm.getScaleFmtAttr();
     activation = gemm.getActivationAttr();
     layout = gemm.getLayoutAttr();
     alpha = gemm.getAlphaAttr();
@@ -51,8 +57,9 @@ bool ExpertGemmParts::match(Value v) {
 ExpertGemmOp ExpertGemmParts::build(OpBuilder &builder, Location loc,
                                     Type type) const {
   return ExpertGemmOp::create(builder, loc, type, lhs, rhs, offsets, gather,
-                              bias, scatter, scale, transposeRhs, activation,
-                              layout, alpha, limit, upBias);
+                              bias, scatter, scale, rhsScale, transposeRhs,
+                              activation, layout, alpha, limit, upBias,
+                              weightFormat, scaleFmt);
 }
 
 void mlir::moe::applyFusionPatterns(Operation *root,

@@ -26,10 +26,14 @@ inline bool shouldFuse(const ControlMoeFusionFn &control, MoeFusionKind kind,
 struct ExpertGemmParts {
   Operation *op = nullptr;
   Value lhs, rhs, offsets, gather, bias, scatter, scale;
+  /// The weights' scales (low-precision weight formats), else null.
+  Value rhsScale;
   BoolAttr transposeRhs;
   ActivationAttr activation;
   GluLayoutAttr layout;
   FloatAttr alpha, limit, upBias;
+  WeightFormatAttr weightFormat;
+  ScaleFmtAttr scaleFmt;
 
   /// Matches `v`'s defining op; false when it is neither GEMM form.
   bool match(Value v);

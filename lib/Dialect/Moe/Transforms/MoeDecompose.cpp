@@ -28,10 +28,12 @@ using namespace mlir::moe;
 
 namespace {
 
-/// moe.ffn(x, logits, w_up, w_down[, bias][, w_up_bias, w_down_bias])
+/// moe.ffn(x, logits, w_up, w_down[, bias][, w_up_bias, w_down_bias]
+///        [, w_up_scale, w_down_scale])
 ///   => route, cumsum, get_indices, get_indptr, gather, grouped_matmul, glu,
 ///      grouped_matmul, scatter, tensor.expand_shape, combine
-/// (the expert biases are the grouped matmuls' biases)
+/// (the expert biases are the grouped matmuls' biases, the weight scales
+/// and formats theirs too)
 struct DecomposeFfn : OpRewritePattern<FfnOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -61,15 +63,25 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
         /*inclusive=*/false);
     auto rows =
         GatherOp::create(rewriter, loc, op.getX(), indices.getTokenIndices());
+    // Each GEMM's optional operands: its bias, then its weight scales.
+    auto optional = [](Value bias, Value scale) {
+      SmallVector<Value, 2> operands;
+      for (Value v : {bias, scale})
+        if (v)
+          operands.push_back(v);
+      return operands;
+    };
     auto up = GroupedMatmulOp::create(
         rewriter, loc, RankedTensorType::get({m, 2 * inter}, f), rows,
-        op.getWUp(), offsets, op.getWUpBias(), op.getTransposeWeights());
+        op.getWUp(), offsets, optional(op.getWUpBias(), op.getWUpScale()),
+        op.getTransposeWeights(), op.getWeightFormat(), op.getScaleFmt());
     auto act = GluOp::create(rewriter, loc, up, op.getActivationAttr(),
                              op.getLayoutAttr(), op.getAlphaAttr(),
                              op.getLimitAttr(), op.getUpBiasAttr());
     auto down = GroupedMatmulOp::create(
         rewriter, loc, RankedTensorType::get({m, h}, f), act, op.getWDown(),
-        offsets, op.getWDownBias(), op.getTransposeWeights());
+        offsets, optional(op.getWDownBias(), op.getWDownScale()),
+        op.getTransposeWeights(), op.getWeightFormat(), op.getScaleFmt());
     auto scattered =
         ScatterOp::create(rewriter, loc, down, indices.getReverseIndices());
 

@@ -90,6 +90,32 @@ def Moe_GluLayoutAttr : EnumAttr<Moe_Dialect, Moe_GluLayout, "glu_layout"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Moe_WeightFormat : I32EnumAttr<"WeightFormat",
+    "how the expert weights of a GEMM are stored", [
+    I32EnumAttrCase<"plain", 0>,
+    I32EnumAttrCase<"fp8_block", 1>,
+    I32EnumAttrCase<"mxfp4", 2>
+  ]> {
+  let cppNamespace = "::mlir::moe";
+  let genSpecializedAttr = 0;
+}
+def Moe_WeightFormatAttr : EnumAttr<Moe_Dialect, Moe_WeightFormat,
+                                    "weight_format"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Moe_ScaleFmt : I32EnumAttr<"ScaleFmt",
+    "the activation scales of fp8_block weights", [
+    I32EnumAttrCase<"f32", 0>,
+    I32EnumAttrCase<"ue8m0", 1>
+  ]> {
+  let cppNamespace = "::mlir::moe";
+  let genSpecializedAttr = 0;
+}
+def Moe_ScaleFmtAttr : EnumAttr<Moe_Dialect, Moe_ScaleFmt, "scale_fmt"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
@@ -98,6 +124,18 @@ def Moe_GluLayoutAttr : EnumAttr<Moe_Dialect, Moe_GluLayout, "glu_layout"> {
 defvar Moe_FloatTypes = [F32, F16, BF16];
 
 class Moe_FloatTensorOfRank<int rank> : TensorRankOf<Moe_FloatTypes, [rank]>;
+
+/// Expert weight element types: the activation types (weight_format
+/// plain), e4m3 (fp8_block) and bytes of two packed e2m1 (mxfp4).
+defvar Moe_WeightTypes = [F32, F16, BF16, F8E4M3FN, I8];
+class Moe_WeightTensorOfRank<int rank> : TensorRankOf<Moe_WeightTypes, [rank]>;
+
+/// The quantization attributes of an expert GEMM (defaults: plain
+/// weights, f32 activation scales).
+defvar Moe_WeightFormatAttrs = (ins
+    DefaultValuedAttr<Moe_WeightFormatAttr,
+                      "::mlir::moe::WeightFormat::plain">:$weight_format,
+    DefaultValuedAttr<Moe_ScaleFmtAttr, "::mlir::moe::ScaleFmt::f32">:$scale_fmt);
 class Moe_IndexTensorOfRank<int rank> : TensorRankOf<[I32], [rank]>;
 
 def Moe_F32Vector : TensorRankOf<[F32], [1]>;

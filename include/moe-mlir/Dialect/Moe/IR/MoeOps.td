@@ -339,6 +339,32 @@ def Moe_GroupedMatmulOp : Moe_Op<"grouped_matmul"> {
 
     Constraints: `K`, `N`, `E` static; `lhs`, `rhs` and `bias` share `F`.
 
+    Low-precision weights (`weight_format`, absent: `plain`), as the
+    checkpoints ship them, always in the `x @ w^T` layout
+    (`transpose_rhs`), with their scales in `rhs_scale`; no wider copy of
+    the weights is ever made:
+
+    - `fp8_block` (DeepSeek-V3, Qwen3-FP8): `rhs` is `E x N x K` of
+      `f8E4M3FN`, `rhs_scale` `E x ceil(N/128) x ceil(K/128)` f32 (one
+      factor per 128 x 128 block, multiplied in: a checkpoint's
+      `weight_scale_inv`). Row `m` of `lhs` is quantized per 128 columns
+      (`g = k / 128`, the last group partial when `K % 128 != 0`):
+      `amax = max(max_{k in g} |lhs[m, k]|, 1e-4)`, `s = amax / 448`,
+      rounded up to a power of two when `scale_fmt = ue8m0` (DeepSeek-V3.1),
+      `q[m, k] = e4m3(lhs[m, k] / s)` (round to nearest even). Then
+      `result[m, n] = sum_g s[m, g] * rhs_scale[e, n / 128, g] *
+      sum_{k in g} q[m, k] * rhs[e, n, k]`, accumulated in f32.
+    - `mxfp4` (gpt-oss): `rhs` is `E x N x K/2` of `i8`, two e2m1 values a
+      byte (element `2j` in the low nibble of byte `j`, `2j + 1` in the
+      high one; code `c` is `(-1)^(c >> 3) * [0, .5, 1, 1.5, 2, 3, 4,
+      6][c & 7]`), `rhs_scale` `E x N x K/32` of `f8E8M0FNU` (the factor
+      `2^(s - 127)` of each 32 consecutive K; 255 is NaN); `K % 32 == 0`.
+      `lhs` is used as it is: `result[m, n] = sum_k lhs[m, k] *
+      e2m1(rhs[e, n, k]) * 2^(rhs_scale[e, n, k / 32] - 127)`.
+
+    `bias` stays `F`. In the custom form the scales are written
+    `scales(%s : type)` after the bias.
+
     Follows `matmul_ogs` of triton_kernels (without gather/scatter) and the
     expert loop of a C++ expert-GEMM dispatch.
 
@@ -349,16 +375,26 @@ def Moe_GroupedMatmulOp : Moe_Op<"grouped_matmul"> {
         : tensor<?x64xbf16>, tensor<8x64x256xbf16> -> tensor<?x256xf32>
     ```
   }];
-  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
-                       Moe_FloatTensorOfRank<3>:$rhs,
-                       Moe_IndexTensorOfRank<1>:$offsets,
-                       Optional<Moe_FloatTensorOfRank<2>>:$bias,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$lhs,
+                            Moe_WeightTensorOfRank<3>:$rhs,
+                            Moe_IndexTensorOfRank<1>:$offsets,
+                            Variadic<AnyRankedTensor>:$optional_operands,
+                            DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs),
+                       Moe_WeightFormatAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs `offsets` `(` $offsets `:` type($offsets) `)`
-    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($lhs) `,`
-    type($rhs) `->` type($result)
+    custom<GemmOptionalOperands>($optional_operands, type($optional_operands))
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The optional operands by name (null when absent): the bias
+    /// (E x N) and the weight scales (weight_format other than plain;
+    /// always the last operand then).
+    Value getBias();
+    Value getRhsScale();
+    /// The weight format.
+    WeightFormat getFormat() { return getWeightFormat(); }
   }];
 }
 
@@ -536,6 +572,15 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
     `expert_bias(%w_up_bias, %w_down_bias : type, type)` after the routing
     bias, and set `expert_bias`.
 
+    Low-precision weights: `weight_format` (`fp8_block` or `mxfp4`, with
+    `transpose_weights`) and `scale_fmt` have `moe.grouped_matmul`'s
+    meaning for both GEMMs; `w_up` and `w_down` are then in that format
+    (for `mxfp4` their last dimension holds two values a byte: `E x 2I x
+    H/2` and `E x H x I/2` of `i8`), and their scales `w_up_scale`,
+    `w_down_scale` come last among the optional operands, written
+    `scales(%w_up_scale, %w_down_scale : type, type)`. The expert biases
+    stay `F`.
+
     Example (Mixtral-style, T dynamic):
 
     ```mlir
@@ -547,15 +592,16 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
   }];
   let arguments = !con((ins Moe_FloatTensorOfRank<2>:$x,
                             Moe_FloatTensorOfRank<2>:$logits,
-                            Moe_FloatTensorOfRank<3>:$w_up,
-                            Moe_FloatTensorOfRank<3>:$w_down,
+                            Moe_WeightTensorOfRank<3>:$w_up,
+                            Moe_WeightTensorOfRank<3>:$w_down,
                             Variadic<AnyRankedTensor>:$optional_operands),
                        Moe_RoutingAttrs,
                        (ins Moe_ActivationAttr:$activation,
                             Moe_GluLayoutAttr:$layout),
                        Moe_GluParamAttrs,
                        (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights,
-                            DefaultValuedAttr<BoolAttr, "false">:$expert_bias));
+                            DefaultValuedAttr<BoolAttr, "false">:$expert_bias),
+                       Moe_WeightFormatAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $x `,` $logits `,` $w_up `,` $w_down
@@ -578,6 +624,11 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
     Value getBias();
     Value getWUpBias();
     Value getWDownBias();
+    /// The weight scales (weight_format other than plain), else null.
+    Value getWUpScale();
+    Value getWDownScale();
+    /// The weight format.
+    WeightFormat getFormat() { return getWeightFormat(); }
   }];
 }
 
@@ -646,6 +697,10 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
        (`M x N'`); an out-of-range `d` drops the row. Rows nothing writes
        are zero. `M` is `gather`'s length when given, else `lhs`'s rows.
 
+    Low-precision weights (`weight_format`, `scale_fmt`, `rhs_scale`) as
+    in `moe.grouped_matmul`; with `fp8_block` the row read in stage 1 is
+    what is quantized.
+
     Produced by `--moe-fuse-gather-matmul` (stage 1), `--moe-fuse-glu`
     (stage 3) and `--moe-fuse-scatter` (stages 4-5); an expert_gemm without
     any of them is a plain `moe.grouped_matmul`.
@@ -660,16 +715,17 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = !con((ins Moe_FloatTensorOfRank<2>:$lhs,
-                       Moe_FloatTensorOfRank<3>:$rhs,
+                       Moe_WeightTensorOfRank<3>:$rhs,
                        Moe_IndexTensorOfRank<1>:$offsets,
                        Optional<Moe_IndexTensorOfRank<1>>:$gather,
                        Optional<Moe_FloatTensorOfRank<2>>:$bias,
                        Optional<Moe_IndexTensorOfRank<1>>:$scatter,
                        Optional<TensorRankOf<Moe_FloatTypes, [1]>>:$scale,
+                       Optional<AnyRankedTensor>:$rhs_scale,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
                        OptionalAttr<Moe_ActivationAttr>:$activation,
                        OptionalAttr<Moe_GluLayoutAttr>:$layout),
-                       Moe_GluParamAttrs);
+                       Moe_GluParamAttrs, Moe_WeightFormatAttrs);
   let results = (outs Moe_FloatTensorOfRank<2>:$result);
   let assemblyFormat = [{
     $lhs (`[` $gather^ `:` type($gather) `]`)? `,` $rhs
@@ -677,9 +733,12 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`scatter` `(` $scatter^ `:` type($scatter) `)`)?
     (`scale` `(` $scale^ `:` type($scale) `)`)?
+    (`scales` `(` $rhs_scale^ `:` type($rhs_scale) `)`)?
     attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let extraClassDeclaration = [{
+    /// The weight format.
+    WeightFormat getFormat() { return getWeightFormat(); }
     /// True when the GLU epilogue is fused.
     bool hasGluEpilogue() { return getActivation().has_value(); }
     /// The contraction's N (before the GLU epilogue halves it).

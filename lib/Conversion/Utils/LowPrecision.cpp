@@ -1,0 +1,105 @@
+//===- LowPrecision.cpp - FP8 / MXFP4 number formats, bit-exact -----------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LowPrecision.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+
+using CmpI = arith::CmpIPredicate;
+
+static Value toBits(LoweringBuilder &b, Value f) {
+  return arith::BitcastOp::create(b, b.getI32Type(), f);
+}
+static Value fromBits(LoweringBuilder &b, Value bits) {
+  return arith::BitcastOp::create(b, b.getF32Type(), bits);
+}
+static Value shl(LoweringBuilder &b, Value v, int64_t n) {
+  return arith::ShLIOp::create(b, v, b.i32(n));
+}
+static Value shr(LoweringBuilder &b, Value v, int64_t n) {
+  return arith::ShRUIOp::create(b, v, b.i32(n));
+}
+static Value bitsI32(LoweringBuilder &b, Value i8) {
+  if (!i8.getType().isInteger(8))
+    i8 = arith::BitcastOp::create(b, b.getI8Type(), i8);
+  return arith::ExtUIOp::create(b, b.getI32Type(), i8);
+}
+
+Value mlir::moe::decodeE4M3(LoweringBuilder &b, Value bits) {
+  Value u = bitsI32(b, bits);
+  Value sign = shl(b, b.andi(shr(b, u, 7), b.i32(1)), 31);
+  Value exp = b.andi(shr(b, u, 3), b.i32(15));
+  Value man = b.andi(u, b.i32(7));
+  // Normal: 2^(E - 7) * (1 + m / 8).
+  Value normal =
+      b.ori(shl(b, b.add(exp, b.i32(127 - 7)), 23), shl(b, man, 20));
+  // Subnormal (E = 0): m * 2^-9, exact in f32.
+  Value sub = toBits(b, b.mul(arith::SIToFPOp::create(b, b.getF32Type(), man),
+                              b.f32(1.0 / 512.0)));
+  Value magnitude = b.select(b.cmpi(CmpI::eq, exp, b.i32(0)), sub, normal);
+  Value nan = b.andi(b.cmpi(CmpI::eq, exp, b.i32(15)),
+                     b.cmpi(CmpI::eq, man, b.i32(7)));
+  magnitude = b.select(nan, b.i32(0x7fc00000), magnitude);
+  return fromBits(b, b.ori(sign, magnitude));
+}
+
+Value mlir::moe::decodeE2M1(LoweringBuilder &b, Value code) {
+  Value sign = shl(b, b.andi(shr(b, code, 3), b.i32(1)), 31);
+  Value exp = b.andi(shr(b, code, 1), b.i32(3));
+  Value man = b.andi(code, b.i32(1));
+  // E = 0: 0 or 0.5; else 2^(E - 1) * (1 + m / 2).
+  Value normal =
+      b.ori(shl(b, b.add(exp, b.i32(127 - 1)), 23), shl(b, man, 22));
+  Value sub = b.select(b.cmpi(CmpI::eq, man, b.i32(0)), b.i32(0),
+                       b.i32(0x3f000000));
+  Value magnitude = b.select(b.cmpi(CmpI::eq, exp, b.i32(0)), sub, normal);
+  return fromBits(b, b.ori(sign, magnitude));
+}
+
+Value mlir::moe::decodeE8M0(LoweringBuilder &b, Value bits) {
+  Value u = bitsI32(b, bits);
+  // 2^(s - 127): the f32 exponent field is s itself; s = 0 is 2^-127, an
+  // f32 subnormal (0x00400000); s = 255 is NaN.
+  Value value = b.select(b.cmpi(CmpI::eq, u, b.i32(0)), b.i32(0x00400000),
+                         shl(b, u, 23));
+  value = b.select(b.cmpi(CmpI::eq, u, b.i32(255)), b.i32(0x7fc00000), value);
+  return fromBits(b, value);
+}
+
+Value mlir::moe::roundToE4M3(LoweringBuilder &b, Value v) {
+  Value bits = toBits(b, v);
+  Value sign = b.andi(bits, b.i32(INT32_MIN));
+  Value a = fromBits(b, b.andi(bits, b.i32(0x7fffffff)));
+  // Saturate (NaN compares false and stays).
+  a = b.select(b.cmpf(arith::CmpFPredicate::OGT, a, b.f32(kE4M3Max)),
+               b.f32(kE4M3Max), a);
+  // The e4m3 quantum at a's binade: 2^(max(e, -6) - 3).
+  Value e = b.sub(b.andi(shr(b, toBits(b, a), 23), b.i32(0xff)), b.i32(127));
+  Value qe = b.sub(arith::MaxSIOp::create(b, e, b.i32(-6)), b.i32(3));
+  Value quantum = fromBits(b, shl(b, b.add(qe, b.i32(127)), 23));
+  Value inverse = fromBits(b, shl(b, b.sub(b.i32(127), qe), 23));
+  Value r = b.mul(math::RoundEvenOp::create(b, b.mul(a, inverse)), quantum);
+  return fromBits(b, b.ori(toBits(b, r), sign));
+}
+
+Value mlir::moe::activationScale(LoweringBuilder &b, Value amax, bool ue8m0) {
+  Value s = b.div(arith::MaximumFOp::create(b, amax, b.f32(kActAmaxFloor)),
+                  b.f32(kE4M3Max));
+  if (!ue8m0)
+    return s;
+  // Up to a power of two: the exponent field, plus one when any mantissa
+  // bit is set (s is a positive normal number, or NaN / inf, kept).
+  Value bits = toBits(b, s);
+  Value exp = b.andi(bits, b.i32(0x7f800000));
+  Value up = b.select(b.cmpi(CmpI::ne, b.andi(bits, b.i32(0x7fffff)),
+                             b.i32(0)),
+                      b.add(exp, b.i32(0x800000)), exp);
+  Value finite = b.cmpi(CmpI::ne, exp, b.i32(0x7f800000));
+  return fromBits(b, b.select(finite, up, bits));
+}

@@ -1,0 +1,47 @@
+//===- LowPrecision.h - FP8 / MXFP4 number formats, bit-exact ----*- C++ -*-===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The scalar functions behind the low-precision weight formats of the expert
+// GEMMs (moe.grouped_matmul's `weight_format`), built from integer and f32
+// arith ops so that every lowering computes them bit for bit alike, with no
+// f8 / f4 support from LLVM: decoding e4m3 (fp8_block weights), e2m1 and
+// E8M0 (mxfp4 weights and scales), and the run-time quantization of
+// activations to e4m3 with their per-128-channel scales.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MOE_MLIR_LIB_CONVERSION_UTILS_LOWPRECISION_H
+#define MOE_MLIR_LIB_CONVERSION_UTILS_LOWPRECISION_H
+
+#include "LoweringBuilder.h"
+
+namespace mlir {
+namespace moe {
+
+/// Largest finite e4m3 (float8_e4m3fn) magnitude.
+inline constexpr float kE4M3Max = 448.0f;
+/// The smallest amax an activation group is quantized with.
+inline constexpr float kActAmaxFloor = 1e-4f;
+
+/// The f32 value of e4m3 bits `bits` (i8): exact; 0x7f / 0xff are NaN.
+Value decodeE4M3(LoweringBuilder &b, Value bits);
+/// The f32 value of e2m1 code `code` (i32, 0..15): (-1)^(c >> 3) *
+/// [0, .5, 1, 1.5, 2, 3, 4, 6][c & 7].
+Value decodeE2M1(LoweringBuilder &b, Value code);
+/// The f32 value of E8M0 bits `bits` (i8): 2^(s - 127); 255 is NaN.
+Value decodeE8M0(LoweringBuilder &b, Value bits);
+/// `v` (f32) rounded to the nearest e4m3 value (ties to even), as an f32;
+/// magnitudes above 448 saturate to 448, NaN stays NaN.
+Value roundToE4M3(LoweringBuilder &b, Value v);
+/// The quantization scale of a group whose largest magnitude is `amax`
+/// (f32): max(amax, 1e-4) / 448, rounded up to a power of two with
+/// `ue8m0`. NaN stays NaN.
+Value activationScale(LoweringBuilder &b, Value amax, bool ue8m0);
+
+} // namespace moe
+} // namespace mlir
+
+#endif // MOE_MLIR_LIB_CONVERSION_UTILS_LOWPRECISION_H

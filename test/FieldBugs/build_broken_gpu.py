@@ -11,8 +11,12 @@ caught. Run from the repository root with a configured build/:
 
   python3 test/FieldBugs/build_broken_gpu.py [OUT] [BUG ...]   (OUT default
       gpu-artifacts-broken, git-ignored)
+  python3 test/FieldBugs/build_broken_gpu.py --check-anchors
+      (edits nothing: every bug's source text is there exactly once;
+      check-moe runs it, test/FieldBugs/anchors.test, so that a refactor
+      of the lowering cannot silently retire a field bug)
 
-Not part of check-moe: it edits the source tree while it runs.
+Not part of check-moe otherwise: it edits the source tree while it runs.
 """
 
 import os
@@ -23,6 +27,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROUTING = "lib/Conversion/MoeToGPU/Routing/RouteDispatchSmall.cpp"
 WGMMA = "lib/Conversion/MoeToGPU/Gemm/WgmmaEngine.cpp"
+WGMMA_KERNEL = "lib/Conversion/MoeToGPU/Gemm/WgmmaKernel.h"
 FILLS = "lib/Conversion/MoeToGPU/ExpertComputeToGPU.cpp"
 RUNTIME = "lib/Runtime/CUDA/Kernels.cpp"
 KERNELS = "lib/Conversion/MoeToGPU/KernelBuilder.cpp"
@@ -92,7 +97,7 @@ BUGS = {
         "ffn_deepseek",
         [
             (
-                WGMMA,
+                WGMMA_KERNEL,
                 "    Value offset = b.add(b.mul(row, outStride), col);\n",
                 (
                     "    Value offset = b.toIndex(\n"
@@ -135,8 +140,23 @@ def tools():
     return run(["ninja", "-C", "build", "moe-opt", "moe-aot", "MoeCudaRuntimeStatic"])
 
 
+def check_anchors():
+    """0 when every edit's text occurs exactly once in its file."""
+    status = 0
+    for name, (_, _, edits) in BUGS.items():
+        for path, old, _ in edits:
+            count = (ROOT / path).read_text().count(old)
+            if count != 1:
+                print(f"{name}: {path} holds its text {count} times, not once")
+                status = 1
+    print(f"{len(BUGS)} field bugs, anchors {'ok' if status == 0 else 'STALE'}")
+    return status
+
+
 def main():
     args = sys.argv[1:]
+    if args == ["--check-anchors"]:
+        return check_anchors()
     out = pathlib.Path(args.pop(0) if args and args[0] not in BUGS else "gpu-artifacts-broken")
     out = out if out.is_absolute() else ROOT / out
     names = args or list(BUGS)

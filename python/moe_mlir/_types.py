@@ -13,10 +13,25 @@ from typing import Iterable, Literal, NamedTuple, Optional, Tuple, Union
 
 __all__ = ["DTYPES", "DType", "TensorType", "FunctionType"]
 
-DType = Literal["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "index"]
+DType = Literal[
+    "f32", "f16", "bf16", "f64", "f8E4M3FN", "f8E8M0FNU", "i1", "i8", "i16", "i32", "i64", "index"
+]
 
 #: Element type names accepted by TensorType and the builders.
-DTYPES: Tuple[str, ...] = ("f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "index")
+DTYPES: Tuple[str, ...] = (
+    "f32",
+    "f16",
+    "bf16",
+    "f64",
+    "f8E4M3FN",
+    "f8E8M0FNU",
+    "i1",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "index",
+)
 
 
 @dataclass(frozen=True)

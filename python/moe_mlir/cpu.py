@@ -26,12 +26,26 @@ from ._types import FunctionType, TensorType, _type_from_raw
 __all__ = ["CpuModule", "numpy_dtype", "default_shared_libs"]
 
 
-def _bfloat16():
+def _ml_dtype(name: str, what: str) -> np.dtype:
     try:
         import ml_dtypes
     except ImportError as exc:  # pragma: no cover
-        raise ImportError("bf16 arrays need the ml_dtypes package (pip install ml_dtypes)") from exc
-    return np.dtype(ml_dtypes.bfloat16)
+        raise ImportError(
+            "%s arrays need the ml_dtypes package (pip install ml_dtypes)" % what
+        ) from exc
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def _bfloat16():
+    return _ml_dtype("bfloat16", "bf16")
+
+
+#: Element types held as ml_dtypes arrays: (ml_dtypes name, element type).
+_ML_DTYPES = {
+    "bf16": "bfloat16",
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E8M0FNU": "float8_e8m0fnu",
+}
 
 
 _NUMPY = {
@@ -48,9 +62,10 @@ _NUMPY = {
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
-    """The numpy dtype of an element type name (bf16: ml_dtypes.bfloat16)."""
-    if dtype == "bf16":
-        return _bfloat16()
+    """The numpy dtype of an element type name (bf16, f8E4M3FN, f8E8M0FNU:
+    ml_dtypes' bfloat16, float8_e4m3fn, float8_e8m0fnu)."""
+    if dtype in _ML_DTYPES:
+        return _ml_dtype(_ML_DTYPES[dtype], dtype)
     try:
         return _NUMPY[dtype]
     except KeyError:
@@ -73,7 +88,17 @@ def _convert(value: Any, t: TensorType, index: int, name: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype != want:
         src_float = _is_float(arr.dtype)
-        if t.dtype in ("f32", "f64", "f16", "bf16"):
+        if t.dtype in ("f8E4M3FN", "f8E8M0FNU"):
+            # Low-precision weights and scales: their own dtype, or their
+            # bytes (a checkpoint's uint8 / int8 view), never a conversion.
+            if arr.dtype.itemsize != 1 or arr.dtype.kind not in "iu":
+                raise TypeError(
+                    "argument %d of '%s': expected %s data (or its bytes as uint8 / int8), "
+                    "got %s" % (index, name, t.dtype, arr.dtype)
+                )
+            arr = np.ascontiguousarray(arr).view(want)
+            ok = True
+        elif t.dtype in ("f32", "f64", "f16", "bf16"):
             ok = src_float or arr.dtype.kind in "iub"
         elif t.dtype == "i1":
             ok = arr.dtype.kind == "b"

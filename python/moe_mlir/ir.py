@@ -37,6 +37,8 @@ __all__ = [
     "GroupScore",
     "Activation",
     "GluLayout",
+    "WeightFormat",
+    "ScaleFmt",
     "DType",
 ]
 
@@ -44,6 +46,8 @@ Scoring = Literal["softmax", "sigmoid"]
 GroupScore = Literal["max", "top2_sum"]
 Activation = Literal["silu", "gelu", "gelu_tanh"]
 GluLayout = Literal["concat", "interleaved"]
+WeightFormat = Literal["plain", "fp8_block", "mxfp4"]
+ScaleFmt = Literal["f32", "ue8m0"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -521,12 +525,21 @@ class FunctionBuilder:
         *,
         transpose_rhs: bool = False,
         out_dtype: Optional[DType] = None,
+        weight_format: WeightFormat = "plain",
+        scale_fmt: ScaleFmt = "f32",
+        rhs_scale: Optional[Value] = None,
     ) -> Value:
         """``moe.grouped_matmul``: rows ``offsets[e] <= m < offsets[e+1]`` of
         ``lhs`` (``M x K``) times ``rhs[e]`` (``E x K x N``, or ``E x N x K``
         with ``transpose_rhs``) plus ``bias[e]`` (``E x N``), accumulated in
         f32. Result ``M x N`` of ``out_dtype`` (default: the operands'
-        type; ``"f32"`` is the other choice)."""
+        type; ``"f32"`` is the other choice). Low-precision weights:
+        ``weight_format`` ``"fp8_block"`` (f8E4M3FN ``E x N x K``,
+        ``rhs_scale`` f32 ``E x ceil(N/128) x ceil(K/128)``; ``scale_fmt``
+        ``"ue8m0"`` rounds the activation scales up to powers of two) or
+        ``"mxfp4"`` (i8 ``E x N x K/2``, ``rhs_scale`` f8E8M0FNU ``E x N x
+        K/32``), both with ``transpose_rhs``; the op reference has the
+        arithmetic."""
         return Value(
             self._b.grouped_matmul(
                 _caller_location(),
@@ -536,6 +549,9 @@ class FunctionBuilder:
                 _opt_raw(bias, "bias"),
                 transpose_rhs,
                 out_dtype,
+                weight_format,
+                scale_fmt,
+                _opt_raw(rhs_scale, "rhs_scale"),
             )
         )
 
@@ -631,6 +647,10 @@ class FunctionBuilder:
         transpose_weights: bool = False,
         w_up_bias: Optional[Value] = None,
         w_down_bias: Optional[Value] = None,
+        weight_format: WeightFormat = "plain",
+        scale_fmt: ScaleFmt = "f32",
+        w_up_scale: Optional[Value] = None,
+        w_down_scale: Optional[Value] = None,
     ) -> Value:
         """``moe.ffn``: a whole MoE layer on ``x`` (``T x H``) and
         ``logits`` (``T x E``, the type of ``x`` or f32) with ``w_up``
@@ -639,7 +659,11 @@ class FunctionBuilder:
         ``bias`` (``E`` f32) and the optional per-expert matmul biases
         ``w_up_bias`` (``E x 2I``) and ``w_down_bias`` (``E x H``), given
         together (the op's ``expert_bias``). Takes every :meth:`route` and
-        :meth:`glu` attribute. Result ``T x H``."""
+        :meth:`glu` attribute. Low-precision weights: ``weight_format``,
+        ``scale_fmt`` and the weight scales ``w_up_scale``,
+        ``w_down_scale`` as in :meth:`grouped_matmul` (with
+        ``transpose_weights``; mxfp4 weights hold two values a byte along
+        H and I). Result ``T x H``."""
         return Value(
             self._b.ffn(
                 _caller_location(),
@@ -663,5 +687,9 @@ class FunctionBuilder:
                 transpose_weights,
                 _opt_raw(w_up_bias, "w_up_bias"),
                 _opt_raw(w_down_bias, "w_down_bias"),
+                weight_format,
+                scale_fmt,
+                _opt_raw(w_up_scale, "w_up_scale"),
+                _opt_raw(w_down_scale, "w_down_scale"),
             )
         )

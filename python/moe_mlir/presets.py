@@ -52,8 +52,10 @@ from .ir import (
     GluLayout,
     GroupScore,
     Module,
+    ScaleFmt,
     Scoring,
     TensorType,
+    WeightFormat,
 )
 
 __all__ = ["MoeConfig", "PRESETS", "ffn_from_config"]
@@ -68,7 +70,13 @@ class MoeConfig:
     ``moe.glu`` attributes of the same names (``routing_bias`` adds the
     ``E`` f32 score-correction bias operand, ``expert_bias`` the per-expert
     matmul biases ``E x 2I`` and ``E x H``); ``logits_dtype`` is the
-    router logits' element type (None: the activations')."""
+    router logits' element type (None: the activations').
+    ``weight_format`` is how the checkpoint ships the expert weights:
+    ``"plain"`` (the activations' type), ``"fp8_block"`` (e4m3 with f32
+    scales per 128 x 128 block, DeepSeek-V3 / Qwen3-FP8; ``scale_fmt``
+    ``"ue8m0"`` for DeepSeek-V3.1's power-of-two activation scales) or
+    ``"mxfp4"`` (gpt-oss: two e2m1 a byte, E8M0 scales per 32 values);
+    both need ``transpose_weights`` (the checkpoints' ``[E, N, K]``)."""
 
     hidden: int
     intermediate: int
@@ -89,6 +97,8 @@ class MoeConfig:
     transpose_weights: bool = False
     expert_bias: bool = False
     logits_dtype: Optional[str] = None
+    weight_format: WeightFormat = "plain"
+    scale_fmt: ScaleFmt = "f32"
     name: str = ""
 
     def replace(self, **changes) -> "MoeConfig":
@@ -98,23 +108,44 @@ class MoeConfig:
 
     def input_types(self, T: Optional[int] = None, dtype: str = "bf16") -> List[TensorType]:
         """The types of ``ffn``'s arguments for ``T`` tokens (None:
-        dynamic): x, logits, w_up, w_down, with ``routing_bias`` bias and
-        with ``expert_bias`` w_up_bias and w_down_bias."""
+        dynamic): x, logits, w_up, w_down, with ``routing_bias`` bias, with
+        ``expert_bias`` w_up_bias and w_down_bias, and with a
+        low-precision ``weight_format`` w_up_scale and w_down_scale (the
+        weights then in that format: f8E4M3FN, or i8 holding two e2m1
+        along K, ``E x 2I x H/2`` and ``E x H x I/2``)."""
         H, I, E = self.hidden, self.intermediate, self.experts
+        fmt = self.weight_format
+        if fmt != "plain" and not self.transpose_weights:
+            raise ValueError(
+                "weight_format %r needs transpose_weights (the checkpoints' E x N x K)" % fmt
+            )
+        pack = 2 if fmt == "mxfp4" else 1
         if self.transpose_weights:
-            w_up, w_down = [E, 2 * I, H], [E, H, I]
+            w_up, w_down = [E, 2 * I, H // pack], [E, H, I // pack]
         else:
             w_up, w_down = [E, H, 2 * I], [E, I, H]
+        w_dtype = {"plain": dtype, "fp8_block": "f8E4M3FN", "mxfp4": "i8"}[fmt]
         types = [
             TensorType([T, H], dtype),
             TensorType([T, E], self.logits_dtype or dtype),
-            TensorType(w_up, dtype),
-            TensorType(w_down, dtype),
+            TensorType(w_up, w_dtype),
+            TensorType(w_down, w_dtype),
         ]
         if self.routing_bias:
             types.append(TensorType([E], "f32"))
         if self.expert_bias:
             types += [TensorType([E, 2 * I], dtype), TensorType([E, H], dtype)]
+        if fmt == "fp8_block":
+            blocks = lambda n: -(-n // 128)  # noqa: E731
+            types += [
+                TensorType([E, blocks(2 * I), blocks(H)], "f32"),
+                TensorType([E, blocks(H), blocks(I)], "f32"),
+            ]
+        elif fmt == "mxfp4":
+            types += [
+                TensorType([E, 2 * I, H // 32], "f8E8M0FNU"),
+                TensorType([E, H, I // 32], "f8E8M0FNU"),
+            ]
         return types
 
     def ffn_attributes(self) -> dict:
@@ -133,6 +164,8 @@ class MoeConfig:
             limit=self.limit,
             up_bias=self.up_bias,
             transpose_weights=self.transpose_weights,
+            weight_format=self.weight_format,
+            scale_fmt=self.scale_fmt,
         )
 
 
@@ -207,6 +240,30 @@ PRESETS: Dict[str, MoeConfig] = {
     ),
 }
 
+#: The same layers with their expert weights as the production checkpoints
+#: ship them (Hugging Face names: ``gate_up_proj`` / ``down_proj`` and their
+#: ``*_scale_inv`` or ``*_blocks`` / ``*_scales``, always ``[E, N, K]``):
+#: DeepSeek-V3 / Qwen3-30B-A3B-FP8 with 128 x 128 block-scaled e4m3
+#: (DeepSeek-V3.1 with power-of-two activation scales, ``scale_fmt:
+#: ue8m0``), gpt-oss-120b with MXFP4 (its ``*_blocks`` ``[E, N, K/32, 16]``
+#: viewed as ``[E, N, K/2]``, ``*_scales`` as float8_e8m0fnu).
+PRESETS.update(
+    {
+        "deepseek-v3-fp8": PRESETS["deepseek-v3"].replace(
+            weight_format="fp8_block", name="deepseek-v3-fp8"
+        ),
+        "deepseek-v3.1-fp8": PRESETS["deepseek-v3"].replace(
+            weight_format="fp8_block", scale_fmt="ue8m0", name="deepseek-v3.1-fp8"
+        ),
+        "qwen3-30b-a3b-fp8": PRESETS["qwen3-30b-a3b"].replace(
+            weight_format="fp8_block", name="qwen3-30b-a3b-fp8"
+        ),
+        "gpt-oss-120b-mxfp4": PRESETS["gpt-oss-120b"].replace(
+            weight_format="mxfp4", transpose_weights=True, name="gpt-oss-120b-mxfp4"
+        ),
+    }
+)
+
 
 def ffn_from_config(
     config: Union[MoeConfig, str],
@@ -229,6 +286,10 @@ def ffn_from_config(
         x, logits, w_up, w_down = f.args[:4]
         rest = list(f.args[4:])
         bias = rest.pop(0) if config.routing_bias else None
-        expert = dict(w_up_bias=rest[0], w_down_bias=rest[1]) if config.expert_bias else {}
+        expert = {}
+        if config.expert_bias:
+            expert = dict(w_up_bias=rest.pop(0), w_down_bias=rest.pop(0))
+        if config.weight_format != "plain":
+            expert.update(w_up_scale=rest.pop(0), w_down_scale=rest.pop(0))
         f.ret(f.ffn(x, logits, w_up, w_down, bias, **config.ffn_attributes(), **expert))
     return module

@@ -84,6 +84,18 @@ static GluLayoutAttr layoutAttr(MLIRContext *ctx, const std::string &v) {
                                             GluLayout::interleaved, "layout");
 }
 
+static WeightFormatAttr weightFormatAttr(MLIRContext *ctx,
+                                         const std::string &v) {
+  return enumAttr<WeightFormatAttr, WeightFormat>(
+      ctx, v, symbolizeWeightFormat, stringifyWeightFormat, WeightFormat::mxfp4,
+      "weight_format");
+}
+static ScaleFmtAttr scaleFmtAttr(MLIRContext *ctx, const std::string &v) {
+  return enumAttr<ScaleFmtAttr, ScaleFmt>(ctx, v, symbolizeScaleFmt,
+                                          stringifyScaleFmt, ScaleFmt::ue8m0,
+                                          "scale_fmt");
+}
+
 static RankedTensorType tensorOf(ArrayRef<int64_t> shape, Type element) {
   return RankedTensorType::get(shape, element);
 }
@@ -356,7 +368,9 @@ PyValue PyFunctionBuilder::gather(const PyLoc &loc, const PyValue &input,
 PyValue PyFunctionBuilder::groupedMatmul(
     const PyLoc &loc, const PyValue &lhs, const PyValue &rhs,
     const PyValue &offsets, const std::optional<PyValue> &bias,
-    bool transposeRhs, const std::optional<std::string> &outDtype) {
+    bool transposeRhs, const std::optional<std::string> &outDtype,
+    const std::string &weightFormat, const std::string &scaleFmt,
+    const std::optional<PyValue> &rhsScale) {
   Value l = use(lhs, "lhs");
   Value r = use(rhs, "rhs");
   Value off = use(offsets, "offsets");
@@ -368,9 +382,12 @@ PyValue PyFunctionBuilder::groupedMatmul(
   SmallVector<Value> optional;
   if (bs)
     optional.push_back(bs);
+  if (rhsScale)
+    optional.push_back(use(*rhsScale, "rhs_scale"));
   return wrap(createVerified<GroupedMatmulOp, false>(
       b, location(loc), types, l, r, off, ValueRange(optional),
-      b.getBoolAttr(transposeRhs), WeightFormatAttr(), ScaleFmtAttr()))[0];
+      b.getBoolAttr(transposeRhs), weightFormatAttr(ctx(), weightFormat),
+      scaleFmtAttr(ctx(), scaleFmt)))[0];
 }
 
 PyValue PyFunctionBuilder::glu(const PyLoc &loc, const PyValue &input,
@@ -446,7 +463,9 @@ PyValue PyFunctionBuilder::ffn(
     const std::string &activation, const std::string &layout, double alpha,
     std::optional<double> limit, double upBias, bool transposeWeights,
     const std::optional<PyValue> &wUpBias,
-    const std::optional<PyValue> &wDownBias) {
+    const std::optional<PyValue> &wDownBias, const std::string &weightFormat,
+    const std::string &scaleFmt, const std::optional<PyValue> &wUpScale,
+    const std::optional<PyValue> &wDownScale) {
   Value xv = use(x, "x");
   Value lg = use(logits, "logits");
   Value up = use(wUp, "w_up");
@@ -469,6 +488,12 @@ PyValue PyFunctionBuilder::ffn(
     optional.push_back(upBs);
   if (downBs)
     optional.push_back(downBs);
+  // The weight scales come last (the op's getWUpScale / getWDownScale); the
+  // verifier reports a missing one against weight_format.
+  if (wUpScale)
+    optional.push_back(use(*wUpScale, "w_up_scale"));
+  if (wDownScale)
+    optional.push_back(use(*wDownScale, "w_down_scale"));
   return wrap(createVerified<FfnOp, true>(
       b, location(loc), fb, xv, lg, up, down, ValueRange(optional),
       b.getI64IntegerAttr(k), scoringAttr(ctx(), scoring),
@@ -479,7 +504,7 @@ PyValue PyFunctionBuilder::ffn(
       b.getF32FloatAttr(static_cast<float>(alpha)), limitAttr,
       b.getF32FloatAttr(static_cast<float>(upBias)),
       b.getBoolAttr(transposeWeights), b.getBoolAttr(expertBias),
-      WeightFormatAttr(), ScaleFmtAttr()))[0];
+      weightFormatAttr(ctx(), weightFormat), scaleFmtAttr(ctx(), scaleFmt)))[0];
 }
 
 PyValue PyFunctionBuilder::expandSlots(const PyLoc &loc, const PyValue &input,

@@ -74,7 +74,8 @@ static size_t elementBytes(const std::string &dtype) {
     return 4;
   if (dtype == "f16" || dtype == "bf16" || dtype == "i16")
     return 2;
-  if (dtype == "i8" || dtype == "i1")
+  if (dtype == "i8" || dtype == "i1" || dtype == "f8E4M3FN" ||
+      dtype == "f8E8M0FNU")
     return 1;
   return 0;
 }

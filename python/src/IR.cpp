@@ -172,13 +172,18 @@ Type parseElementType(MLIRContext *ctx, const std::string &name) {
     return b.getF64Type();
   if (name == "index")
     return b.getIndexType();
+  // Low-precision expert weights and their scales (weight_format).
+  if (name == "f8E4M3FN")
+    return Float8E4M3FNType::get(ctx);
+  if (name == "f8E8M0FNU")
+    return Float8E8M0FNUType::get(ctx);
   for (unsigned width : {1u, 8u, 16u, 32u, 64u})
     if (name == "i" + std::to_string(width))
       return b.getIntegerType(width);
   MlirBuildError error;
   error.summary = "unknown element type '" + name +
-                  "' (expected one of f32, f16, bf16, f64, i1, i8, i16, "
-                  "i32, i64, index)";
+                  "' (expected one of f32, f16, bf16, f64, f8E4M3FN, "
+                  "f8E8M0FNU, i1, i8, i16, i32, i64, index)";
   throw error;
 }
 
@@ -193,6 +198,10 @@ std::string elementTypeName(Type type) {
     return "f64";
   if (type.isIndex())
     return "index";
+  if (isa<Float8E4M3FNType>(type))
+    return "f8E4M3FN";
+  if (isa<Float8E8M0FNUType>(type))
+    return "f8E8M0FNU";
   if (auto i = dyn_cast<IntegerType>(type))
     if (i.isSignless())
       return "i" + std::to_string(i.getWidth());

@@ -249,7 +249,10 @@ public:
   PyValue groupedMatmul(const PyLoc &loc, const PyValue &lhs,
                         const PyValue &rhs, const PyValue &offsets,
                         const std::optional<PyValue> &bias, bool transposeRhs,
-                        const std::optional<std::string> &outDtype);
+                        const std::optional<std::string> &outDtype,
+                        const std::string &weightFormat,
+                        const std::string &scaleFmt,
+                        const std::optional<PyValue> &rhsScale);
   PyValue glu(const PyLoc &loc, const PyValue &input,
               const std::string &activation, const std::string &layout,
               double alpha, std::optional<double> limit, double upBias);
@@ -271,7 +274,10 @@ public:
               const std::string &activation, const std::string &layout,
               double alpha, std::optional<double> limit, double upBias,
               bool transposeWeights, const std::optional<PyValue> &wUpBias,
-              const std::optional<PyValue> &wDownBias);
+              const std::optional<PyValue> &wDownBias,
+              const std::string &weightFormat, const std::string &scaleFmt,
+              const std::optional<PyValue> &wUpScale,
+              const std::optional<PyValue> &wDownScale);
   /// tensor.expand_shape of an `M x H` tensor to `(M/k) x k x H`.
   PyValue expandSlots(const PyLoc &loc, const PyValue &input, int64_t k);
 

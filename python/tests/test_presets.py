@@ -8,10 +8,12 @@ from moe_mlir import PRESETS, MoeConfig, Module, TensorType, ffn_from_config
 from helpers import R, assert_close, rand, round_trip, to_f64
 
 NAMES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"]
+# The same layers with low-precision checkpoint weights (test_lowprec.py).
+LOWPREC = ["deepseek-v3-fp8", "deepseek-v3.1-fp8", "qwen3-30b-a3b-fp8", "gpt-oss-120b-mxfp4"]
 
 
 def test_preset_table():
-    assert sorted(PRESETS) == sorted(NAMES)
+    assert sorted(PRESETS) == sorted(NAMES + LOWPREC)
     ds = PRESETS["deepseek-v3"]
     assert (ds.experts, ds.top_k, ds.n_group, ds.topk_group) == (256, 8, 8, 4)
     assert ds.scoring == "sigmoid" and ds.routing_bias and ds.scaling == 2.5

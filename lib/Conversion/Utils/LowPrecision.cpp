@@ -37,14 +37,13 @@ Value mlir::moe::decodeE4M3(LoweringBuilder &b, Value bits) {
   Value exp = b.andi(shr(b, u, 3), b.i32(15));
   Value man = b.andi(u, b.i32(7));
   // Normal: 2^(E - 7) * (1 + m / 8).
-  Value normal =
-      b.ori(shl(b, b.add(exp, b.i32(127 - 7)), 23), shl(b, man, 20));
+  Value normal = b.ori(shl(b, b.add(exp, b.i32(127 - 7)), 23), shl(b, man, 20));
   // Subnormal (E = 0): m * 2^-9, exact in f32.
   Value sub = toBits(b, b.mul(arith::SIToFPOp::create(b, b.getF32Type(), man),
                               b.f32(1.0 / 512.0)));
   Value magnitude = b.select(b.cmpi(CmpI::eq, exp, b.i32(0)), sub, normal);
-  Value nan = b.andi(b.cmpi(CmpI::eq, exp, b.i32(15)),
-                     b.cmpi(CmpI::eq, man, b.i32(7)));
+  Value nan =
+      b.andi(b.cmpi(CmpI::eq, exp, b.i32(15)), b.cmpi(CmpI::eq, man, b.i32(7)));
   magnitude = b.select(nan, b.i32(0x7fc00000), magnitude);
   return fromBits(b, b.ori(sign, magnitude));
 }
@@ -54,10 +53,9 @@ Value mlir::moe::decodeE2M1(LoweringBuilder &b, Value code) {
   Value exp = b.andi(shr(b, code, 1), b.i32(3));
   Value man = b.andi(code, b.i32(1));
   // E = 0: 0 or 0.5; else 2^(E - 1) * (1 + m / 2).
-  Value normal =
-      b.ori(shl(b, b.add(exp, b.i32(127 - 1)), 23), shl(b, man, 22));
-  Value sub = b.select(b.cmpi(CmpI::eq, man, b.i32(0)), b.i32(0),
-                       b.i32(0x3f000000));
+  Value normal = b.ori(shl(b, b.add(exp, b.i32(127 - 1)), 23), shl(b, man, 22));
+  Value sub =
+      b.select(b.cmpi(CmpI::eq, man, b.i32(0)), b.i32(0), b.i32(0x3f000000));
   Value magnitude = b.select(b.cmpi(CmpI::eq, exp, b.i32(0)), sub, normal);
   return fromBits(b, b.ori(sign, magnitude));
 }
@@ -66,8 +64,8 @@ Value mlir::moe::decodeE8M0(LoweringBuilder &b, Value bits) {
   Value u = bitsI32(b, bits);
   // 2^(s - 127): the f32 exponent field is s itself; s = 0 is 2^-127, an
   // f32 subnormal (0x00400000); s = 255 is NaN.
-  Value value = b.select(b.cmpi(CmpI::eq, u, b.i32(0)), b.i32(0x00400000),
-                         shl(b, u, 23));
+  Value value =
+      b.select(b.cmpi(CmpI::eq, u, b.i32(0)), b.i32(0x00400000), shl(b, u, 23));
   value = b.select(b.cmpi(CmpI::eq, u, b.i32(255)), b.i32(0x7fc00000), value);
   return fromBits(b, value);
 }
@@ -97,8 +95,7 @@ Value mlir::moe::activationScale(LoweringBuilder &b, Value amax, bool ue8m0) {
   // bit is set (s is a positive normal number, or NaN / inf, kept).
   Value bits = toBits(b, s);
   Value exp = b.andi(bits, b.i32(0x7f800000));
-  Value up = b.select(b.cmpi(CmpI::ne, b.andi(bits, b.i32(0x7fffff)),
-                             b.i32(0)),
+  Value up = b.select(b.cmpi(CmpI::ne, b.andi(bits, b.i32(0x7fffff)), b.i32(0)),
                       b.add(exp, b.i32(0x800000)), exp);
   Value finite = b.cmpi(CmpI::ne, exp, b.i32(0x7f800000));
   return fromBits(b, b.select(finite, up, bits));

@@ -1,4 +1,5 @@
-//===- LowPrecision.h - FP8 / MXFP4 number formats, bit-exact ----*- C++ -*-===//
+//===- LowPrecision.h - FP8 / MXFP4 number formats, bit-exact ----*- C++
+//-*-===//
 //
 // Part of the moe-mlir project.
 //

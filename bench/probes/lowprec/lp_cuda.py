@@ -58,8 +58,18 @@ def tmap(t, box, dtype):
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).cuda()
 
 
+def ensure_context():
+    """Makes the primary context (torch's) current for the driver calls of this thread."""
+    torch.zeros(1, device="cuda")
+    chk(cu.cuInit(0))
+    device = chk(cu.cuDeviceGet(0))
+    ctx = chk(cu.cuDevicePrimaryCtxRetain(device))
+    chk(cu.cuCtxSetCurrent(ctx))
+
+
 class Kernel:
     def __init__(self, cubin_path, name, smem):
+        ensure_context()
         self.mod = chk(cu.cuModuleLoadData(open(cubin_path, "rb").read()))
         self.f = chk(cu.cuModuleGetFunction(self.mod, name.encode()))
         self.smem = smem

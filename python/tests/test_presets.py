@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from moe_mlir import PRESETS, MoeConfig, Module, TensorType, ffn_from_config
-from helpers import R, assert_close, rand, round_trip, to_f64
+from helpers import R, assert_close, rand, reference_ffn_attrs, round_trip, to_f64
 
 NAMES = ["mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"]
 # The same layers with low-precision checkpoint weights (test_lowprec.py).
@@ -84,18 +84,8 @@ def test_scaled_down_layer_runs(rng, name, dtype):
         dtype,
         cfg.top_k,
         cfg.scoring,
-        normalize=cfg.normalize,
-        n_group=cfg.n_group,
-        topk_group=cfg.topk_group,
-        group_score=cfg.group_score,
-        scaling=cfg.scaling,
         bias=bias,
-        activation=cfg.activation,
-        layout=cfg.layout,
-        alpha=cfg.alpha,
-        limit=cfg.limit,
-        up_bias=cfg.up_bias,
-        transpose_weights=cfg.transpose_weights,
+        **reference_ffn_attrs(cfg),
         **{k: to_f64(v) for k, v in expert.items()},
     )
     assert_close(y, want, dtype, scale, defined[:, None])

@@ -20,22 +20,12 @@ import reference as R  # noqa: E402
 
 def reference_ffn_attrs(cfg):
     """The routing, GLU, layout and weight-format keywords of
-    reference.ffn for the layer `cfg` (a moe_mlir.MoeConfig)."""
-    return dict(
-        normalize=cfg.normalize,
-        n_group=cfg.n_group,
-        topk_group=cfg.topk_group,
-        group_score=cfg.group_score,
-        scaling=cfg.scaling,
-        activation=cfg.activation,
-        layout=cfg.layout,
-        alpha=cfg.alpha,
-        limit=cfg.limit,
-        up_bias=cfg.up_bias,
-        transpose_weights=cfg.transpose_weights,
-        weight_format=cfg.weight_format,
-        scale_fmt=cfg.scale_fmt,
-    )
+    reference.ffn for the layer `cfg` (a moe_mlir.MoeConfig): its
+    FunctionBuilder.ffn keywords but k and scoring (reference.ffn's
+    positional arguments)."""
+    attrs = cfg.ffn_attributes()
+    del attrs["k"], attrs["scoring"]
+    return attrs
 
 
 def to_f64(a):

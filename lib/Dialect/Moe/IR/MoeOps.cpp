@@ -609,8 +609,7 @@ static LogicalResult verifyWeightFormat(Operation *op, WeightFormat format,
   Type expectedS = fp8 ? Type(Float32Type::get(op->getContext()))
                        : Type(Float8E8M0FNUType::get(op->getContext()));
   SmallVector<int64_t> shape =
-      fp8 ? SmallVector<int64_t>{e, llvm::divideCeil(n, 128),
-                                 llvm::divideCeil(k, 128)}
+      fp8 ? SmallVector<int64_t>{e, (n + 127) / 128, (k + 127) / 128}
           : SmallVector<int64_t>{e, n, k / 32};
   auto expected = RankedTensorType::get(shape, expectedS);
   if (scaleType != expected)

@@ -196,17 +196,14 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
 
   LogicalResult matchAndRewrite(ExpertGemmOp op,
                                 PatternRewriter &rewriter) const override {
-    // Low-precision weights have no GPU kernel yet: a located error, never
-    // a kernel that reads e4m3 or packed e2m1 bytes as 16-bit values.
-    if (op.getFormat() != WeightFormat::plain)
-      return op.emitOpError()
-             << "weight_format " << stringifyWeightFormat(op.getFormat())
-             << " has no GPU kernel yet (--moe-lower-to-cpu runs it)";
     FailureOr<GemmKernelConfig> config = chooseGemmConfig(op, options);
     if (failed(config))
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
+    // fp8_block: the activations are quantized first (one kernel).
+    if (g.fp8())
+      quantizeActivations(b, g);
     UncoveredFill fill = uncoveredFillOf(op, options.elideFills);
     // elide-fills: the Hopper kernel zeroes the uncovered rows itself (its
     // consumer warpgroups, before their first tile): one launch fewer;

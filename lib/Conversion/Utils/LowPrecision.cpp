@@ -48,6 +48,24 @@ Value mlir::moe::decodeE4M3(LoweringBuilder &b, Value bits) {
   return fromBits(b, b.ori(sign, magnitude));
 }
 
+Value mlir::moe::encodeE4M3(LoweringBuilder &b, Value v) {
+  Value bits = toBits(b, v);
+  Value sign = b.andi(shr(b, bits, 24), b.i32(0x80));
+  Value a = fromBits(b, b.andi(bits, b.i32(0x7fffffff)));
+  // Normal (|v| >= 2^-6): the exponent rebiased, the top 3 mantissa bits.
+  Value abits = toBits(b, a);
+  Value e = b.andi(shr(b, abits, 23), b.i32(0xff));
+  Value normal = b.ori(shl(b, b.sub(e, b.i32(127 - 7)), 3),
+                       b.andi(shr(b, abits, 20), b.i32(7)));
+  // Subnormal or zero: |v| / 2^-9, an integer in [0, 7].
+  Value sub = arith::FPToSIOp::create(b, b.getI32Type(),
+                                      b.mul(a, b.f32(512.0)));
+  Value code = b.select(b.cmpi(CmpI::uge, e, b.i32(127 - 6)), normal, sub);
+  Value isNan = b.cmpf(arith::CmpFPredicate::UNO, v, v);
+  code = b.select(isNan, b.i32(0x7f), code);
+  return arith::TruncIOp::create(b, b.getI8Type(), b.ori(sign, code));
+}
+
 Value mlir::moe::decodeE2M1(LoweringBuilder &b, Value code) {
   Value sign = shl(b, b.andi(shr(b, code, 3), b.i32(1)), 31);
   Value exp = b.andi(shr(b, code, 1), b.i32(3));

@@ -34,6 +34,9 @@ Value decodeE4M3(LoweringBuilder &b, Value bits);
 Value decodeE2M1(LoweringBuilder &b, Value code);
 /// The f32 value of E8M0 bits `bits` (i8): 2^(s - 127); 255 is NaN.
 Value decodeE8M0(LoweringBuilder &b, Value bits);
+/// The e4m3 bits (i8) of `v` (f32), which must be an e4m3 value (as
+/// roundToE4M3 returns) or NaN (0x7f, sign kept).
+Value encodeE4M3(LoweringBuilder &b, Value v);
 /// `v` (f32) rounded to the nearest e4m3 value (ties to even), as an f32;
 /// magnitudes above 448 saturate to 448, NaN stays NaN.
 Value roundToE4M3(LoweringBuilder &b, Value v);

@@ -60,6 +60,9 @@ DTYPES = {
     "i8": ("int8", 1, ctypes.c_int8),
     "ui8": ("uint8", 1, ctypes.c_uint8),
     "i1": ("bool", 1, ctypes.c_bool),
+    # Low-precision weights and scales (tensors only).
+    "f8E4M3FN": ("float8_e4m3fn", 1, None),
+    "f8E8M0FNU": ("float8_e8m0fnu", 1, None),
 }
 
 _KINDS = ("tensor", "memref", "scalar")

@@ -122,6 +122,22 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
     return "the wgmma engine needs chip sm_90a (got '" + chip.str() + "')";
   Type lhs = op.getLhs().getType().getElementType();
   Type rhs = op.getRhs().getType().getElementType();
+  if (op.getFormat() == WeightFormat::mxfp4)
+    return std::string("the wgmma engine has no mxfp4 kernel yet");
+  if (op.getFormat() == WeightFormat::fp8_block) {
+    // The activations are quantized to e4m3 codes first (1-byte rows).
+    int64_t k = op.getLhs().getType().getDimSize(1);
+    if (ShapedType::isDynamic(k) || k == 0 || k % 16 != 0)
+      return std::string("the wgmma engine needs K a positive multiple of "
+                         "16 for fp8_block weights (16-byte rows of e4m3)");
+    // A concat tile's up half must lie in one 128-column scale block.
+    if (op.hasGluEpilogue() && gluParamsOf(op).layout == GluLayout::concat &&
+        op.getResult().getType().getDimSize(1) % 64 != 0)
+      return std::string("the wgmma engine needs the output columns a "
+                         "multiple of 64 for fp8_block weights with a "
+                         "concat GLU");
+    return std::nullopt;
+  }
   if (lhs != rhs || !(lhs.isBF16() || lhs.isF16()))
     return std::string(
         "the wgmma engine needs bf16 or f16 lhs and rhs of one type");
@@ -168,6 +184,19 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
       return n == 64 || n == 128 || n == 256;
     return n % (concat ? 32 : 16) == 0;
   };
+  // fp8_block: the promotion keeps a block accumulator beside the tile's,
+  // so a consumer's tile is at most m64n128; its K step is one 128-K
+  // scale block (a 128-byte row of e4m3).
+  bool fp8 = op.getFormat() == WeightFormat::fp8_block;
+  if (fp8 && options.wgmmaTileN > 128)
+    return op.emitOpError("wgmma-tile-n ")
+           << options.wgmmaTileN
+           << " is too wide for fp8_block weights (at most 128: the "
+              "per-block promotion keeps two accumulator sets)";
+  if (fp8 && options.wgmmaTileN && options.wgmmaTileN != 128)
+    return op.emitOpError("wgmma-tile-n ")
+           << options.wgmmaTileN
+           << " does not tile fp8_block weights (128: one scale block)";
   if (options.wgmmaTileN && !tileNOk(options.wgmmaTileN))
     return op.emitOpError("wgmma-tile-n ")
            << options.wgmmaTileN << " cannot tile this op's weights ("
@@ -182,7 +211,11 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // columns in the last column tile, each tile priced 16 columns more for
   // its fixed costs (the lhs rows every tile loads, the epilogue's start).
   // 2880 = 12 x 240 instead of 11.25 x 256.
-  if (!options.wgmmaTileN && gemmN >= 512 && op.getTransposeRhs()) {
+  if (fp8) {
+    config.tileN = 128;
+    config.stageK = 128;
+  }
+  if (!fp8 && !options.wgmmaTileN && gemmN >= 512 && op.getTransposeRhs()) {
     auto cost = [&](int64_t n) {
       return llvm::divideCeil(gemmN, n) * (n + 16);
     };
@@ -197,8 +230,11 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // NOTES.md v15: Qwen3 T=4096 445 -> 399 us, gpt-oss-120b T=16384 4210 ->
   // 3757).
   int64_t staging = wgmmaEpilogueBytes(config.tileM);
+  // (A stage's rows are 128 bytes of K either way; fp8_block stages also
+  // hold their scales: WgmmaKernel::scaleBytes.)
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
-                wgmmaStageBytes(config.tileM, config.tileN);
+                (wgmmaStageBytes(config.tileM, config.tileN) +
+                 (fp8 ? config.tileM * 4 + 16 : 0));
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
@@ -305,8 +341,10 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
   bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
   SmallVector<GemmKernelConfig> configs;
   // wgmma-swap-rows=0: no small-M kernel at all.
+  // Low-precision weights: no small-M kernel yet (the main kernel runs
+  // every T).
   if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
-      (!kMajor && !mnMajorOk))
+      (!kMajor && !mnMajorOk) || op.getFormat() != WeightFormat::plain)
     return configs;
   int64_t tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
   configs.push_back(swapConfig(options, main, rows, tileM));

@@ -50,6 +50,24 @@ struct GemmOperands {
   bool transposed = false; // rhs is [E, N, K]
   std::optional<GluParams> glu;
   Type inElem, outElem;
+  /// Low-precision weights (moe.grouped_matmul's weight_format): the rhs
+  /// holds e4m3 codes (fp8_block) or packed e2m1 pairs (mxfp4, [E, N,
+  /// K/2] bytes), `rhsScale` their block scales.
+  WeightFormat format = WeightFormat::plain;
+  bool ue8m0 = false;
+  Value rhsScale;
+  /// fp8_block, after quantizeActivations: `lhs` holds the activations'
+  /// e4m3 codes (i8, [rows, K]) and `lhsScale` their scales (f32, [rows,
+  /// ceil(K / 128)]).
+  Value lhsScale;
+
+  bool fp8() const { return format == WeightFormat::fp8_block; }
+  bool mxfp4() const { return format == WeightFormat::mxfp4; }
+  /// The f32 value of lhs element (row, k) as the GEMM multiplies it (an
+  /// fp8_block activation dequantized: code x its group's scale).
+  Value lhsValue(LoweringBuilder &b, Value row, Value k) const;
+  /// The f32 value of weight (expert, GEMM column col, k), dequantized.
+  Value rhsValue(LoweringBuilder &b, Value expert, Value col, Value k) const;
 
   /// GEMM (rhs) column of accumulator `a` (0 gate/plain, 1 up) of output
   /// column `c`.
@@ -57,6 +75,12 @@ struct GemmOperands {
 };
 
 GemmOperands gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op);
+
+/// fp8_block: one kernel quantizes the lhs rows (before any gather: each
+/// row once) per 128 columns to e4m3 codes and f32 scales, exactly as
+/// --moe-lower-to-cpu does (LowPrecision.h), and points `g.lhs` /
+/// `g.lhsScale` at them.
+void quantizeActivations(LoweringBuilder &b, GemmOperands &g);
 
 /// Shared memory of the Hopper engine's epilogue staging per consumer
 /// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).

@@ -6,6 +6,8 @@
 
 #include "GemmKernel.h"
 
+#include "Utils/LowPrecision.h"
+
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
@@ -17,6 +19,42 @@ Value GemmOperands::gemmColumn(LoweringBuilder &b, int64_t a, Value c) const {
     return a == 0 ? c : b.add(c, b.idx(outN));
   Value twice = b.mul(c, b.idx(2));
   return a == 0 ? twice : b.add(twice, b.idx(1));
+}
+
+Value GemmOperands::lhsValue(LoweringBuilder &b, Value row, Value k) const {
+  if (!lhsScale)
+    return b.toF32(b.load(lhs, {row, k}));
+  Value code = decodeE4M3(b, b.load(lhs, {row, k}));
+  Value group = arith::DivUIOp::create(b, k, b.idx(128));
+  return b.mul(code, b.load(lhsScale, {row, group}));
+}
+
+Value GemmOperands::rhsValue(LoweringBuilder &b, Value expert, Value col,
+                             Value k) const {
+  if (fp8()) {
+    Value w = decodeE4M3(b, b.load(rhs, {expert, col, k}));
+    Value nb = arith::DivUIOp::create(b, col, b.idx(128));
+    Value kb = arith::DivUIOp::create(b, k, b.idx(128));
+    return b.mul(w, b.load(rhsScale, {expert, nb, kb}));
+  }
+  if (mxfp4()) {
+    // Element 2j: the low nibble of byte j; 2j + 1: the high one.
+    Value byte = arith::ExtUIOp::create(
+        b, b.getI32Type(),
+        b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))}));
+    Value odd = b.cmpi(arith::CmpIPredicate::ne,
+                       b.toI32(arith::AndIOp::create(b, k, b.idx(1))),
+                       b.i32(0));
+    Value code =
+        b.select(odd, arith::ShRUIOp::create(b, byte, b.i32(4)).getResult(),
+                 b.andi(byte, b.i32(15)));
+    Value block = arith::DivUIOp::create(b, k, b.idx(32));
+    return b.mul(decodeE2M1(b, code),
+                 decodeE8M0(b, b.load(rhsScale, {expert, col, block})));
+  }
+  SmallVector<Value> at = transposed ? SmallVector<Value>{expert, col, k}
+                                     : SmallVector<Value>{expert, k, col};
+  return b.toF32(b.load(rhs, at));
 }
 
 GemmOperands gpu_lowering::gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op) {
@@ -32,6 +70,10 @@ GemmOperands gpu_lowering::gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op) {
   g.gemmN = rhsType.getDimSize(g.transposed ? 1 : 2);
   if (op.hasGluEpilogue())
     g.glu = gluParamsOf(op);
+  g.format = op.getFormat();
+  g.ue8m0 = op.getScaleFmt() == ScaleFmt::ue8m0;
+  if (op.getRhsScale())
+    g.rhsScale = toBuffer(b, op.getRhsScale());
   g.lhs = toBuffer(b, op.getLhs());
   g.rhs = toBuffer(b, op.getRhs());
   g.offsets = toBuffer(b, op.getOffsets());

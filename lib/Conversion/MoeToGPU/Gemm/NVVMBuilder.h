@@ -198,6 +198,15 @@ inline void cpAsync16(LoweringBuilder &b, Value dst, Value src, Value srcSize) {
                               b.getContext(), NVVM::LoadCacheModifierKind::CG),
                           srcSize);
 }
+/// 4-byte cp.async (cache all levels) of `srcSize` bytes (0 or 4; the rest
+/// is zero-filled).
+inline void cpAsync4(LoweringBuilder &b, Value dst, Value src, Value srcSize) {
+  NVVM::CpAsyncOp::create(b, sharedPtr(b, dst), globalPtr(b, src),
+                          b.getI32IntegerAttr(4),
+                          NVVM::LoadCacheModifierKindAttr::get(
+                              b.getContext(), NVVM::LoadCacheModifierKind::CA),
+                          srcSize);
+}
 /// The barrier counts one arrival when this thread's earlier cp.asyncs
 /// have landed (`noinc`: the arrival is part of the expected count).
 inline void cpAsyncArriveNoinc(LoweringBuilder &b, Value barrier) {
@@ -309,20 +318,23 @@ inline Type wgmmaAccumulatorType(LoweringBuilder &b, int64_t n) {
 }
 /// acc += A(desc a, K-major, or MN-major with `aMnMajor`: the transposed
 /// A of wgmma, 16-bit types only) * B(desc b, K-major, or MN-major with
-/// `bMnMajor`), m64nNk16, f32 += 16-bit.
+/// `bMnMajor`), m64nNk16, f32 += 16-bit (m64nNk32, f32 += e4m3, with
+/// `input` e4m3).
 /// With `accumulate` false the MMA ignores `acc` (D = A * B: the first MMA
 /// of a tile, so that no zero accumulators are live across the stage wait
 /// before it; ptxas serialises the wgmma otherwise, C7520).
 inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
-                   int64_t n, bool bf16, bool aMnMajor, bool bMnMajor,
-                   bool accumulate = true) {
+                   int64_t n, NVVM::WGMMATypes input, bool aMnMajor,
+                   bool bMnMajor, bool accumulate = true) {
   MLIRContext *ctx = b.getContext();
-  auto type = NVVM::WGMMATypesAttr::get(ctx, bf16 ? NVVM::WGMMATypes::bf16
-                                                  : NVVM::WGMMATypes::f16);
+  auto type = NVVM::WGMMATypesAttr::get(ctx, input);
   auto one = NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one);
+  // 32 bytes of K per instruction: k16 for 16-bit inputs, k32 for 8-bit
+  // (e4m3, K-major operands only).
+  int64_t k = input == NVVM::WGMMATypes::e4m3 ? 32 : 16;
   return NVVM::WgmmaMmaAsyncOp::create(
       b, acc.getType(), acc, descA, descB,
-      NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
+      NVVM::MMAShapeAttr::get(ctx, 64, n, k), type, type,
       NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
       NVVM::WGMMAScaleOutAttr::get(ctx, accumulate ? NVVM::WGMMAScaleOut::one
                                                    : NVVM::WGMMAScaleOut::zero),

@@ -11,7 +11,8 @@
 //   registers (rows ty + i*tileM/4, columns tx + j*tileN/4: conflict-free
 //   shared-memory reads and coalesced stores). K advances tileK at a time
 //   through shared memory, operands converted to f32 on the way in,
-//   accumulation in f32 (math.fma).
+//   accumulation in f32 (math.fma). Low-precision operands are
+//   dequantized on the way in (GemmOperands::lhsValue / rhsValue).
 // - Ragged groups. grid.x walks the row tiles of all experts
 //   (RaggedTiles); each block loops with stride gridDim.x. grid.y is the
 //   column tile.
@@ -142,8 +143,8 @@ void gpu_lowering::emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                       aVals.push_back(b.ifElse(
                           ok, {f32},
                           [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            return {b.toF32(
-                                b.load(g.lhs, {b.toIndex(aSrc[it]), kg}))};
+                            return {
+                                g.lhsValue(b, b.toIndex(aSrc[it]), kg)};
                           },
                           [&](LoweringBuilder &b) -> SmallVector<Value> {
                             return {b.f32(0.0)};
@@ -177,11 +178,7 @@ void gpu_lowering::emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                         Value kgSafe = b.minIdx(kg, b.idx(kDim - 1));
                         Value col =
                             g.gemmColumn(b, a, b.minIdx(cg, b.idx(outN - 1)));
-                        SmallVector<Value> at =
-                            g.transposed
-                                ? SmallVector<Value>{expert, col, kgSafe}
-                                : SmallVector<Value>{expert, kgSafe, col};
-                        Value v = b.toF32(b.load(g.rhs, at));
+                        Value v = g.rhsValue(b, expert, col, kgSafe);
                         bVals.push_back(
                             {b.select(ok, v, b.f32(0.0)), kk, c, a, valid});
                       }

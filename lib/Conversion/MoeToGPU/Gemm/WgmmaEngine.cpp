@@ -73,6 +73,7 @@
 #include "WgmmaKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -248,7 +249,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // tokens), both operands K-major.
   const int64_t mmaN = swap ? tileM : tileN;
   Type accType = nvvm::wgmmaAccumulatorType(b, mmaN);
-  bool bf16 = g.inElem.isBF16();
+  NVVM::WGMMATypes input = fp8               ? NVVM::WGMMATypes::e4m3
+                           : g.inElem.isBF16() ? NVVM::WGMMATypes::bf16
+                                               : NVVM::WGMMATypes::f16;
   const bool aMnMajor = swap && !g.transposed;
   Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(64 * 128)));
   if (swap)
@@ -276,11 +279,13 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     int64_t stepB = mnMajor ? 2048 >> 4 : 2;
     nvvm::wgmmaFence(b);
     // Slice h of the stage is sliceBytes() further (>> 4 in a descriptor).
+    // (Four MMAs per 128-byte slice: k16 of 16-bit or k32 of e4m3 inputs,
+    // 32 bytes of K each.)
     for (int64_t h = 0; h < kSlices; ++h)
-      for (int64_t k16 = 0; k16 < kTileK / 16; ++k16)
+      for (int64_t k16 = 0; k16 < 4; ++k16)
         acc = nvvm::wgmma(
             b, acc, add64(b, descA, stepA * k16 + h * (sliceBytes() >> 4)),
-            add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), mmaN, bf16,
+            add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), mmaN, input,
             aMnMajor, mnMajor,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
     return acc;
@@ -302,9 +307,39 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     }
     return acc;
   };
+  // fp8_block: each K step (one 128-K block) is MMAs into a block
+  // accumulator, waited for, then promoted into the tile's accumulator
+  // with the block's scales (the tensor cores' e4m3 accumulation never
+  // spans more than 128 K); the stage is released once its scales are
+  // read. (The two consumer warpgroups' MMAs overlap each other's
+  // promotions.)
+  auto fp8Step = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value block = tileMmas(b, stageAddress(b, s),
+                           LLVM::PoisonOp::create(b, accType), true);
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 0);
+    return promote(b, ct, cw, s, acc, block, first);
+  };
   Value acc = LLVM::PoisonOp::create(b, accType);
-  acc = kStep(b, zero, acc, true);
   Value mmaSteps = b.idx(kSteps);
+  if (fp8) {
+    acc = fp8Step(b, zero, acc, true);
+    acc = b.forLoop(b.idx(1), mmaSteps, {acc},
+                    [&](LoweringBuilder &b, Value kt,
+                        ValueRange in) -> SmallVector<Value> {
+                      return {fp8Step(b, kt, in[0], false)};
+                    })[0];
+    WorkItem received = receiveItem(b, item.step);
+    RowFactors factors = tableFactors(b, ct, cw);
+    epilogueStaged(b, ct, cw, received, acc, factors);
+    nvvm::mbarrierArrive(b, tableEmpty(b));
+    return;
+  }
+  acc = kStep(b, zero, acc, true);
   acc = b.forLoop(
       b.idx(1), mmaSteps, {acc},
       [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
@@ -323,6 +358,56 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   epilogueStaged(b, ct, cw, received, acc, factors);
   // This thread is done with the item's record and row table.
   nvvm::mbarrierArrive(b, tableEmpty(b));
+}
+
+Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
+                           Value acc, Value block, bool first) {
+  Value area = scaleArea(b, s);
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  // The thread's fragment rows 16 * warp + lane / 4 (+ 8) of this
+  // warpgroup's 64.
+  Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                     arith::ShRUIOp::create(b, lane, b.idx(2)));
+  Value rowScale[2];
+  for (int64_t h = 0; h < 2; ++h)
+    rowScale[h] = nvvm::loadShared(
+        b, b.getF32Type(),
+        add64(b, area, nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
+                                            b.idx(4)))));
+  int64_t parts = concat ? 2 : 1;
+  Value colScale[2];
+  for (int64_t u = 0; u < parts; ++u)
+    colScale[u] =
+        nvvm::loadShared(b, b.getF32Type(), add64(b, area, tileM * 4 + 4 * u));
+  // The stage's tiles and scales are read: the producer may refill it.
+  // (In cluster kernels one thread per warpgroup releases it, for all: its
+  // wgmma wait covers the warpgroup's MMAs but not the other warps' scale
+  // loads, so the warpgroup meets first.)
+  if (cluster > 1)
+    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
+  releaseStage(b, ct, s);
+  Value factor[2][2];
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t u = 0; u < parts; ++u)
+      factor[h][u] = b.mul(rowScale[h], colScale[u]);
+  // Accumulator i: row h = (i / 2) % 2, column 8 * (i / 4) + ...; a
+  // concat tile's first tileN / 2 columns are the gate half.
+  int64_t count = tileN / 2;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t h = (i / 2) % 2;
+    int64_t u = concat && 8 * (i / 4) >= tileN / 2 ? 1 : 0;
+    Value v = LLVM::ExtractValueOp::create(b, block, i);
+    Value scaled;
+    if (first) {
+      scaled = b.mul(v, factor[h][u]);
+    } else {
+      Value cur = LLVM::ExtractValueOp::create(b, acc, i);
+      scaled = math::FmaOp::create(b, v, factor[h][u], cur);
+    }
+    acc = LLVM::InsertValueOp::create(b, acc, scaled, i);
+  }
+  return acc;
 }
 
 void WgmmaKernel::emit(LoweringBuilder &b) {
@@ -397,6 +482,14 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
   rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
   rhsStride1 = nvvm::bufferStride(kb, g.rhs, 1);
+  if (fp8) {
+    lhsScaleAddr = nvvm::bufferAddress(kb, g.lhsScale);
+    lhsScaleStride = nvvm::bufferStride(kb, g.lhsScale, 0);
+    rhsScaleAddr = nvvm::bufferAddress(kb, g.rhsScale);
+    rhsScaleStride0 = nvvm::bufferStride(kb, g.rhsScale, 0);
+    rhsScaleStride1 = nvvm::bufferStride(kb, g.rhsScale, 1);
+    rhsScaleStride2 = nvvm::bufferStride(kb, g.rhsScale, 2);
+  }
   outAddr = nvvm::bufferAddress(kb, g.out);
   outStride = nvvm::bufferStride(kb, g.out, 0);
   // 16-byte stores of output rows need unit columns, 16-byte rows.
@@ -470,17 +563,18 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   declareRuntimeFunction(b, module, kName, 12);
   Type i64 = b.getI64Type();
   auto c = [&](int64_t v) { return nvvm::i64(b, v); };
-  Value elem = c(2);
+  Value elem = c(g.fp8() ? 1 : 2);
   Value s1 = arith::MulIOp::create(
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 1)), elem);
   Value s0 = arith::MulIOp::create(
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 0)), elem);
-  // CUtensorMapDataType: FLOAT16 = 6, BFLOAT16 = 9; CU_TENSOR_MAP_SWIZZLE_128B
-  // = 3.
-  Value dtype = c(g.inElem.isBF16() ? 9 : 6);
+  // CUtensorMapDataType: UINT8 = 0 (e4m3 codes), FLOAT16 = 6, BFLOAT16 = 9.
+  Value dtype = c(g.fp8() ? 0 : g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
+  // A box row is one 128-byte swizzle row of K.
+  int64_t boxK = g.fp8() ? 128 : kTileK;
   if (g.transposed)
-    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(kTileK),
+    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(boxK),
                  c(config.tileN / 2), c(1)});
   else
     args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),

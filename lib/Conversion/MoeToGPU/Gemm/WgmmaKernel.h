@@ -26,7 +26,8 @@ namespace wgmma {
 
 using CmpI = arith::CmpIPredicate;
 
-/// K elements per stage (one 128-byte swizzle row of 16-bit elements).
+/// K elements per 128-byte swizzle row of 16-bit elements (the e4m3 tiles
+/// of fp8_block hold 128: WgmmaKernel::sliceK).
 inline constexpr int64_t kTileK = 64;
 /// Epilogue staging per consumer warpgroup (kWgmmaStagingBytes): 64 rows
 /// of 256 bytes (one pass of 128 16-bit or 64 f32 output columns), 16-byte
@@ -57,6 +58,14 @@ static_assert((kEntryRegs - kCpAsyncProducerRegs) * 128 >=
                   (kCpAsyncConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
+/// The same for fp8_block with TMA weights, whose producer also holds its
+/// rows' scale addresses (at 56 it spilled 28-96 bytes, Qwen3-30B-A3B);
+/// its consumers need two m64n128 accumulator sets (128 registers).
+inline constexpr int64_t kFp8ProducerRegs = 88, kFp8ConsumerRegs = 208;
+static_assert((kEntryRegs - kFp8ProducerRegs) * 128 >=
+                  (kFp8ConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
+
 /// One work item of the persistent loop.
 struct WorkItem {
   Value expert, rowStart, tileRows, colTile, step;
@@ -78,13 +87,16 @@ public:
         registerSplit(consumers > 1 &&
                       (config.swapAB ? config.tileM : config.tileN) >= 128),
         producerRegisters(config.producerRegisters),
-        kSlices(config.stageK / kTileK),
+        kSlices(config.stageK / (g.fp8() ? 128 : kTileK)),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
         concat(g.glu && g.glu->layout == GluLayout::concat),
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
-        locateEach(config.swapAB), handoff(!config.swapAB) {}
+        locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()) {
+    assert((!fp8 || (!swap && kSlices == 1 && tileN <= 128)) &&
+           "fp8_block: main kernel, one 128-K block per stage, n <= 128");
+  }
 
   void emit(LoweringBuilder &b);
   /// The kernel body (emit launches it).
@@ -103,8 +115,14 @@ private:
                   (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
     if (!rhsMap)
       return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
+    if (fp8)
+      return {kFp8ProducerRegs, kFp8ConsumerRegs};
     return {kProducerRegs, kConsumerRegs};
   }
+  /// Bytes per operand element (e4m3 codes: 1) and K elements per
+  /// 128-byte swizzled row.
+  int64_t elemBytes() const { return fp8 ? 1 : 2; }
+  int64_t sliceK() const { return 128 / elemBytes(); }
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
   /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
@@ -113,7 +131,7 @@ private:
   int64_t stageBytes() const { return kSlices * sliceBytes(); }
   /// First K element of slice `h` of K step `kt`.
   Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
-    return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(kTileK));
+    return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(sliceK()));
   }
   /// The header before the stages (1024 bytes): barriers (16 * stages <=
   /// 128 bytes), from byte 128 the item handoff's barriers and record, from
@@ -132,7 +150,21 @@ private:
     if (swap)
       return headerBytes() + stages * stageBytes() +
              wgmmaSwapStagingBytes(tileM, tileN);
-    return headerBytes() + stages * stageBytes() + stagingBytes() + 512;
+    return headerBytes() + stages * stageBytes() + stagingBytes() + 512 +
+           stages * scaleBytes();
+  }
+  /// fp8_block: each stage's scales (its K step is one 128-K block), past
+  /// the routing weights: the tileM rows' activation scales (f32), then
+  /// the weight scale of the tile's columns (the gate half's and the up
+  /// half's with a concat GLU), written by the producer's cp.async with
+  /// the stage's tiles.
+  int64_t scaleBytes() const { return fp8 ? tileM * 4 + 16 : 0; }
+  Value scaleArea(LoweringBuilder &b, Value s) {
+    return add64(b,
+                 add64(b, base,
+                       headerBytes() + stages * stageBytes() + stagingBytes() +
+                           512),
+                 mul64(b, nvvm::toI64(b, s), scaleBytes()));
   }
   /// Global address of output element (row, col): 64-bit arithmetic (the
   /// i32 form overflows past 2^31 elements, docs/FieldBugs.md).
@@ -193,11 +225,14 @@ private:
   /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
-  /// Row `r` (within the tile) of `item`'s lhs rows: (its 64-bit address,
-  /// whether it is in the tile and in bounds; else row 0's address, whose
-  /// copies read zeros), through the gather when there is one.
-  std::pair<Value, Value> lhsRow(LoweringBuilder &b, const WorkItem &item,
-                                 Value r);
+  /// Row `r` (within the tile) of `item`'s lhs rows: its 64-bit address,
+  /// whether it is in the tile and in bounds (else row 0's address, whose
+  /// copies read zeros), and its lhs row (index, 0 when not in bounds),
+  /// through the gather when there is one.
+  struct LhsRow {
+    Value address, ok, row;
+  };
+  LhsRow lhsRow(LoweringBuilder &b, const WorkItem &item, Value r);
   /// Item handoff, producer side, at K step handoffStep() of the item: once
   /// the consumers have finished the previous item's epilogue, its record
   /// and its row table, `entry` = this producer thread's row's
@@ -226,6 +261,11 @@ private:
   /// 64-row tiles, v66.)
   void consumeTile(LoweringBuilder &b, Value tid, Value cw,
                    const WorkItem &item);
+  /// fp8_block, after a 128-K block's MMAs into `block` (and their wait):
+  /// acc += block * (activation scale of the row x weight scale of the
+  /// column), from stage `s`'s scale area (`first`: acc = ...).
+  Value promote(LoweringBuilder &b, Value ct, Value cw, Value s, Value acc,
+                Value block, bool first);
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group
@@ -364,9 +404,16 @@ private:
   const bool locateEach;
   /// The item handoff (see tableFull): the main kernel.
   const bool handoff;
+  /// fp8_block (e4m3 codes, k32 MMAs, the scales applied once per 128-K
+  /// block: WgmmaEngine.cpp's promotion).
+  const bool fp8;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;
+  /// fp8_block: the activation scales (f32 [rows, K / 128], unit inner
+  /// stride) and the weight scales (f32 [E, N / 128, K / 128]).
+  Value lhsScaleAddr, lhsScaleStride, rhsScaleAddr, rhsScaleStride0,
+      rhsScaleStride1, rhsScaleStride2;
   /// This CTA's rank in its cluster (index), from the special register.
   Value clusterRank(LoweringBuilder &b) const {
     return arith::IndexCastUIOp::create(

@@ -22,8 +22,8 @@ using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
 using namespace mlir::moe::gpu_lowering::wgmma;
 
-std::pair<Value, Value> WgmmaKernel::lhsRow(LoweringBuilder &b,
-                                            const WorkItem &item, Value r) {
+WgmmaKernel::LhsRow WgmmaKernel::lhsRow(LoweringBuilder &b,
+                                        const WorkItem &item, Value r) {
   Value inTile = b.cmpi(CmpI::ult, r, item.tileRows);
   Value row = b.add(item.rowStart, r);
   Value src;
@@ -42,9 +42,10 @@ std::pair<Value, Value> WgmmaKernel::lhsRow(LoweringBuilder &b,
   }
   Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
   Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
-  Value address = add64(
-      b, lhsAddr, nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), b.idx(2))));
-  return {address, ok};
+  Value address =
+      add64(b, lhsAddr,
+            nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), b.idx(elemBytes()))));
+  return {address, ok, srcRow};
 }
 
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
@@ -62,14 +63,38 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
   Value dstOffset =
       nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
-  Value elemBytes = b.idx(2);
+  Value elemBytes = b.idx(this->elemBytes());
 
   // Row start addresses and validity, fixed for the item.
-  SmallVector<Value> aRow, aOk, bRow, bOk;
+  SmallVector<Value> aRow, aOk, bRow, bOk, aScale;
   for (int64_t j = 0; j < tileM / 16; ++j) {
-    auto [address, ok] = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
-    aRow.push_back(address);
-    aOk.push_back(ok);
+    LhsRow row = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
+    aRow.push_back(row.address);
+    aOk.push_back(row.ok);
+    // fp8_block: the row's activation scales (f32 [rows, K / 128]).
+    if (fp8)
+      aScale.push_back(add64(
+          b, lhsScaleAddr,
+          nvvm::toI64(b, b.mul(b.mul(row.row, lhsScaleStride), b.idx(4)))));
+  }
+  // fp8_block: the weight scales of the tile's columns (f32 [E, N / 128,
+  // K / 128]): one 128-column block, or the gate half's and the up half's.
+  SmallVector<Value> wScale;
+  if (fp8) {
+    SmallVector<Value> blocks;
+    if (concat) {
+      Value outCol = b.mul(item.colTile, b.idx(tileN / 2));
+      blocks = {outCol, b.add(outCol, b.idx(g.outN))};
+    } else {
+      blocks = {b.mul(item.colTile, b.idx(tileN))};
+    }
+    for (Value col : blocks) {
+      Value nb = arith::DivUIOp::create(b, col, b.idx(128));
+      Value offset =
+          b.add(b.mul(item.expert, rhsScaleStride0), b.mul(nb, rhsScaleStride1));
+      wScale.push_back(
+          add64(b, rhsScaleAddr, nvvm::toI64(b, b.mul(offset, b.idx(4)))));
+    }
   }
   // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
   for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j) {
@@ -152,11 +177,12 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     Value stageBase = stageAddress(b, s);
     // Without a K tail every chunk of a valid row is in bounds: no
     // per-step select (rows that read zeros point at row 0).
-    bool kTail = g.kDim % (kTileK * kSlices) != 0;
+    bool kTail = g.kDim % (sliceK() * kSlices) != 0;
     // First K element of slice h of this step.
     for (int64_t h = 0; h < kSlices; ++h) {
       Value stage = add64(b, add64(b, stageBase, h * sliceBytes()), dstOffset);
-      Value k = b.add(sliceStartK(b, kt, h), b.mul(c, b.idx(8)));
+      Value k =
+          b.add(sliceStartK(b, kt, h), b.mul(c, b.idx(16 / this->elemBytes())));
       Value kIn = b.cmpi(CmpI::ult, k, b.idx(g.kDim));
       Value kBytes = nvvm::toI64(b, b.mul(k, elemBytes));
       auto copy = [&](Value dst, Value rowAddr, Value ok, Value fallback) {
@@ -173,6 +199,26 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
         copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
       for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
         copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
+    }
+    if (fp8) {
+      // The step's scales (its K block is kt): chunk-0 threads copy their
+      // rows' (zeros for rows out of the tile), thread 1 the weights'.
+      Value area = scaleArea(b, s);
+      Value kb = nvvm::toI64(b, b.mul(kt, b.idx(4)));
+      Value wkb = nvvm::toI64(b, b.mul(b.mul(kt, rhsScaleStride2), b.idx(4)));
+      when(b, b.cmpi(CmpI::eq, c, b.idx(0)), [&](LoweringBuilder &b) {
+        for (int64_t j = 0; j < int64_t(aScale.size()); ++j) {
+          Value dst = add64(
+              b, area, nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
+          nvvm::cpAsync4(b, dst, add64(b, aScale[j], kb),
+                         b.select(aOk[j], b.i32(4), b.i32(0)));
+        }
+      });
+      when(b, b.cmpi(CmpI::eq, tid, b.idx(1)), [&](LoweringBuilder &b) {
+        for (int64_t u = 0; u < int64_t(wScale.size()); ++u)
+          nvvm::cpAsync4(b, add64(b, area, tileM * 4 + 4 * u),
+                         add64(b, wScale[u], wkb), b.i32(4));
+      });
     }
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {

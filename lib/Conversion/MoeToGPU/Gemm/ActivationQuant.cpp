@@ -1,0 +1,83 @@
+//===- ActivationQuant.cpp - fp8_block activation quantization ------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// An fp8_block expert GEMM multiplies e4m3 activations: each lhs row is
+// quantized per 128 columns (scale = max(amax, 1e-4) / 448, a power of two
+// with scale_fmt ue8m0; code = e4m3(x / scale), round to nearest even,
+// saturating) with the functions --moe-lower-to-cpu uses (LowPrecision.h),
+// so both lowerings quantize bit for bit alike. One warp per (row, group):
+// lane l holds columns 4l .. 4l + 3 of the group (coalesced 8-byte reads
+// of 16-bit rows), the group's amax is a warp all-reduce. The lhs rows are
+// quantized before any gather: each row once, however many experts read it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+
+#include "Utils/LowPrecision.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+
+void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
+  assert(g.fp8() && !g.lhsScale && "quantizeActivations: fp8_block lhs");
+  const int64_t k = g.kDim, groups = llvm::divideCeil(k, 128);
+  Value rows = g.lhsRows;
+  Value codes = allocScratch(b, {ShapedType::kDynamic, k}, b.getI8Type(),
+                             {rows});
+  Value scales = allocScratch(b, {ShapedType::kDynamic, groups},
+                              b.getF32Type(), {rows});
+  Value lhs = g.lhs;
+  bool ue8m0 = g.ue8m0;
+  launchWarpPerRow(
+      b, b.mul(rows, b.idx(groups)),
+      [&](LoweringBuilder &b, Value unit, Value lane) {
+        Value row = arith::DivUIOp::create(b, unit, b.idx(groups));
+        Value group = arith::RemUIOp::create(b, unit, b.idx(groups));
+        Value first = b.add(b.mul(group, b.idx(128)), b.mul(lane, b.idx(4)));
+        SmallVector<Value, 4> cols, in, x;
+        Value amax = b.f32(0.0);
+        for (int64_t i = 0; i < 4; ++i) {
+          Value col = b.add(first, b.idx(i));
+          Value ok = b.cmpi(CmpI::ult, col, b.idx(k));
+          // Columns past K read as zero (they do not raise the amax).
+          Value v = b.ifElse(
+              ok, {b.getF32Type()},
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.toF32(b.load(lhs, {row, col}))};
+              },
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.f32(0.0)};
+              })[0];
+          cols.push_back(col);
+          in.push_back(ok);
+          x.push_back(v);
+          amax = arith::MaximumFOp::create(b, amax,
+                                           math::AbsFOp::create(b, v));
+        }
+        amax = warpAllReduce(b, {amax},
+                             [](LoweringBuilder &b, ValueRange p,
+                                ValueRange q) -> SmallVector<Value> {
+                               return {arith::MaximumFOp::create(b, p[0], q[0])};
+                             })[0];
+        Value scale = activationScale(b, amax, ue8m0);
+        for (int64_t i = 0; i < 4; ++i)
+          when(b, in[i], [&](LoweringBuilder &b) {
+            Value code = encodeE4M3(b, roundToE4M3(b, b.div(x[i], scale)));
+            b.store(code, codes, {row, cols[i]});
+          });
+        when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
+          b.store(scale, scales, {row, group});
+        });
+      });
+  g.lhs = codes;
+  g.lhsScale = scales;
+}

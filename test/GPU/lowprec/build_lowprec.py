@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Builds the artifacts of the low-precision GPU check (lowprec_check.py).
+
+Runs here (LLVM, the moe_mlir package): compiles each case's layer (a
+moe_mlir preset, possibly scaled down, dynamic T) with
+moe_mlir.gpu.compile_gpu into OUT/<case>.so + manifest, and writes
+OUT/cases.json (per case: library, the MoeConfig fields, the pipeline
+options, whether it is checked against the float64 numpy reference of
+test/Differential/reference.py or, at model size, the float64 torch one,
+and the bf16 case timed beside it). Copies lowprec_check.py, the numpy
+reference and the runtime package next to them.
+
+  python3 test/GPU/lowprec/build_lowprec.py [OUT]      (default gpu-artifacts/lowprec)
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+for p in ("build/python_packages", "build/python"):
+    sys.path.insert(0, os.path.join(REPO, p))
+
+import moe_mlir  # noqa: E402
+from moe_mlir import gpu  # noqa: E402
+
+P = moe_mlir.PRESETS
+DS_SMALL = dict(hidden=512, intermediate=256, experts=16, n_group=4, topk_group=2)
+
+# (name, config, compile options, fuse, reference, bf16 twin for timing)
+CASES = [
+    ("ds-small", P["deepseek-v3-fp8"].replace(**DS_SMALL), None, True, "numpy", None),
+    ("ds-small-unfused", P["deepseek-v3-fp8"].replace(**DS_SMALL), None, False, "numpy", None),
+    ("ds-small-simt", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"gemm": "simt"}, True, "numpy", None),
+    ("ds-small-cpasync", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"wgmma_tma": False}, True, "numpy", None),
+    ("ds-small-nocluster", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"wgmma_cluster": 1}, True, "numpy", None),
+    (
+        "ds31-small",
+        P["deepseek-v3.1-fp8"].replace(hidden=384, intermediate=128, experts=8, n_group=1, topk_group=1),
+        None, True, "numpy", None,
+    ),
+    (
+        "ds-partial",
+        P["deepseek-v3-fp8"].replace(hidden=200, intermediate=96, experts=16, n_group=4, topk_group=2),
+        None, True, "numpy", None,
+    ),
+    ("mx-small", P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8), None, True, "numpy", None),
+    ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
+    ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
+    ("qwen3-30b-a3b-bf16", P["qwen3-30b-a3b"].replace(transpose_weights=True), None, True, None, None),
+    ("deepseek-v3-bf16", P["deepseek-v3"].replace(transpose_weights=True), None, True, None, None),
+]
+
+
+def main(argv):
+    out = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(REPO, "gpu-artifacts", "lowprec"))
+    os.makedirs(out, exist_ok=True)
+    cases = []
+    for name, cfg, options, fuse, reference, twin in CASES:
+        module = moe_mlir.ffn_from_config(cfg, T=None, dtype="bf16")
+        lib = gpu.compile_gpu(module, os.path.join(out, name + ".so"), fuse=fuse, options=options)
+        fields = dataclasses.asdict(cfg)
+        cases.append(
+            dict(
+                name=name,
+                library=os.path.basename(lib),
+                config=fields,
+                reference_attrs={k: v for k, v in cfg.ffn_attributes().items() if k not in ("k", "scoring")},
+                options=options or {},
+                fuse=fuse,
+                reference=reference,
+                bf16_twin=twin,
+            )
+        )
+        print("built", name, flush=True)
+    commit = subprocess.run(
+        ["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump(dict(commit=commit + ("-dirty" if dirty else ""), cases=cases), f, indent=1)
+    shutil.copy(os.path.join(HERE, "lowprec_check.py"), out)
+    shutil.copy(os.path.join(REPO, "test", "Differential", "reference.py"), out)
+    dst = os.path.join(out, "moe_mlir_runtime")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(os.path.join(REPO, "python", "runtime", "moe_mlir_runtime"), dst,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""The low-precision GPU check (artifacts from build_lowprec.py).
+
+For each case (cases.json) and token count: fresh random inputs, weights
+made the way checkpoints are (bf16 weights quantized per 128 x 128 block to
+e4m3 with f32 scales; MXFP4: per 32 K to e2m1 with E8M0 scales), the
+output poisoned (NaN) before the call; the compiled layer's output
+compared with
+  - small layers: the float64 numpy reference of the format
+    (test/Differential/reference.py: exact decoding, the activations
+    quantized as the spec says), elementwise within its tolerance model,
+    and the relative error ||got - want|| / ||want||;
+  - model-size layers: a float64 torch port of the same computation, per
+    expert on the GPU (relative error <= 1e-2);
+and, beside it, the error against the unquantized bf16 layer (the same
+bf16 weights before quantization, float64): what quantization costs.
+Model-size cases are also timed against their bf16 twin (the same weights
+before quantization) with CUDA events, L2 flushed, median of the runs.
+
+  python3 lowprec_check.py [--dir D] [--T 1,8,...] [--only a,b] [--time-T ...]
+Writes $OUT/lowprec/summary.txt and results.json. Exit 0 when every check
+passed.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", default=HERE)
+    ap.add_argument("--T", default="0,1,7,64,300,2048")
+    ap.add_argument("--model-T", default="1,64,512,4096")
+    ap.add_argument("--time-T", default="1,8,64,512,4096,16384")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--budget", type=float, default=400.0)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, args.dir)
+    import numpy as np
+    import torch
+    import moe_mlir_runtime as rt
+    import reference as R
+
+    start = time.time()
+    out_dir = os.path.join(os.environ.get("OUT", os.getcwd()), "lowprec")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(args.dir, "cases.json")) as f:
+        meta = json.load(f)
+    dev = torch.device("cuda:0")
+    stream = torch.cuda.Stream()
+    torch.cuda.set_stream(stream)
+    lines, results = [], []
+    gpu = torch.cuda.get_device_name(0)
+    head = "commit %s, %s, torch %s" % (meta["commit"], gpu, torch.__version__)
+    print(head, flush=True)
+    lines.append(head)
+
+    def gen(key, shape, dtype=torch.float32, scale=1.0):
+        g = torch.Generator(device=dev)
+        g.manual_seed(zlib.crc32(key.encode()))
+        t = torch.randn(shape, dtype=dtype, device=dev, generator=g)
+        return t.mul_(scale) if scale != 1.0 else t
+
+    # -- weights as the checkpoints ship them ---------------------------------
+
+    def quantize_fp8_blocks(w):
+        """bf16 [E, N, K] -> (e4m3 codes, f32 scale_inv [E, N/128, K/128])."""
+        E, N, K = w.shape
+        nb, kb = -(-N // 128), -(-K // 128)
+        codes = torch.empty(E, N, K, dtype=torch.float8_e4m3fn, device=dev)
+        scales = torch.empty(E, nb, kb, dtype=torch.float32, device=dev)
+        for e in range(E):
+            we = torch.nn.functional.pad(w[e].float(), (0, kb * 128 - K, 0, nb * 128 - N))
+            blk = we.reshape(nb, 128, kb, 128)
+            amax = blk.abs().amax(dim=(1, 3)).clamp(min=1e-12)
+            s = amax / 448.0
+            q = (blk / s[:, None, :, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
+            codes[e] = q.reshape(nb * 128, kb * 128)[:N, :K]
+            scales[e] = s
+        return codes, scales
+
+    E2M1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=torch.float32, device=dev)
+
+    def quantize_mxfp4(w):
+        """bf16 [E, N, K] -> (packed e2m1 bytes [E, N, K/2] i8, E8M0 [E, N, K/32])."""
+        E, N, K = w.shape
+        blk = w.float().reshape(E, N, K // 32, 32)
+        amax = blk.abs().amax(dim=3).clamp(min=2.0**-120)
+        exp = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+        v = blk / torch.exp2(exp)[..., None]
+        mag = v.abs().clamp(max=6.0)
+        code = (mag[..., None] - E2M1).abs().argmin(dim=-1)  # nearest magnitude
+        code = code | ((v < 0).to(torch.int64) << 3)
+        code = code.reshape(E, N, K)
+        packed = (code[..., 0::2] | (code[..., 1::2] << 4)).to(torch.uint8).view(torch.int8)
+        scales = (exp + 127).to(torch.uint8).view(torch.float8_e8m0fnu)
+        return packed, scales
+
+    def decode_mxfp4(packed, scales):
+        b = packed.view(torch.uint8).to(torch.int64)
+        code = torch.stack([b & 15, b >> 4], dim=-1).reshape(*b.shape[:-1], -1)
+        mag = E2M1.double()[code & 7]
+        val = torch.where(code >= 8, -mag, mag)
+        s = torch.exp2(scales.view(torch.uint8).double() - 127)
+        return val * s.repeat_interleave(32, dim=-1)
+
+    # -- float64 torch reference (model sizes) --------------------------------
+
+    def fake_quant(a, ue8m0):
+        """Rows quantized per 128 columns as the spec says, dequantized (f64)."""
+        M, K = a.shape
+        G = -(-K // 128)
+        af = torch.nn.functional.pad(a.float(), (0, G * 128 - K)).reshape(M, G, 128)
+        amax = af.abs().amax(dim=2)
+        s = amax.clamp(min=1e-4) / 448.0
+        if ue8m0:
+            s = torch.exp2(torch.ceil(torch.log2(s)))
+        q = (af / s[..., None]).clamp(-448, 448).to(torch.float8_e4m3fn).double()
+        return (q * s.double()[..., None]).reshape(M, G * 128)[:, :K]
+
+    def dequant_fp8(codes, scales):
+        N, K = codes.shape
+        s = scales.double().repeat_interleave(128, 0).repeat_interleave(128, 1)[:N, :K]
+        return codes.double() * s
+
+    def glu(up, cfg):
+        I = up.shape[1] // 2
+        if cfg["layout"] == "concat":
+            g, u = up[:, :I], up[:, I:]
+        else:
+            g, u = up[:, 0::2], up[:, 1::2]
+        a = cfg["alpha"]
+        lim = cfg["limit"]
+        if lim is not None:
+            g = g.clamp(max=lim)
+            u = u.clamp(-lim, lim)
+        act = g * torch.sigmoid(a * g) if cfg["activation"] == "silu" else None
+        return act * (u + cfg["up_bias"])
+
+    def torch_reference(cfg, x, ids, weights, w_up, w_down, s_up, s_down, quantized):
+        """(y f64 [T, H]); `quantized` False: the plain bf16 layer (w_* bf16)."""
+        T, H = x.shape
+        y = torch.zeros(T, H, dtype=torch.float64, device=dev)
+        ue8m0 = cfg["scale_fmt"] == "ue8m0"
+        ids_t = torch.as_tensor(ids, device=dev)
+        w_t = torch.as_tensor(weights, device=dev, dtype=torch.float64)
+        for e in torch.unique(ids_t).tolist():
+            t, j = torch.nonzero(ids_t == e, as_tuple=True)
+            xs = x[t].double()
+            if quantized:
+                xs = fake_quant(xs, ue8m0)
+                wu, wd = dequant_fp8(w_up[e], s_up[e]), dequant_fp8(w_down[e], s_down[e])
+            else:
+                wu, wd = w_up[e].double(), w_down[e].double()
+            up = (xs @ wu.T).to(torch.bfloat16).double()
+            act = glu(up, cfg).to(torch.bfloat16).double()
+            if quantized:
+                act = fake_quant(act, ue8m0)
+            down = (act @ wd.T).to(torch.bfloat16).double()
+            y.index_add_(0, t, down * w_t[t, j][:, None])
+        return y
+
+    def rel(got, want):
+        if got.numel() == 0:
+            return 0.0
+        if not torch.isfinite(got).all():
+            return float("inf")
+        num = float(torch.linalg.vector_norm((got.double() - want.double()).reshape(-1)))
+        den = float(torch.linalg.vector_norm(want.double().reshape(-1)))
+        return num / den if den else (0.0 if num == 0 else float("inf"))
+
+    def record(name, T, status, err, vs_bf16, detail):
+        row = dict(case=name, T=T, status=status, rel_err=err, rel_err_vs_bf16=vs_bf16, detail=detail)
+        results.append(row)
+        line = "%-5s %-22s T=%-6s rel err %-10s vs bf16 layer %-10s %s" % (
+            status, name, T, "%.3e" % err if err is not None else "-",
+            "%.3e" % vs_bf16 if vs_bf16 is not None else "-", detail)
+        print(line, flush=True)
+        lines.append(line)
+
+    only = [s for s in args.only.split(",") if s]
+    cases = {c["name"]: c for c in meta["cases"]}
+    loaded = {}
+
+    def load(case):
+        if case["name"] not in loaded:
+            art = rt.load(os.path.join(args.dir, case["library"]))
+            loaded[case["name"]] = art.fn("ffn")
+        return loaded[case["name"]]
+
+    for case in meta["cases"]:
+        name, cfg = case["name"], case["config"]
+        if only and name not in only:
+            continue
+        if case["reference"] is None:
+            continue
+        if time.time() - start > args.budget:
+            record(name, "-", "SKIP", None, None, "time budget")
+            continue
+        fn = load(case)
+        spec = fn.spec
+        H, I, E, k = cfg["hidden"], cfg["intermediate"], cfg["experts"], cfg["top_k"]
+        fmt = cfg["weight_format"]
+        # bf16 weights, then the checkpoint format.
+        t0 = time.time()
+        wu16 = gen("%s/wu" % name, (E, 2 * I, H), torch.bfloat16, 1.0 / math.sqrt(H))
+        wd16 = gen("%s/wd" % name, (E, H, I), torch.bfloat16, 1.0 / math.sqrt(I))
+        if fmt == "fp8_block":
+            wu, su = quantize_fp8_blocks(wu16)
+            wd, sd = quantize_fp8_blocks(wd16)
+        else:
+            wu, su = quantize_mxfp4(wu16)
+            wd, sd = quantize_mxfp4(wd16)
+        extra = []
+        rbias = None
+        if cfg["routing_bias"]:
+            rbias = gen("%s/rbias" % name, (E,), torch.float32, 0.05)
+            extra.append(rbias)
+        ebias = []
+        if cfg["expert_bias"]:
+            ebias = [gen("%s/bu" % name, (E, 2 * I), torch.bfloat16, 0.1),
+                     gen("%s/bd" % name, (E, H), torch.bfloat16, 0.1)]
+            extra += ebias
+        torch.cuda.synchronize()
+        print("--- %s: %s (weights %.1fs)" % (name, spec.signature(), time.time() - t0), flush=True)
+        Ts = [int(t) for t in (args.T if case["reference"] == "numpy" else args.model_T).split(",") if t]
+        lg_dtype = rt.torch_dtype(spec.args[1].dtype)
+        for T in Ts:
+            x = gen("%s/x/%d" % (name, T), (T, H), torch.bfloat16)
+            lg = gen("%s/lg/%d" % (name, T), (T, E), lg_dtype, 2.0)
+            try:
+                y = fn(x, lg, wu, wd, *extra, su, sd)
+                torch.cuda.synchronize()
+            except Exception as ex:  # noqa: BLE001
+                record(name, T, "FAIL", None, None, "%s: %s" % (type(ex).__name__, str(ex)[:300]))
+                continue
+            W, ids, amb, _, _ = R.route(
+                lg.double().cpu().numpy(), k, cfg["scoring"], cfg["normalize"], cfg["n_group"],
+                cfg["topk_group"], cfg["group_score"], cfg["scaling"],
+                rbias.double().cpu().numpy() if rbias is not None else None)
+            W = R.round_to(W, "f32")
+            keep = torch.as_tensor(~amb, device=dev)
+            # The unquantized bf16 layer (same routing, float64).
+            if fmt == "fp8_block":
+                plain = torch_reference(cfg, x, ids, W, wu16, wd16, None, None, False)
+            else:
+                plain = None
+            if case["reference"] == "numpy":
+                kw = dict(case["reference_attrs"])
+                np_u8 = lambda t: t.view(torch.uint8).cpu().numpy()  # noqa: E731
+                want, scale, defined = R.ffn(
+                    x.double().cpu().numpy(), lg.double().cpu().numpy(), np_u8(wu), np_u8(wd), "bf16", k,
+                    cfg["scoring"], bias=rbias.double().cpu().numpy() if rbias is not None else None,
+                    w_up_bias=ebias[0].double().cpu().numpy() if ebias else None,
+                    w_down_bias=ebias[1].double().cpu().numpy() if ebias else None,
+                    w_up_scale=su.cpu().numpy() if fmt == "fp8_block" else np_u8(su),
+                    w_down_scale=sd.cpu().numpy() if fmt == "fp8_block" else np_u8(sd), **kw)
+                got = y.double().cpu().numpy()
+                rtol, atol = R.TOLERANCE["bf16"]
+                bad = (np.abs(got - want) > rtol * scale + atol) & defined[:, None]
+                bad |= ~np.isfinite(got) & defined[:, None]
+                want_t = torch.as_tensor(want, device=dev)
+                err = rel(y[keep], want_t[keep])
+                ok = not bad.any() and err <= 1e-2
+                detail = "%d rows, %d off the tolerance model" % (int(defined.sum()), int(bad.sum()))
+            else:
+                want_t = torch_reference(cfg, x, ids, W, wu, wd, su, sd, True)
+                err = rel(y[keep], want_t[keep])
+                ok = err <= 1e-2
+                detail = "%d rows (%d near-tie rows left out)" % (int(keep.sum()), int((~keep).sum()))
+            vs = rel(y[keep], plain[keep]) if plain is not None else None
+            record(name, T, "PASS" if ok else "FAIL", err, vs, detail)
+        # Timing against the bf16 twin (same weights, before quantization).
+        twin = case.get("bf16_twin")
+        if twin and twin in cases:
+            fn16 = load(cases[twin])
+            flush = torch.empty(512 * 2**20, dtype=torch.uint8, device=dev)
+            for T in [int(t) for t in args.time_T.split(",") if t]:
+                if time.time() - start > args.budget:
+                    break
+                x = gen("%s/tx/%d" % (name, T), (T, H), torch.bfloat16)
+                lg = gen("%s/tlg/%d" % (name, T), (T, E), lg_dtype, 2.0)
+                ms = {}
+                for label, f, a in (("bf16", fn16, (x, lg, wu16, wd16, *extra)),
+                                    ("fp8", fn, (x, lg, wu, wd, *extra, su, sd))):
+                    f(*a)
+                    times = []
+                    for _ in range(args.runs):
+                        flush.zero_()
+                        s0, s1 = torch.cuda.Event(True), torch.cuda.Event(True)
+                        s0.record()
+                        f(*a)
+                        s1.record()
+                        s1.synchronize()
+                        times.append(s0.elapsed_time(s1))
+                    ms[label] = sorted(times)[len(times) // 2]
+                line = "TIME  %-22s T=%-6d bf16 %9.1f us  fp8 %9.1f us  bf16/fp8 %.2fx" % (
+                    name, T, ms["bf16"] * 1e3, ms["fp8"] * 1e3, ms["bf16"] / ms["fp8"])
+                print(line, flush=True)
+                lines.append(line)
+                results.append(dict(case=name, T=T, us_bf16=ms["bf16"] * 1e3, us_fp8=ms["fp8"] * 1e3))
+            del flush
+        del wu16, wd16, wu, wd
+        torch.cuda.empty_cache()
+    fails = sum(r.get("status") == "FAIL" for r in results)
+    passes = sum(r.get("status") == "PASS" for r in results)
+    tail = "%d PASS, %d FAIL in %.0fs" % (passes, fails, time.time() - start)
+    print(tail)
+    lines.append(tail)
+    with open(os.path.join(out_dir, "summary.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(dict(meta=dict(commit=meta["commit"], gpu=gpu), results=results), f, indent=1)
+    return 1 if fails or not passes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,17 +3,16 @@
 // RUN: moe-opt %s --moe-decompose | FileCheck %s --check-prefix=DEC
 // RUN: moe-opt %s --moe-decompose --moe-fuse | FileCheck %s --check-prefix=FUSE
 // RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-cpu > /dev/null
-// RUN: not moe-opt %s --moe-lower-to-nvvm 2>&1 | FileCheck %s --check-prefix=GPU
+// RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-nvvm > /dev/null
 
 // Low-precision expert weights: the custom forms round-trip (through the
 // generic form too), moe.ffn's formats and scales reach both grouped
 // matmuls of its chain and survive every fusion into the expert_gemms,
-// the CPU pipeline compiles them, and the GPU pipeline rejects them with a
-// located error (no GPU kernel yet).
+// and both the CPU and the GPU pipelines compile them (the GPU kernels:
+// test/Conversion/MoeToGPU/gemm-lowprec.mlir).
 
 // RT-LABEL: func.func @fp8
 // RT: moe.grouped_matmul %{{.*}}, %{{.*}} offsets(%{{.*}} : tensor<5xi32>) scales(%{{.*}} : tensor<4x2x2xf32>) {scale_fmt = #moe.scale_fmt<ue8m0>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x192x256xf8E4M3FN> -> tensor<?x192xf32>
-// GPU: error: 'moe.expert_gemm' op weight_format fp8_block has no GPU kernel yet (--moe-lower-to-cpu runs it)
 func.func @fp8(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, %s: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> tensor<?x192xf32> {
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x2x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>, scale_fmt = #moe.scale_fmt<ue8m0>} : tensor<?x256xbf16>, tensor<4x192x256xf8E4M3FN> -> tensor<?x192xf32>
   return %r : tensor<?x192xf32>

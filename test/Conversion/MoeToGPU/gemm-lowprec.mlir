@@ -1,0 +1,94 @@
+// Low-precision expert weights on the GPU (weight_format fp8_block /
+// mxfp4; Gemm/ActivationQuant.cpp, Gemm/GemmConfig.cpp, the Hopper
+// engine's FP8 path in Gemm/Wgmma*.cpp).
+//
+// fp8_block: one kernel quantizes the activations (a warp per row and
+// 128-column group: amax by shuffles, e4m3 codes as i8, f32 scales), then
+// the Hopper kernel multiplies e4m3 x e4m3 (m64n128k32, four MMAs per
+// 128-K stage into a block accumulator, promoted with the scales the
+// producer copies with each stage: 4-byte cp.async), its weights by TMA as
+// UINT8 (CUtensorMapDataType 0) in boxes of 128 K x 64 rows; no small-M
+// kernel (not yet for low precision); the SIMT kernel is the fallback.
+// mxfp4 runs on the SIMT engine (no Hopper kernel yet): gemm=wgmma is an
+// error on the op, as are tile widths the FP8 path cannot take and shapes
+// it cannot load.
+//
+// RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=simt" | FileCheck %s --check-prefix=SIMT \
+// RUN:   --implicit-check-not=nvvm.wgmma --implicit-check-not=moeRuntimeTensorMap3D
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false" | FileCheck %s --check-prefix=CPA \
+// RUN:   --implicit-check-not=moeRuntimeTensorMap3D
+// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma" -verify-diagnostics > /dev/null
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256" 2>&1 | FileCheck %s --check-prefix=TN256
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=TN64
+
+// TN256: error: 'moe.expert_gemm' op wgmma-tile-n 256 is too wide for fp8_block weights (at most 128: the per-block promotion keeps two accumulator sets)
+// TN64: error: 'moe.expert_gemm' op wgmma-tile-n 64 does not tile fp8_block weights (128: one scale block)
+
+// CHECK-LABEL: func.func @fp8(
+// The activation quantization: amax over the warp, codes and scales.
+// CHECK: gpu.launch
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK: memref.store %{{.*}} : memref<?x256xi8>
+// CHECK: memref.store %{{.*}} : memref<?x2xf32>
+// The Hopper kernel's weight tensor map: UINT8, 128-K x 64-row boxes.
+// CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c256_i64{{.*}}, %c256_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %c64_i64{{.*}}, %c1_i64
+// CHECK: gpu.launch
+// CHECK: nvvm.setmaxregister decrease 88
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache = ca
+// CHECK: nvvm.setmaxregister increase 208
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: math.fma
+// CHECK-NOT: n = 16
+// SIMT-LABEL: func.func @fp8(
+// SIMT-COUNT-2: gpu.launch
+// CPA-LABEL: func.func @fp8(
+// CPA: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+func.func @fp8(%a: tensor<?x256xbf16>, %w: tensor<4x256x256xf8E4M3FN>, %s: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> tensor<?x256xbf16> {
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x2x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x256x256xf8E4M3FN> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+
+// -----
+
+// K = 200 is no whole number of 16-byte e4m3 rows: the SIMT kernel.
+// CHECK-LABEL: func.func @fp8_k200(
+// CHECK-NOT: nvvm.wgmma
+// CHECK: return
+func.func @fp8_k200(%a: tensor<?x200xbf16>, %w: tensor<4x128x200xf8E4M3FN>, %s: tensor<4x1x2xf32>, %off: tensor<5xi32>) -> tensor<?x128xf32> {
+  // expected-error @+2 {{cannot use gemm=wgmma: the wgmma engine needs K a positive multiple of 16 for fp8_block weights (16-byte rows of e4m3)}}
+  // expected-error @+1 {{failed to legalize operation 'moe.grouped_matmul'}}
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x1x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x200xbf16>, tensor<4x128x200xf8E4M3FN> -> tensor<?x128xf32>
+  return %r : tensor<?x128xf32>
+}
+
+// -----
+
+// A concat GLU whose up half would straddle a 128-column scale block
+// (96 output columns): the SIMT kernel.
+// CHECK-LABEL: func.func @fp8_concat96(
+// CHECK-NOT: nvvm.wgmma
+// CHECK: return
+func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, %s: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> tensor<?x96xbf16> {
+  // expected-error @+2 {{cannot use gemm=wgmma: the wgmma engine needs the output columns a multiple of 64 for fp8_block weights with a concat GLU}}
+  // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
+  %r = moe.expert_gemm %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x2x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x192x256xf8E4M3FN> -> tensor<?x96xbf16>
+  return %r : tensor<?x96xbf16>
+}
+
+// -----
+
+// mxfp4: the SIMT kernel decodes the e2m1 pairs and E8M0 scales.
+// CHECK-LABEL: func.func @mxfp4(
+// CHECK-NOT: nvvm.wgmma
+// CHECK: return
+// SIMT-LABEL: func.func @mxfp4(
+func.func @mxfp4(%a: tensor<?x64xbf16>, %w: tensor<4x48x32xi8>, %s: tensor<4x48x2xf8E8M0FNU>, %off: tensor<5xi32>, %b: tensor<4x48xbf16>) -> tensor<?x48xbf16> {
+  // expected-error @+2 {{cannot use gemm=wgmma: the wgmma engine has no mxfp4 kernel yet}}
+  // expected-error @+1 {{failed to legalize operation 'moe.grouped_matmul'}}
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) bias(%b : tensor<4x48xbf16>) scales(%s : tensor<4x48x2xf8E8M0FNU>) {transpose_rhs = true, weight_format = #moe.weight_format<mxfp4>} : tensor<?x64xbf16>, tensor<4x48x32xi8> -> tensor<?x48xbf16>
+  return %r : tensor<?x48xbf16>
+}

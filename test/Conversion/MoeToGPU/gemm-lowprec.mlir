@@ -7,8 +7,10 @@
 // the Hopper kernel multiplies e4m3 x e4m3 (m64n128k32, four MMAs per
 // 128-K stage into a block accumulator, promoted with the scales the
 // producer copies with each stage: 4-byte cp.async), its weights by TMA as
-// UINT8 (CUtensorMapDataType 0) in boxes of 128 K x 64 rows; no small-M
-// kernel (not yet for low precision); the SIMT kernel is the fallback.
+// UINT8 (CUtensorMapDataType 0) in boxes of 128 K x 64 rows; at few rows
+// per expert the small-M kernels (weights as wgmma A: m64n16k32 and the
+// wide m64n32k32, e4m3) run instead, promoted the same way with the
+// tokens' scales; the SIMT kernel is the fallback.
 // mxfp4 runs on the SIMT engine (no Hopper kernel yet): gemm=wgmma is an
 // error on the op, as are tile widths the FP8 path cannot take and shapes
 // it cannot load.
@@ -31,7 +33,13 @@
 // CHECK-COUNT-5: gpu.shuffle xor
 // CHECK: memref.store %{{.*}} : memref<?x256xi8>
 // CHECK: memref.store %{{.*}} : memref<?x2xf32>
-// The Hopper kernel's weight tensor map: UINT8, 128-K x 64-row boxes.
+// The small-M kernels (16 and 32 tokens per tile), then the main kernel.
+// CHECK: gpu.launch
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// CHECK: math.fma
+// CHECK: gpu.launch
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// The main kernel's weight tensor map: UINT8, 128-K x 64-row boxes.
 // CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c256_i64{{.*}}, %c256_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %c64_i64{{.*}}, %c1_i64
 // CHECK: gpu.launch
 // CHECK: nvvm.setmaxregister decrease 88
@@ -42,7 +50,6 @@
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: math.fma
-// CHECK-NOT: n = 16
 // SIMT-LABEL: func.func @fp8(
 // SIMT-COUNT-2: gpu.launch
 // CPA-LABEL: func.func @fp8(

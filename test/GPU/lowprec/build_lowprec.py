@@ -35,29 +35,92 @@ DS_SMALL = dict(hidden=512, intermediate=256, experts=16, n_group=4, topk_group=
 CASES = [
     ("ds-small", P["deepseek-v3-fp8"].replace(**DS_SMALL), None, True, "numpy", None),
     ("ds-small-unfused", P["deepseek-v3-fp8"].replace(**DS_SMALL), None, False, "numpy", None),
-    ("ds-small-simt", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"gemm": "simt"}, True, "numpy", None),
-    ("ds-small-cpasync", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"wgmma_tma": False}, True, "numpy", None),
-    ("ds-small-nocluster", P["deepseek-v3-fp8"].replace(**DS_SMALL), {"wgmma_cluster": 1}, True, "numpy", None),
+    (
+        "ds-small-simt",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"gemm": "simt"},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "ds-small-cpasync",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"wgmma_tma": False},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "ds-small-nocluster",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"wgmma_cluster": 1},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "ds-small-swap",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"wgmma_swap_rows": 4096},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "ds-small-swap128",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_n": 128},
+        True,
+        "numpy",
+        None,
+    ),
     (
         "ds31-small",
-        P["deepseek-v3.1-fp8"].replace(hidden=384, intermediate=128, experts=8, n_group=1, topk_group=1),
-        None, True, "numpy", None,
+        P["deepseek-v3.1-fp8"].replace(
+            hidden=384, intermediate=128, experts=8, n_group=1, topk_group=1
+        ),
+        None,
+        True,
+        "numpy",
+        None,
     ),
     (
         "ds-partial",
-        P["deepseek-v3-fp8"].replace(hidden=200, intermediate=96, experts=16, n_group=4, topk_group=2),
-        None, True, "numpy", None,
+        P["deepseek-v3-fp8"].replace(
+            hidden=200, intermediate=96, experts=16, n_group=4, topk_group=2
+        ),
+        None,
+        True,
+        "numpy",
+        None,
     ),
-    ("mx-small", P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8), None, True, "numpy", None),
+    (
+        "mx-small",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
     ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
     ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
-    ("qwen3-30b-a3b-bf16", P["qwen3-30b-a3b"].replace(transpose_weights=True), None, True, None, None),
+    (
+        "qwen3-30b-a3b-bf16",
+        P["qwen3-30b-a3b"].replace(transpose_weights=True),
+        None,
+        True,
+        None,
+        None,
+    ),
     ("deepseek-v3-bf16", P["deepseek-v3"].replace(transpose_weights=True), None, True, None, None),
 ]
 
 
 def main(argv):
-    out = os.path.abspath(argv[1] if len(argv) > 1 else os.path.join(REPO, "gpu-artifacts", "lowprec"))
+    out = os.path.abspath(
+        argv[1] if len(argv) > 1 else os.path.join(REPO, "gpu-artifacts", "lowprec")
+    )
     os.makedirs(out, exist_ok=True)
     cases = []
     for name, cfg, options, fuse, reference, twin in CASES:
@@ -69,7 +132,9 @@ def main(argv):
                 name=name,
                 library=os.path.basename(lib),
                 config=fields,
-                reference_attrs={k: v for k, v in cfg.ffn_attributes().items() if k not in ("k", "scoring")},
+                reference_attrs={
+                    k: v for k, v in cfg.ffn_attributes().items() if k not in ("k", "scoring")
+                },
                 options=options or {},
                 fuse=fuse,
                 reference=reference,
@@ -80,16 +145,22 @@ def main(argv):
     commit = subprocess.run(
         ["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(dict(commit=commit + ("-dirty" if dirty else ""), cases=cases), f, indent=1)
     shutil.copy(os.path.join(HERE, "lowprec_check.py"), out)
     shutil.copy(os.path.join(REPO, "test", "Differential", "reference.py"), out)
     dst = os.path.join(out, "moe_mlir_runtime")
     shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(os.path.join(REPO, "python", "runtime", "moe_mlir_runtime"), dst,
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        os.path.join(REPO, "python", "runtime", "moe_mlir_runtime"),
+        dst,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     return 0
 
 

@@ -212,6 +212,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // its fixed costs (the lhs rows every tile loads, the epilogue's start).
   // 2880 = 12 x 240 instead of 11.25 x 256.
   if (fp8) {
+    config.fp8 = true;
     config.tileN = 128;
     config.stageK = 128;
   }
@@ -308,11 +309,15 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   config.l2PromotionBytes = 0;
   config.stageK = 128;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
-  // hardware reserves per block.
+  // hardware reserves per block. (fp8_block: 128 K is one 128-byte row of
+  // e4m3 per operand row, plus the stage's scales.)
+  int64_t stageBytes =
+      config.fp8 ? wgmmaStageBytes(config.tileM, config.tileN) + config.tileM * 4 + 16
+          : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSwapSharedOverheadBytes -
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /
-                wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
+                stageBytes;
   // An explicit wgmma-stages (checked against the main kernel's tile) is
   // capped at what fits.
   config.stages =
@@ -341,10 +346,8 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
   bool mnMajorOk = options.wgmmaSwapMnMajor && !concat;
   SmallVector<GemmKernelConfig> configs;
   // wgmma-swap-rows=0: no small-M kernel at all.
-  // Low-precision weights: no small-M kernel yet (the main kernel runs
-  // every T).
   if (main.engine != GemmEngine::Wgmma || rows == 0 || !main.rhsTma ||
-      (!kMajor && !mnMajorOk) || op.getFormat() != WeightFormat::plain)
+      (!kMajor && !mnMajorOk))
     return configs;
   int64_t tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
   configs.push_back(swapConfig(options, main, rows, tileM));

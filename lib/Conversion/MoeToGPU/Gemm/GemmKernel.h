@@ -96,6 +96,9 @@ enum class GemmEngine { Simt, Wgmma };
 struct GemmKernelConfig {
   GemmEngine engine = GemmEngine::Simt;
   MoeGemmTiles simt;    // SIMT engine tiles
+  /// wgmma: fp8_block operands (e4m3 tiles, one 128-K scale block per
+  /// stage, stageK = 128, tileN <= 128).
+  bool fp8 = false;
   int64_t tileM = 128;  // wgmma: rows per block (64 per consumer warpgroup)
   int64_t tileN = 128;  // wgmma: rhs columns per block (the wgmma N)
   int64_t stages = 4;   // wgmma: pipeline depth

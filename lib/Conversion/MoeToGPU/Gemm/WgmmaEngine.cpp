@@ -333,6 +333,10 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                         ValueRange in) -> SmallVector<Value> {
                       return {fp8Step(b, kt, in[0], false)};
                     })[0];
+    if (swap) {
+      epilogueSwapped(b, tid, cw, item, acc, swapTargets);
+      return;
+    }
     WorkItem received = receiveItem(b, item.step);
     RowFactors factors = tableFactors(b, ct, cw);
     epilogueStaged(b, ct, cw, received, acc, factors);
@@ -365,21 +369,44 @@ Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
   Value area = scaleArea(b, s);
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  auto loadScale = [&](Value index) {
+    return nvvm::loadShared(
+        b, b.getF32Type(),
+        add64(b, area, nvvm::toI64(b, b.mul(index, b.idx(4)))));
+  };
   // The thread's fragment rows 16 * warp + lane / 4 (+ 8) of this
-  // warpgroup's 64.
+  // warpgroup's 64 (main kernel: lhs rows; small-M: weight rows), and its
+  // fragment columns 8 j + 2 (lane % 4) (+ 1) (main: weight columns;
+  // small-M: tokens).
   Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
                      arith::ShRUIOp::create(b, lane, b.idx(2)));
-  Value rowScale[2];
-  for (int64_t h = 0; h < 2; ++h)
-    rowScale[h] = nvvm::loadShared(
-        b, b.getF32Type(),
-        add64(b, area, nvvm::toI64(b, b.mul(b.add(row0, b.idx(8 * h)),
-                                            b.idx(4)))));
+  Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
   int64_t parts = concat ? 2 : 1;
-  Value colScale[2];
+  Value weightScale[2];
   for (int64_t u = 0; u < parts; ++u)
-    colScale[u] =
-        nvvm::loadShared(b, b.getF32Type(), add64(b, area, tileM * 4 + 4 * u));
+    weightScale[u] = loadScale(b.idx(tileM + u));
+  // rowScale[h]: the scale of fragment row h (small-M: tokenScale, those of
+  // the thread's token columns)
+  // of accumulator i.
+  Value rowScale[2];
+  SmallVector<Value> tokenScale;
+  const int64_t mmaN = swap ? tileM : tileN;
+  for (int64_t h = 0; h < 2; ++h) {
+    Value row = b.add(row0, b.idx(8 * h));
+    if (!swap) {
+      rowScale[h] = loadScale(row);
+    } else if (concat) {
+      // The tile's first tileN / 2 weight rows are the gate half.
+      rowScale[h] = b.select(b.cmpi(CmpI::uge, row, b.idx(tileN / 2)),
+                             weightScale[1], weightScale[0]);
+    } else {
+      rowScale[h] = weightScale[0];
+    }
+  }
+  if (swap)
+    for (int64_t c = 0; c < mmaN / 4; ++c)
+      tokenScale.push_back(
+          loadScale(b.add(b.idx(8 * (c / 2) + c % 2), quad)));
   // The stage's tiles and scales are read: the producer may refill it.
   // (In cluster kernels one thread per warpgroup releases it, for all: its
   // wgmma wait covers the warpgroup's MMAs but not the other warps' scale
@@ -387,23 +414,32 @@ Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
   if (cluster > 1)
     nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
   releaseStage(b, ct, s);
-  Value factor[2][2];
-  for (int64_t h = 0; h < 2; ++h)
-    for (int64_t u = 0; u < parts; ++u)
-      factor[h][u] = b.mul(rowScale[h], colScale[u]);
-  // Accumulator i: row h = (i / 2) % 2, column 8 * (i / 4) + ...; a
-  // concat tile's first tileN / 2 columns are the gate half.
-  int64_t count = tileN / 2;
+  // Accumulator i: row h = (i / 2) % 2, column 8 (i / 4) + 2 (lane % 4)
+  // + i % 2. Main kernel: a concat tile's first tileN / 2 columns are the
+  // gate half.
+  SmallVector<Value> factors;
+  if (!swap) {
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t u = 0; u < parts; ++u)
+        factors.push_back(b.mul(rowScale[h], weightScale[u]));
+  }
+  int64_t count = mmaN / 2;
   for (int64_t i = 0; i < count; ++i) {
     int64_t h = (i / 2) % 2;
-    int64_t u = concat && 8 * (i / 4) >= tileN / 2 ? 1 : 0;
+    Value factor;
+    if (swap) {
+      factor = b.mul(rowScale[h], tokenScale[2 * (i / 4) + i % 2]);
+    } else {
+      int64_t u = concat && 8 * (i / 4) >= tileN / 2 ? 1 : 0;
+      factor = factors[h * parts + u];
+    }
     Value v = LLVM::ExtractValueOp::create(b, block, i);
     Value scaled;
     if (first) {
-      scaled = b.mul(v, factor[h][u]);
+      scaled = b.mul(v, factor);
     } else {
       Value cur = LLVM::ExtractValueOp::create(b, acc, i);
-      scaled = math::FmaOp::create(b, v, factor[h][u], cur);
+      scaled = math::FmaOp::create(b, v, factor, cur);
     }
     acc = LLVM::InsertValueOp::create(b, acc, scaled, i);
   }

@@ -94,8 +94,8 @@ public:
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
         locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()) {
-    assert((!fp8 || (!swap && kSlices == 1 && tileN <= 128)) &&
-           "fp8_block: main kernel, one 128-K block per stage, n <= 128");
+    assert((!fp8 || (kSlices == 1 && tileN <= 128)) &&
+           "fp8_block: one 128-K block per stage, n <= 128");
   }
 
   void emit(LoweringBuilder &b);
@@ -149,21 +149,22 @@ private:
   int64_t sharedBytes() const {
     if (swap)
       return headerBytes() + stages * stageBytes() +
-             wgmmaSwapStagingBytes(tileM, tileN);
+             wgmmaSwapStagingBytes(tileM, tileN) + stages * scaleBytes();
     return headerBytes() + stages * stageBytes() + stagingBytes() + 512 +
            stages * scaleBytes();
   }
   /// fp8_block: each stage's scales (its K step is one 128-K block), past
-  /// the routing weights: the tileM rows' activation scales (f32), then
-  /// the weight scale of the tile's columns (the gate half's and the up
-  /// half's with a concat GLU), written by the producer's cp.async with
-  /// the stage's tiles.
+  /// the routing weights (small-M: past the staging): the tileM lhs rows'
+  /// activation scales (f32), then the weight scale of the tile's columns
+  /// (the gate half's and the up half's with a concat GLU), written by the
+  /// producer's cp.async with the stage's tiles.
   int64_t scaleBytes() const { return fp8 ? tileM * 4 + 16 : 0; }
   Value scaleArea(LoweringBuilder &b, Value s) {
-    return add64(b,
-                 add64(b, base,
-                       headerBytes() + stages * stageBytes() + stagingBytes() +
-                           512),
+    int64_t start = swap ? headerBytes() + stages * stageBytes() +
+                               wgmmaSwapStagingBytes(tileM, tileN)
+                         : headerBytes() + stages * stageBytes() +
+                               stagingBytes() + 512;
+    return add64(b, add64(b, base, start),
                  mul64(b, nvvm::toI64(b, s), scaleBytes()));
   }
   /// Global address of output element (row, col): 64-bit arithmetic (the

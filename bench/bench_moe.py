@@ -9,6 +9,7 @@ gen_layers.py; no LLVM):
       [--T 1,64] [--variants] [--max-seconds-per-cell S] [--skip-ours]
       [--skip-baselines] [--profile [LAYER:T,...]] [--budget S]
       [--triton-kernels DIR] [--rest-seconds S]
+      [--weight-format fp8_block [--vllm-fp8 DIR]]
 
 Cells: every layer of gen_layers.py (the four configurations; --variants
 adds the qwen3-30b-a3b .nt / .concat variants) at every T. Per cell, fresh
@@ -65,6 +66,13 @@ on another card (an H100: 3.35 TB/s HBM) the %floor and ours/tgt columns
 keep the H200's yardstick, the .md says so, and the comparison that holds
 is the one with the baselines timed in the same run (the ours/best column:
 ours over the fastest checked baseline of the cell).
+
+--weight-format fp8_block runs the FP8 block-weight cells instead
+(deepseek-v3 and qwen3-30b-a3b: the compiled <config>.fp8 layer, our bf16
+<config>.concat layer, vLLM's Triton fused_moe in its block-FP8 mode with
+--vllm-fp8 DIR, torch._scaled_grouped_mm rowwise; FP8 byte floor): see
+bench_lowprec.py (beside this script), which writes <commit>.fp8.json /
+.fp8.md. The default, plain, is everything else this text describes.
 
 Writes <out>/<commit>.json and <out>/<commit>.md (rewritten after every
 cell; --profile appends per-kernel times of one call of ours to the .md)
@@ -1162,6 +1170,22 @@ def import_triton_kernels(tk_dir, art_dir):
     return "@ %s (triton %s)" % (tkb.TK_COMMIT[:12], triton.__version__)
 
 
+def import_lowprec(art_dir):
+    """bench_lowprec.py (beside this script or in the artifacts folder), with
+    lowprec_baselines.py next to it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (here, art_dir):
+        if os.path.isfile(os.path.join(d, "bench_lowprec.py")):
+            break
+    else:
+        sys.exit("bench_moe: --weight-format needs bench_lowprec.py beside bench_moe.py")
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import bench_lowprec
+
+    return bench_lowprec
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
@@ -1217,6 +1241,20 @@ def main(argv=None):
         help="also time OpenAI's triton_kernels layer (DIR holds the triton_kernels "
         "package; triton_kernels_bench.py must be beside this script or in --dir)",
     )
+    ap.add_argument(
+        "--weight-format",
+        choices=("plain", "fp8_block"),
+        default="plain",
+        help="plain: the bf16 cells above; fp8_block: the FP8 block-weight cells of "
+        "bench_lowprec.py (deepseek-v3, qwen3-30b-a3b)",
+    )
+    ap.add_argument(
+        "--vllm-fp8",
+        metavar="DIR",
+        default=None,
+        help="with --weight-format fp8_block: also time vLLM's Triton fused_moe (DIR: "
+        "the folder bench/fetch_vllm_fused_moe.sh makes)",
+    )
     ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--skip-baselines", action="store_true")
     ap.add_argument(
@@ -1234,6 +1272,9 @@ def main(argv=None):
     sys.stdout.reconfigure(line_buffering=True)
     args.dir = os.path.abspath(args.dir)
     import_from(args.dir)
+    if args.weight_format != "plain":
+        return import_lowprec(args.dir).main(sys.modules[__name__], args)
+    del args.weight_format, args.vllm_fp8  # plain: the meta's args as before
 
     configs = [c for c in args.configs.split(",") if c] or list(GL.CONFIGS)
     unknown = [c for c in configs if c not in GL.CONFIGS]

@@ -10,7 +10,8 @@
 #   OUT_DIR/<name>.manifest.json     what moe_mlir_runtime checks calls against
 # then copies what bench_moe.py needs next to them (bench_moe.py,
 # gen_layers.py, torch_reference.py, triton_kernels_bench.py for its
-# --triton-kernels baseline, and the runtime package
+# --triton-kernels baseline, bench_lowprec.py and lowprec_baselines.py for
+# its --weight-format fp8_block cells, and the runtime package
 # moe_mlir_runtime/ with its wheel, by python/runtime/ship.py) and writes COMMIT
 # (`git rev-parse HEAD`, "-dirty" when the work tree has changes) and
 # BUILD.txt (tools, pipeline, compile time of every layer against the
@@ -30,6 +31,12 @@
 #   AOT_ARGS           extra moe-aot options, shell-split (e.g. "--cxx clang++")
 #   LAYERS             comma-separated layer names (default: all; see
 #                      `python3 bench/gen_layers.py --list`)
+#   LOWPREC            non-empty (without LAYERS): the layers of
+#                      bench_moe.py --weight-format fp8_block instead, i.e.
+#                      <config>.fp8 and their bf16 twins <config>.concat
+#                      (`python3 bench/gen_layers.py --lowprec --list`);
+#                      build them into their own OUT_DIR (this script
+#                      empties OUT_DIR first), e.g. bench-variants/fp8-artifacts
 #
 # Exit status: 0 when every layer verified and compiled, 1 otherwise (every
 # layer is still attempted; logs in OUT_DIR/logs/). A compile over 2 s is
@@ -61,6 +68,7 @@ rm -f "$OUT"/*.so "$OUT"/*.manifest.json "$OUT"/layers/*.mlir "$OUT"/logs/* \
 
 status=0
 layer_args=()
+[ -n "${LOWPREC:-}" ] && layer_args=(--lowprec)
 [ -n "${LAYERS:-}" ] && layer_args=(--layers "$LAYERS")
 "$PY" "$HERE/gen_layers.py" "$OUT/layers" "${layer_args[@]}" > /dev/null \
   || die "gen_layers.py failed"
@@ -106,7 +114,8 @@ done
 
 echo "--- copying the benchmark"
 cp "$HERE/bench_moe.py" "$HERE/gen_layers.py" "$HERE/ncu_driver.py" "$HERE/repeat_check.py" \
-  "$HERE/triton_kernels_bench.py" "$OUT/" || status=1
+  "$HERE/triton_kernels_bench.py" "$HERE/bench_lowprec.py" "$HERE/lowprec_baselines.py" \
+  "$OUT/" || status=1
 rm -f "$OUT/runtime.py"   # the single file shipped before the package
 "$PY" "$REPO/python/runtime/ship.py" "$OUT" > "$OUT/logs/runtime.log" 2>&1 || status=1
 cp "$REPO/test/GPU/torch_reference.py" "$OUT/" || status=1

@@ -1,0 +1,599 @@
+"""bench_moe.py --weight-format fp8_block: FP8 block-weight cells.
+
+Not a script of its own: bench_moe.py imports it (from beside itself or
+from --dir) after its usual setup and hands over its own module (BM: the
+Timer, run_impl, inputs, routing, reference of the plain bench) and its
+arguments:
+
+  python3 bench_moe.py --weight-format fp8_block --dir ART --out "$OUT"
+      [--vllm-fp8 DIR] [--configs deepseek-v3,qwen3-30b-a3b] [--T ...]
+      [--skip-ours] [--skip-baselines] [--budget S] [...]
+
+ART holds <config>.fp8.so (gen_layers.py's FP8 block layer) and its bf16
+twin <config>.concat.so (build them with LAYERS=... or gen_layers.py
+--lowprec: see build_bench.sh); DIR is the vendored vLLM fused_moe
+(bench/fetch_vllm_fused_moe.sh). Configurations: deepseek-v3 and
+qwen3-30b-a3b (FP8_CONFIGS), T as usual.
+
+Per configuration: the bench's bf16 weights (bench_moe.make_weights, randn
+* 0.02, concat gate/up, nn.Linear layout [E, 2I, H] / [E, H, I]) quantized
+per 128 x 128 block to e4m3 + f32 scales (the checkpoints' format). Per
+cell, the bench's inputs (make_inputs: same x and tie-free logits as the
+plain cells of that configuration) and, timed in this order like the plain
+bench (L2 flushed, median, CUDA graph):
+
+  vllm        vLLM's Triton fused_moe, block FP8 (only with --vllm-fp8)
+  ours        the compiled <config>.fp8 layer
+  ours_bf16   the compiled <config>.concat layer on the bf16 weights
+              before quantization (our bf16 layer)
+  sgmm        torch._scaled_grouped_mm rowwise: the block weights
+              re-quantized per output channel, activations per row
+
+Correctness (on the checked rows, as the plain bench): ours and vllm
+against an f32 reference of the FP8 block computation (dequantized
+weights, activations quantized per token per 128 as the format says,
+intermediates rounded to bf16 where the chain rounds them), sgmm against
+the same reference of its own rowwise scheme, ours_bf16 against the plain
+bench's f32 reference (torch_reference.ffn); ||y - ref|| / ||ref|| <=
+1e-2 passes. Beside it, every FP8 implementation's error against the
+unquantized bf16 layer's reference (<key>_err_bf16, "q-err": what
+quantization costs).
+
+Floor: max(bytes / 4.3 TB/s, 6 T k H I / 1580 TFLOP/s) (the H200's copy
+bandwidth and dense FP8 rate), bytes = the experts hit's weights at 1 byte
+an element + their f32 scales (4 bytes per 128 x 128 block) + x + out +
+logits. Writes <out>/<commit>.fp8.json and .fp8.md.
+"""
+
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+import lowprec_baselines as LB
+
+FP8_CONFIGS = ("deepseek-v3", "qwen3-30b-a3b")
+FP8_TFLOPS = 1580  # H200 dense FP8 (2x the bf16 rate of bench_moe.BF16_TFLOPS)
+KEYS = ("vllm", "ours", "ours_bf16", "sgmm")  # timing order
+BASELINES = ("vllm", "sgmm")  # the FP8 baselines of ours/best
+BM = None  # bench_moe (the caller's module), set in main()
+
+
+def floor_fp8(layer, T, experts_hit):
+    """(floor us, bytes, flops) of one call with FP8 block weights."""
+    H, I, E, k = layer.H, layer.I, layer.E, layer.k
+    (_, a, b), (_, c, d) = layer.scale_shapes
+    per_expert = 3 * H * I + 4 * (a * b + c * d)
+    nbytes = per_expert * experts_hit + 2 * T * H * 2 + T * E * 2
+    flops = 6 * T * k * H * I
+    floor_s = max(nbytes / (BM.COPY_TBPS * 1e12), flops / (FP8_TFLOPS * 1e12))
+    return floor_s * 1e6, nbytes, flops
+
+
+def quant_reference(
+    layer, x, logits, rows, expert_weights, act_quant, bf16_glu=False, round_up=True
+):
+    """f32 reference of an FP8 layer on `rows` (None: all): expert_weights(e)
+    -> (w_up f32 [2I, H], w_down f32 [H, I]) dequantized; act_quant(f32
+    [M, K]) -> f32, the activations quantized and dequantized; the GEMM
+    outputs and the SwiGLU rounded to bf16 as the chain rounds them (the
+    SwiGLU in f32, rounded once; bf16_glu: silu and the product in bf16, as
+    the torch baseline computes it: the quantization that follows turns a
+    different rounding into a different e4m3 code, ~1e-2 of error), the
+    routing weights and the k-way sum in f32. round_up=False: the SwiGLU
+    reads the up GEMM's unrounded values, as our fused chain's GLU epilogue
+    does (its f32 accumulators); only its output, the down GEMM's input, is
+    bf16 (the place of that one rounding is ~1.5e-2 after requantization)."""
+    if rows is not None:
+        x, logits = x.index_select(0, rows), logits.index_select(0, rows)
+    w, ids = BM.routing(logits, layer.k)
+    y = torch.zeros((x.shape[0], layer.H), dtype=torch.float32, device=x.device)
+    I = layer.I
+    for e in torch.unique(ids).tolist():
+        r, j = torch.nonzero(ids == e, as_tuple=True)
+        w_up, w_down = expert_weights(e)
+        up = act_quant(x.index_select(0, r).float()) @ w_up.t()
+        if round_up:
+            up = up.to(torch.bfloat16).float()
+        if bf16_glu:
+            up16 = up.to(torch.bfloat16)
+            h = (F.silu(up16[:, :I]) * up16[:, I:]).float()
+        else:
+            h = (F.silu(up[:, :I]) * up[:, I:]).to(torch.bfloat16).float()
+        down = (act_quant(h) @ w_down.t()).to(torch.bfloat16).float()
+        y.index_add_(0, r, down * w[r, j].unsqueeze(1))
+    return y
+
+
+class Ref(object):
+    """A reference on the rows of a bench_moe.Check (same error())."""
+
+    def __init__(self, like, ref):
+        self.rows, self.n_rows, self.ref = like.rows, like.n_rows, ref
+
+    def error(self, y):
+        return BM.Check.error(self, y)
+
+
+class WithBf16Error(object):
+    """Checks against `primary` (what run_impl records and passes) and
+    remembers the error against the bf16 reference of the last check."""
+
+    def __init__(self, primary, bf16):
+        self.primary, self.bf16, self.err_bf16 = primary, bf16, None
+
+    def error(self, y):
+        self.err_bf16 = self.bf16.error(y)
+        return self.primary.error(y)
+
+
+def make_bench_class():
+    class LowprecBench(BM.Bench):
+        def __init__(self, args, meta):
+            super().__init__(args, meta)
+            commit = meta["commit"]
+            self.json_path = os.path.join(args.out, commit + ".fp8.json")
+            self.md_path = os.path.join(args.out, commit + ".fp8.md")
+            self.fn16 = self.art16 = None
+            self.ours16_missing = None
+            self.vllm_layer = self.vllm_missing = None
+            self.sgmm_layer = None
+            self.sgmm_weights = None
+
+        def load(self, name):
+            """(artifact, @ffn, None) of ART/<name>.so, or (None, None, why)."""
+            so = os.path.join(self.args.dir, name + ".so")
+            try:
+                art = BM.rt.load(so)
+                return art, art.fn("ffn"), None
+            except Exception as ex:  # noqa: BLE001
+                why = "loading %s: %s" % (os.path.basename(so), BM.short(ex))
+                self.log("ERROR " + why)
+                return None, None, why
+
+        def run_layer(self, layer, Ts):
+            twin = BM.GL.LAYERS_BY_NAME[layer.config + ".concat"]
+            if self.fatal or self.elapsed() > self.args.budget:
+                for T in Ts:
+                    self.skip(layer, T, self.fatal or "time budget")
+                return
+            self.log(
+                "--- %s: H=%d I=%d E=%d k=%d, FP8 block weights (bf16 twin %s)"
+                % (layer.name, layer.H, layer.I, layer.E, layer.k, twin.name)
+            )
+            try:
+                t0 = time.time()
+                w_up, w_down = BM.make_weights(twin)  # bf16 [E, 2I, H], [E, H, I]
+                q = LB.quantize_fp8_blocks(w_up) + LB.quantize_fp8_blocks(w_down)
+                torch.cuda.synchronize()
+                self.log("weights quantized (%.1fs)" % (time.time() - t0))
+            except Exception as ex:  # noqa: BLE001
+                for T in Ts:
+                    self.skip(layer, T, "weights: " + BM.short(ex))
+                self.recover("weights of " + layer.name)
+                return
+            self.art = self.fn = self.art16 = self.fn16 = None
+            self.ours_missing = self.ours16_missing = None
+            if not self.args.skip_ours:
+                self.art, self.fn, self.ours_missing = self.load(layer.name)
+                self.art16, self.fn16, self.ours16_missing = self.load(twin.name)
+            self.vllm_layer = self.sgmm_layer = self.sgmm_weights = None
+            self.vllm_missing = None
+            if not self.args.skip_baselines:
+                if LB.V is None:
+                    self.vllm_missing = "no --vllm-fp8"
+                else:
+                    self.vllm_layer = LB.make_vllm_layer(
+                        layer.E, layer.k, q[0], q[2], q[1], q[3], BM.routing
+                    )
+                try:
+                    self.sgmm_weights = LB.requantize_per_channel(
+                        q[0], q[1]
+                    ) + LB.requantize_per_channel(q[2], q[3])
+                    self.sgmm_layer = LB.make_scaled_grouped_mm_layer(
+                        layer.E, layer.k, *self.sgmm_weights, BM.routing
+                    )
+                except Exception as ex:  # noqa: BLE001
+                    self.log("ERROR sgmm weights: %s" % BM.short(ex))
+                    self.recover("sgmm weights of " + layer.name)
+            for T in Ts:
+                if self.fatal or self.elapsed() > self.args.budget:
+                    self.skip(layer, T, self.fatal or "time budget")
+                    continue
+                try:
+                    self.run_fp8_cell(layer, twin, T, w_up, w_down, q)
+                except Exception as ex:  # noqa: BLE001 - a bug of this script: keep going
+                    self.fail(self.cells[-1], "cell", ex)
+                BM.gc.collect()
+                torch.cuda.empty_cache()
+                self.write()
+            del w_up, w_down, q
+            self.fn = self.art = self.fn16 = self.art16 = None
+            self.vllm_layer = self.sgmm_layer = self.sgmm_weights = None
+            BM.gc.collect()
+            torch.cuda.empty_cache()
+
+        def run_fp8_cell(self, layer, twin, T, w_up, w_down, q):
+            args = self.args
+            cell = self.new_cell(layer, T)
+            cell.update(weight_format="fp8_block", target_us=None, bf16_layer=twin.name)
+            t0 = time.time()
+            self.log("%s T=%d ..." % (layer.name, T))
+            try:
+                x, logits = BM.make_inputs(layer, T, args.routing)
+                ids = torch.topk(logits.float(), layer.k, dim=1).indices
+                hit = int(torch.unique(ids).numel())
+                floor_us, nbytes, flops = floor_fp8(layer, T, hit)
+                cell.update(experts_hit=hit, bytes=nbytes, flops=flops, floor_us=floor_us)
+                cell["bf16_floor_us"] = BM.floor_of(layer, T, hit)[0]
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "inputs", ex)
+                return
+            check16 = check8 = check8f = check_rw = None
+            try:
+                check16 = BM.Check(twin, x, logits, w_up, w_down, args.ref_rows)
+                cell["ref_rows"] = check16.n_rows
+                check8 = Ref(
+                    check16,
+                    quant_reference(
+                        layer,
+                        x,
+                        logits,
+                        check16.rows,
+                        lambda e: (
+                            LB.dequantize_fp8_block(q[0][e], q[1][e]),
+                            LB.dequantize_fp8_block(q[2][e], q[3][e]),
+                        ),
+                        LB.fake_quant_groups,
+                    ),
+                )
+                check8f = Ref(
+                    check16,
+                    quant_reference(
+                        layer,
+                        x,
+                        logits,
+                        check16.rows,
+                        lambda e: (
+                            LB.dequantize_fp8_block(q[0][e], q[1][e]),
+                            LB.dequantize_fp8_block(q[2][e], q[3][e]),
+                        ),
+                        LB.fake_quant_groups,
+                        round_up=False,
+                    ),
+                )
+                if self.sgmm_weights is not None:
+                    w1, s1, w2, s2 = self.sgmm_weights
+                    check_rw = Ref(
+                        check16,
+                        quant_reference(
+                            layer,
+                            x,
+                            logits,
+                            check16.rows,
+                            lambda e: (
+                                w1[e].float() * s1[e, :, None],
+                                w2[e].float() * s2[e, :, None],
+                            ),
+                            LB.fake_quant_rows,
+                            bf16_glu=True,
+                        ),
+                    )
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "reference", ex)
+            if self.fatal:
+                return
+
+            def timed(key, call, check, out=None, sync=None):
+                both = WithBf16Error(check, check16) if check is not None else None
+                try:
+                    self.run_impl(cell, key, call, both, True, out, sync)
+                    if both is not None:
+                        cell[key + "_err_bf16"] = both.err_bf16
+                except Exception as ex:  # noqa: BLE001
+                    self.fail(cell, key, ex)
+
+            # vLLM first (then ours): the card warms up under it, as the plain
+            # bench does with triton_kernels
+            if self.vllm_layer is not None:
+                timed("vllm", lambda: self.vllm_layer(x, logits), check8)
+                cell["vllm_config"] = "%s %s" % (
+                    self.vllm_layer.used.get("source"),
+                    self.vllm_layer.used.get("config"),
+                )
+            elif not args.skip_baselines:
+                cell["vllm_na"] = self.vllm_missing
+            if self.fatal:
+                return
+            if not args.skip_ours:
+                if self.fn is not None:
+                    y = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
+                    ins = (x, logits, q[0], q[2], q[1], q[3])  # w_up, w_down, their scales
+                    timed("ours", lambda: self.fn(*ins, y), check8f, y, self.art.synchronize)
+                    if "ours_us" in cell:
+                        cell["pct_of_floor"] = floor_us / cell["ours_us"] * 100
+                    if self.wants_profile(layer, T):
+                        try:
+                            self.profile(layer, T, lambda: self.fn(*ins, y))
+                        except Exception as ex:  # noqa: BLE001
+                            self.fail(cell, "profile", ex)
+                else:
+                    cell["errors"]["ours"] = self.ours_missing
+                if self.fatal:
+                    return
+                if self.fn16 is not None:
+                    y16 = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
+                    ins16 = (x, logits, w_up, w_down)
+                    try:
+                        self.run_impl(
+                            cell,
+                            "ours_bf16",
+                            lambda: self.fn16(*ins16, y16),
+                            check16,
+                            True,
+                            y16,
+                            self.art16.synchronize,
+                        )
+                    except Exception as ex:  # noqa: BLE001
+                        self.fail(cell, "ours_bf16", ex)
+                else:
+                    cell["errors"]["ours_bf16"] = self.ours16_missing
+                if self.fatal:
+                    return
+            if self.sgmm_layer is not None:
+                timed("sgmm", lambda: self.sgmm_layer(x, logits), check_rw)
+            if cell.get("ours_pass"):
+                best = [cell[k + "_us"] for k in BASELINES if cell.get(k + "_pass")]
+                if best:
+                    cell["best_baseline_us"] = min(best)
+                    cell["ours_over_best"] = cell["ours_us"] / min(best)
+                if cell.get("ours_bf16_pass"):
+                    cell["ours_over_bf16"] = cell["ours_us"] / cell["ours_bf16_us"]
+            cell["secs"] = round(time.time() - t0, 2)
+            self.log("%s T=%d: %s (%.1fs)" % (layer.name, T, cell_summary(cell), cell["secs"]))
+
+        def markdown(self):
+            m = self.meta
+            lines = [
+                "# moe.ffn benchmark, FP8 block weights, at %s" % m["commit"],
+                "",
+                "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+                "- layer: softmax top-k renormalised, SwiGLU (concat gate/up), nn.Linear "
+                "weights; FP8 block = e4m3 weights with f32 scales per 128 x 128 block, "
+                "activations quantized per token per 128 channels at run time",
+                "- ours: the compiled <config>.fp8 layer; bf16: our compiled <config>.concat "
+                "layer on the weights before quantization; vllm: %s; sgmm: "
+                "torch._scaled_grouped_mm rowwise (weights re-quantized per output channel, "
+                "activations per row); all one CUDA graph replay"
+                % (m.get("vllm_fp8") or "(not run: no --vllm-fp8)"),
+                "- times: median us over N runs (at most %d runs and %g s per implementation "
+                "and cell, the card idle %g s before each), L2 flushed before each; floor = "
+                "max(bytes / %.1f TB/s, 6 T k H I / %d TFLOP/s), bytes = touched experts' "
+                "FP8 weights and their f32 block scales + x + out + logits"
+                % (
+                    m["args"]["max_runs"],
+                    m["args"]["max_seconds_per_cell"],
+                    m["args"].get("rest_seconds", 0),
+                    BM.COPY_TBPS,
+                    FP8_TFLOPS,
+                ),
+                "- err: ||y - ref|| / ||ref|| against the f32 reference of the implementation's "
+                "own computation (ours, vllm: the FP8 block format; sgmm: its rowwise scheme; "
+                "bf16: torch_reference.ffn), tolerance %.0e; q-err: against the f32 reference "
+                "of the unquantized bf16 layer (what quantization costs); ours/best: ours over "
+                "the fastest checked FP8 baseline (vllm, sgmm); fp8/bf16: ours over our bf16 "
+                "layer" % BM.TOL,
+                "- compile (moe-aot, s): %s"
+                % ", ".join(
+                    "%s %s" % (n, "?" if s is None else "%.2f" % s)
+                    for n, s in m["compile_s"].items()
+                ),
+                "",
+            ]
+            if BM.TARGET_GPU not in m["gpu"]:
+                lines[3:3] = [
+                    "- **not an %s**: the floor uses the %s's bandwidth / FP8 rate, so %%floor "
+                    "does not describe this card; the same-run comparisons do"
+                    % (BM.TARGET_GPU, BM.TARGET_GPU)
+                ]
+            lines += table(self.cells, markdown=True)
+            vcfg = [c for c in self.cells if c.get("vllm_config")]
+            if vcfg:
+                lines += ["", "vLLM tile configs:", ""]
+                lines += ["- %s T=%d: %s" % (c["layer"], c["T"], c["vllm_config"]) for c in vcfg]
+            notes = BM.notes_of(self.cells)
+            if notes or self.fatal:
+                lines += ["", "## Errors", ""] + ["- " + n for n in notes]
+                if self.fatal:
+                    lines.append("- FATAL: " + self.fatal)
+            for p in self.profiles:
+                total = sum(t for _, t in p["kernels"])
+                lines += [
+                    "",
+                    "## Profile: %s T=%d, %d kernels, %.1f us of GPU time (one call)"
+                    % (p["layer"], p["T"], len(p["kernels"]), total),
+                    "",
+                    "```",
+                ]
+                lines += [
+                    "%3d  %-60s %10.1f us" % (i, name[:60], t)
+                    for i, (name, t) in enumerate(p["kernels"])
+                ]
+                lines.append("```")
+            return lines
+
+    return LowprecBench
+
+
+def cell_summary(c):
+    parts = ["floor %s" % BM.fmt_us(c.get("floor_us"))]
+    for key in KEYS:
+        if key + "_us" in c:
+            err = c.get(key + "_err")
+            parts.append(
+                "%s %s%s%s"
+                % (
+                    key,
+                    BM.fmt_us(c[key + "_us"]),
+                    "" if err is None else " err %s" % BM.fmt_err(err),
+                    " FAIL" if c.get(key + "_pass") is False else "",
+                )
+            )
+        elif key in c["errors"]:
+            parts.append("%s ERROR" % key)
+    return ", ".join(parts)
+
+
+COLUMNS = (
+    "layer",
+    "T",
+    "hit",
+    "ours us",
+    "floor us",
+    "%floor",
+    "bf16 us",
+    "fp8/bf16",
+    "vllm us",
+    "sgmm us",
+    "ours/best",
+    "err ours",
+    "err vllm",
+    "err sgmm",
+    "err bf16",
+    "q-err ours",
+    "q-err vllm",
+    "q-err sgmm",
+    "ok",
+)
+
+
+def row_of(c):
+    if c.get("skipped"):
+        return [c["layer"], str(c["T"])] + ["-"] * (len(COLUMNS) - 3) + ["skip"]
+    bad = [k for k in KEYS if c.get(k + "_pass") is False]
+    bad += ["%s error" % k for k in c["errors"]]
+    return [
+        c["layer"],
+        str(c["T"]),
+        str(c.get("experts_hit", "-")),
+        BM.fmt_us(c.get("ours_us")),
+        BM.fmt_us(c.get("floor_us")),
+        "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
+        BM.fmt_us(c.get("ours_bf16_us")),
+        "-" if "ours_over_bf16" not in c else "%.2fx" % c["ours_over_bf16"],
+        "n/a" if "vllm_na" in c else BM.fmt_us(c.get("vllm_us")),
+        BM.fmt_us(c.get("sgmm_us")),
+        "-" if "ours_over_best" not in c else "%.2fx" % c["ours_over_best"],
+        BM.fmt_err(c.get("ours_err")),
+        BM.fmt_err(c.get("vllm_err")),
+        BM.fmt_err(c.get("sgmm_err")),
+        BM.fmt_err(c.get("ours_bf16_err")),
+        BM.fmt_err(c.get("ours_err_bf16")),
+        BM.fmt_err(c.get("vllm_err_bf16")),
+        BM.fmt_err(c.get("sgmm_err_bf16")),
+        "; ".join(bad) or "ok",
+    ]
+
+
+def table(cells, markdown):
+    rows = [row_of(c) for c in cells]
+    if markdown:
+        out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        return out + ["| " + " | ".join(r) + " |" for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
+    return [
+        "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
+        for r in [list(COLUMNS)] + rows
+    ]
+
+
+def main(bm, args):
+    """The FP8 run; `bm` is bench_moe (its torch, runtime, reference and
+    gen_layers already imported from --dir), `args` its parsed arguments."""
+    global BM
+    BM = bm
+    configs = [c for c in args.configs.split(",") if c] or list(FP8_CONFIGS)
+    unknown = [c for c in configs if c not in FP8_CONFIGS]
+    if unknown:
+        raise SystemExit(
+            "bench_moe: --weight-format %s has the configs %s, not %s"
+            % (args.weight_format, ", ".join(FP8_CONFIGS), ", ".join(unknown))
+        )
+    Ts = [int(t) for t in args.T.split(",") if t]
+    layers = [BM.GL.LAYERS_BY_NAME[c + ".fp8"] for c in configs]
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_moe: torch sees no CUDA device")
+    BM.TR.configure_precision()
+    vllm_version = None
+    if args.vllm_fp8:
+        vllm_version = LB.import_vllm_fp8(os.path.abspath(args.vllm_fp8))
+
+    commit = "unknown"
+    commit_file = os.path.join(args.dir, "COMMIT")
+    if os.path.isfile(commit_file):
+        with open(commit_file) as f:
+            commit = f.read().strip()
+    compile_s = {}
+    for layer in layers:
+        for name in (layer.name, layer.config + ".concat"):
+            path = os.path.join(args.dir, name + ".manifest.json")
+            compile_s[name] = None
+            if os.path.isfile(path):
+                with open(path) as f:
+                    compile_s[name] = BM.json.load(f).get("compile_s")
+    meta = dict(
+        commit=commit,
+        gpu=torch.cuda.get_device_name(0),
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        python=BM.sys.version.split()[0],
+        date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        args=vars(args),
+        tolerance=BM.TOL,
+        copy_tbps=BM.COPY_TBPS,
+        fp8_tflops=FP8_TFLOPS,
+        compile_s=compile_s,
+        weight_format=args.weight_format,
+        vllm_fp8=vllm_version,
+        sgmm_align=LB.SGMM_ALIGN,
+    )
+    bench = make_bench_class()(args, meta)
+    bench.log(
+        "bench_moe --weight-format %s: %s, torch %s, commit %s; %s x T=%s -> %s"
+        % (
+            args.weight_format,
+            meta["gpu"],
+            meta["torch"],
+            commit,
+            ",".join(layer.name for layer in layers),
+            args.T,
+            bench.json_path,
+        )
+    )
+    for layer in layers:
+        bench.run_layer(layer, Ts)
+    bench.timer.smi.stop()
+    bench.write()
+
+    notes = BM.notes_of(bench.cells)
+    if notes:
+        print("\nerrors / skipped:")
+        for n in notes:
+            print("  " + n[:300])
+    print(
+        "\n%s (%s, %.0fs): FP8 block weights; us, median; err vs the f32 reference of each "
+        "implementation's computation, tolerance %.0e; q-err vs the unquantized bf16 layer"
+        % (commit, meta["gpu"], bench.elapsed(), BM.TOL)
+    )
+    print("\n".join(table(bench.cells, markdown=False)))
+    failed = [
+        c
+        for c in bench.cells
+        if c["errors"] or c.get("skipped") or any(c.get(k + "_pass") is False for k in KEYS)
+    ]
+    print(
+        "%d cells, %d with a failure, error or skip; %s"
+        % (len(bench.cells), len(failed), bench.md_path)
+    )
+    return 1 if failed or bench.fatal else 0

@@ -26,6 +26,8 @@
 #   SKIP_PYFLOW=1           leave out OUT/pyflow (test/GPU/build_python_flow.py,
 #                           built when the moe_mlir package is importable)
 #   PYFLOW_ARGS             extra build_python_flow.py arguments (e.g. --all)
+#   SKIP_LOWPREC=1          leave out OUT/lowprec (test/GPU/lowprec/build_lowprec.py:
+#                           the FP8 block / MXFP4 layers of the low-precision check)
 #   SKIP_HF=1               leave out OUT/hfparity (test/GPU/build_hf_parity.py:
 #                           the presets at small sizes for the comparison with
 #                           the Hugging Face blocks, hf_parity_check.py)
@@ -208,6 +210,23 @@ elif [ -z "$ONLY" ]; then
   rm -rf "$OUT/hfparity"
 fi
 
+# The low-precision check (test/GPU/lowprec) into OUT/lowprec: FP8 block and
+# MXFP4 layers built with the moe_mlir package. SKIP_LOWPREC=1 leaves it out.
+lowprec_status=skipped
+if [ "${SKIP_LOWPREC:-0}" != 1 ] && [ -z "$ONLY" ] && [ "$pyflow_status" != skipped ]; then
+  echo "--- building the low-precision artifacts into $OUT/lowprec"
+  if "$PY" "$HERE/lowprec/build_lowprec.py" "$OUT/lowprec" > "$OUT/logs/lowprec.log" 2>&1; then
+    lowprec_status=0
+    sed 's/^/     /' "$OUT/logs/lowprec.log"
+  else
+    lowprec_status=1; status=1
+    echo "FAIL build_lowprec.py -- logs/lowprec.log:"
+    tail -n 30 "$OUT/logs/lowprec.log" | sed 's/^/     /'
+  fi
+elif [ -z "$ONLY" ]; then
+  rm -rf "$OUT/lowprec"
+fi
+
 commit="$(git -C "$REPO" rev-parse HEAD)"
 # Dirty: tracked changes or untracked files, not counting the output folder.
 excl=()
@@ -231,6 +250,7 @@ echo "$commit" > "$OUT/COMMIT"
   echo "cases:    ${cases[*]}"
   echo "pyflow:   $pyflow_status"
   echo "hfparity: $hf_status"
+  echo "lowprec:  $lowprec_status"
   echo "status:   $status"
 } > "$OUT/BUILD.txt"
 

@@ -16,6 +16,11 @@
 #        exists: model presets built with the moe_mlir package, called
 #        through moe_mlir_runtime, incl. CUDA-graph capture + replay)
 #
+# 5. python3 lowprec/lowprec_check.py            (when gpu-artifacts/lowprec
+#        exists: FP8 block / MXFP4 layers; then its small cases under
+#        memcheck; SKIP_LOWPREC=1 leaves it out, LOWPREC_BUDGET /
+#        LOWPREC_ARGS as for the Python flow)
+#
 # 4. python3 hfparity/hf_parity_check.py         (when gpu-artifacts/hfparity
 #        exists: the presets at small sizes against the Hugging Face
 #        transformers blocks, bf16 and f32)
@@ -131,6 +136,40 @@ if [ "${SKIP_HF:-0}" != 1 ]; then
   fi
 fi
 
+# 5. The low-precision check (FP8 block / MXFP4 layers against the float64
+#    reference of their format; model sizes on a sample of rows), then its
+#    small cases under compute-sanitizer memcheck.
+lowprec_rc=skipped
+lowprec_san_rc=skipped
+if [ "${SKIP_LOWPREC:-0}" != 1 ]; then
+  echo
+  if [ -f lowprec/lowprec_check.py ]; then   # (cwd is $ART)
+    LOWPREC_BUDGET="${LOWPREC_BUDGET:-240}"
+    read -r -a LOWPREC_EXTRA <<< "${LOWPREC_ARGS:-}"
+    echo "=== low-precision check (budget ${LOWPREC_BUDGET}s)"
+    t0=$SECONDS
+    OUT="$RES" timeout -k 15 $(( LOWPREC_BUDGET + 120 )) "$PY" -u lowprec/lowprec_check.py \
+      --dir lowprec --budget "$LOWPREC_BUDGET" --time-T "" "${LOWPREC_EXTRA[@]}" \
+      > "$RES/lowprec.log" 2>&1
+    lowprec_rc=$?
+    echo "=== low-precision check: exit $lowprec_rc after $(( SECONDS - t0 ))s; $(grep -c '^FAIL' "$RES/lowprec.log") FAIL lines (log: lowprec.log)"
+    SAN_LP="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    if [ "${SKIP_SANITIZER:-0}" != 1 ] && [ -x "$SAN_LP" ]; then
+      t0=$SECONDS
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 OUT="$RES/lowprec-memcheck" timeout -k 15 300 \
+        "$SAN_LP" --tool memcheck --error-exitcode 1 --print-limit 100 \
+        "$PY" -u lowprec/lowprec_check.py --dir lowprec --budget 200 --time-T "" --T 1,7,64 \
+        --only ds-small,ds-small-unfused,ds-small-swap,ds-small-cpasync,ds-partial,mx-small \
+        > "$RES/lowprec-memcheck.log" 2>&1
+      lowprec_san_rc=$?
+      echo "=== low-precision memcheck: exit $lowprec_san_rc after $(( SECONDS - t0 ))s; $(grep -Eo 'ERROR SUMMARY: [0-9]+' "$RES/lowprec-memcheck.log" | tail -n 1)"
+    fi
+  else
+    echo "=== low-precision check: no $ART/lowprec (built by build_artifacts.sh)"
+    lowprec_rc=missing
+  fi
+fi
+
 san_rc=skipped
 san_errors=unknown
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
@@ -163,7 +202,7 @@ fi
 
 # run_gpu_checks: 0 pass, 1 failures, 2 no failure but checks skipped for time
 verdict=PASS
-for rc in "$full_rc" "$san_rc" "$pyflow_rc" "$hf_rc"; do
+for rc in "$full_rc" "$san_rc" "$pyflow_rc" "$hf_rc" "$lowprec_rc" "$lowprec_san_rc"; do
   case "$rc" in
     0|skipped|missing) ;;
     2) [ "$verdict" = PASS ] && verdict=INCOMPLETE ;;
@@ -181,6 +220,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   echo "- sanitizer run exit code: $san_rc ($SAN_TOOL errors: $san_errors)"
   echo "- Python flow exit code: $pyflow_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo "- Hugging Face parity exit code: $hf_rc (0 pass, 1 failures, 124 timeout)"
+  echo "- low-precision check exit code: $lowprec_rc, its memcheck: $lowprec_san_rc"
   echo
   echo "## full run"
   echo
@@ -205,6 +245,17 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
     echo "($hf_rc)"
   else
     cat "$RES/hfparity/summary.txt" 2>/dev/null || echo "(no summary: see hfparity.log)"
+  fi
+  echo '```'
+  echo
+  echo "## Low-precision check (FP8 block / MXFP4)"
+  echo
+  echo '```'
+  if [ "$lowprec_rc" = skipped ] || [ "$lowprec_rc" = missing ]; then
+    echo "($lowprec_rc)"
+  else
+    cat "$RES/lowprec/summary.txt" 2>/dev/null || echo "(no summary: see lowprec.log)"
+    grep -E 'ERROR SUMMARY' "$RES/lowprec-memcheck.log" 2>/dev/null | tail -n 1
   fi
   echo '```'
   echo

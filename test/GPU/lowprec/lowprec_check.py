@@ -48,6 +48,9 @@ def main(argv=None):
     ap.add_argument("--time-T", default="1,8,64,512,4096,16384")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--sample", type=int, default=32, help="rows checked per model-size call")
+    ap.add_argument(
+        "--no-edge", dest="edge", action="store_false", help="leave out the edge-case inputs"
+    )
     ap.add_argument("--only", default="")
     ap.add_argument("--budget", type=float, default=400.0)
     args = ap.parse_args(argv)
@@ -240,14 +243,40 @@ def main(argv=None):
             if t
         ]
         lg_dtype = rt.torch_dtype(spec.args[1].dtype)
+        if case["reference"] == "numpy" and fmt == "fp8_block" and args.edge:
+            Ts = Ts + ["edge"]
         for T in Ts:
-            x = gen("%s/x/%d" % (name, T), (T, H), torch.bfloat16)
+            edge = T == "edge"
+            if edge:
+                # Quantization edge cases, one token each: an all-zero row,
+                # a row under the amax clamp (1e-4), a large row, a NaN and
+                # an inf activation (their groups' scales are NaN / inf:
+                # the whole output row is NaN), a plain row.
+                T = 6
+                x = gen("%s/x/edge" % name, (T, H), torch.float32)
+                x[0] = 0
+                x[1] *= 1e-6
+                x[2] *= 1e4
+                x[3, 5] = float("nan")
+                x[4, H - 1] = float("inf")
+                x = x.to(torch.bfloat16)
+            else:
+                x = gen("%s/x/%d" % (name, T), (T, H), torch.bfloat16)
             lg = gen("%s/lg/%d" % (name, T), (T, E), lg_dtype, 2.0)
             try:
-                y = fn(x, lg, wu, wd, *extra, su, sd)
+                # The output poisoned: every element must be written.
+                y = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device=dev)
+                fn(x, lg, wu, wd, *extra, su, sd, y)
                 torch.cuda.synchronize()
             except Exception as ex:  # noqa: BLE001
-                record(name, T, "FAIL", None, None, "%s: %s" % (type(ex).__name__, str(ex)[:300]))
+                record(
+                    name,
+                    "edge" if edge else T,
+                    "FAIL",
+                    None,
+                    None,
+                    "%s: %s" % (type(ex).__name__, str(ex)[:300]),
+                )
                 continue
             W, ids, amb, _, _ = R.route(
                 lg.double().cpu().numpy(),
@@ -292,8 +321,15 @@ def main(argv=None):
                 )
                 got = y.double().cpu().numpy()
                 rtol, atol = R.TOLERANCE["bf16"]
-                bad = (np.abs(got - want) > rtol * scale + atol) & defined[:, None]
-                bad |= ~np.isfinite(got) & defined[:, None]
+                finite = np.isfinite(want)
+                with np.errstate(invalid="ignore"):
+                    bad = (np.abs(got - want) > rtol * scale + atol) & finite & defined[:, None]
+                bad |= ~np.isfinite(got) & finite & defined[:, None]
+                # Where the reference is NaN (a NaN / inf activation) so is ours.
+                bad |= np.isnan(want) & ~np.isnan(got) & defined[:, None]
+                # The relative errors below: rows with a finite reference.
+                keep &= torch.as_tensor(finite.all(axis=1), device=dev)
+                keep_s = keep[rows_t]
                 spec_err = rel(y[keep], torch.as_tensor(want, device=dev)[keep])
                 ok = not bad.any()
                 detail = "%d rows, %d off the tolerance model" % (
@@ -321,7 +357,7 @@ def main(argv=None):
             else:
                 err = spec_err
             ok = ok and err <= 1e-2
-            record(name, T, "PASS" if ok else "FAIL", err, vs, detail, spec_err)
+            record(name, "edge" if edge else T, "PASS" if ok else "FAIL", err, vs, detail, spec_err)
         # Timing against the bf16 twin (same weights, before quantization).
         twin = case.get("bf16_twin")
         if twin and twin in cases:

@@ -908,3 +908,38 @@ def test_torch_dtypes_and_cpu_tensors(monkeypatch):
             torch.zeros(8, 256, 64, dtype=torch.bfloat16),
             torch.zeros(8, 64, 128, dtype=torch.bfloat16),
         )
+
+
+@pytest.mark.parametrize(
+    "name,sizes,signature",
+    [
+        (
+            "deepseek-v3-fp8",
+            dict(hidden=256, intermediate=128, experts=16, n_group=2, topk_group=1),
+            "ffn(x: bf16[T, 256], logits: f32[T, 16], w_up: f8E4M3FN[16, 256, 256], "
+            "w_down: f8E4M3FN[16, 256, 128], bias: f32[16], w_up_scale: f32[16, 2, 2], "
+            "w_down_scale: f32[16, 2, 1]) -> bf16[T, 256]",
+        ),
+        (
+            "gpt-oss-120b-mxfp4",
+            dict(hidden=64, intermediate=64, experts=4),
+            "ffn(x: bf16[T, 64], logits: bf16[T, 4], w_up: i8[4, 128, 32], "
+            "w_down: i8[4, 64, 32], w_up_bias: bf16[4, 128], w_down_bias: bf16[4, 64], "
+            "w_up_scale: f8E8M0FNU[4, 128, 2], w_down_scale: f8E8M0FNU[4, 64, 2]) -> bf16[T, 64]",
+        ),
+    ],
+)
+def test_compile_gpu_low_precision(tmp_path, name, sizes, signature):
+    """The low-precision presets compile for the GPU (FP8: the Hopper
+    kernels; MXFP4: the SIMT engine) and their manifests name the formats'
+    element types, which the runtime passes as torch.float8_e4m3fn /
+    float8_e8m0fnu / int8 tensors (test/GPU/lowprec runs them)."""
+    if _backends() == ["none"]:
+        pytest.skip("neither the core API's emit_object nor moe-aot is available")
+    _toolchain_or_skip()
+    cfg = moe_mlir.PRESETS[name].replace(**sizes)
+    out = gpu.compile_gpu(moe_mlir.ffn_from_config(cfg, T=None), str(tmp_path / (name + ".so")))
+    manifest = rt.load_manifest(out)
+    assert manifest.functions["ffn"].signature() == signature
+    assert rt.DTYPES["f8E4M3FN"][:2] == ("float8_e4m3fn", 1)
+    assert rt.DTYPES["f8E8M0FNU"][:2] == ("float8_e8m0fnu", 1)

@@ -122,7 +122,7 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTileN", "wgmma-tile-n", "int64_t", /*default=*/"0",
            "Hopper GEMM rhs columns per block: a multiple of 16 in [64, 256] "
            "(64, 128 or 256 for [E, K, N] weights, a multiple of 32 with a "
-           "concat GLU; 0: cost model)">,
+           "concat GLU, 128 for fp8_block weights; 0: cost model)">,
     Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
            "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",

@@ -58,8 +58,8 @@ Value mlir::moe::encodeE4M3(LoweringBuilder &b, Value v) {
   Value normal = b.ori(shl(b, b.sub(e, b.i32(127 - 7)), 3),
                        b.andi(shr(b, abits, 20), b.i32(7)));
   // Subnormal or zero: |v| / 2^-9, an integer in [0, 7].
-  Value sub = arith::FPToSIOp::create(b, b.getI32Type(),
-                                      b.mul(a, b.f32(512.0)));
+  Value sub =
+      arith::FPToSIOp::create(b, b.getI32Type(), b.mul(a, b.f32(512.0)));
   Value code = b.select(b.cmpi(CmpI::uge, e, b.i32(127 - 6)), normal, sub);
   Value isNan = b.cmpf(arith::CmpFPredicate::UNO, v, v);
   code = b.select(isNan, b.i32(0x7f), code);

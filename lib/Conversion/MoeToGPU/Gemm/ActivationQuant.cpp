@@ -31,10 +31,10 @@ void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
   assert(g.fp8() && !g.lhsScale && "quantizeActivations: fp8_block lhs");
   const int64_t k = g.kDim, groups = llvm::divideCeil(k, 128);
   Value rows = g.lhsRows;
-  Value codes = allocScratch(b, {ShapedType::kDynamic, k}, b.getI8Type(),
-                             {rows});
-  Value scales = allocScratch(b, {ShapedType::kDynamic, groups},
-                              b.getF32Type(), {rows});
+  Value codes =
+      allocScratch(b, {ShapedType::kDynamic, k}, b.getI8Type(), {rows});
+  Value scales =
+      allocScratch(b, {ShapedType::kDynamic, groups}, b.getF32Type(), {rows});
   Value lhs = g.lhs;
   bool ue8m0 = g.ue8m0;
   launchWarpPerRow(
@@ -60,23 +60,22 @@ void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
           cols.push_back(col);
           in.push_back(ok);
           x.push_back(v);
-          amax = arith::MaximumFOp::create(b, amax,
-                                           math::AbsFOp::create(b, v));
+          amax = arith::MaximumFOp::create(b, amax, math::AbsFOp::create(b, v));
         }
-        amax = warpAllReduce(b, {amax},
-                             [](LoweringBuilder &b, ValueRange p,
-                                ValueRange q) -> SmallVector<Value> {
-                               return {arith::MaximumFOp::create(b, p[0], q[0])};
-                             })[0];
+        amax =
+            warpAllReduce(b, {amax},
+                          [](LoweringBuilder &b, ValueRange p,
+                             ValueRange q) -> SmallVector<Value> {
+                            return {arith::MaximumFOp::create(b, p[0], q[0])};
+                          })[0];
         Value scale = activationScale(b, amax, ue8m0);
         for (int64_t i = 0; i < 4; ++i)
           when(b, in[i], [&](LoweringBuilder &b) {
             Value code = encodeE4M3(b, roundToE4M3(b, b.div(x[i], scale)));
             b.store(code, codes, {row, cols[i]});
           });
-        when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
-          b.store(scale, scales, {row, group});
-        });
+        when(b, b.cmpi(CmpI::eq, lane, b.idx(0)),
+             [&](LoweringBuilder &b) { b.store(scale, scales, {row, group}); });
       });
   g.lhs = codes;
   g.lhsScale = scales;

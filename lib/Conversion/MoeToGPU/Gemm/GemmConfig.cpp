@@ -312,7 +312,8 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   // hardware reserves per block. (fp8_block: 128 K is one 128-byte row of
   // e4m3 per operand row, plus the stage's scales.)
   int64_t stageBytes =
-      config.fp8 ? wgmmaStageBytes(config.tileM, config.tileN) + config.tileM * 4 + 16
+      config.fp8
+          ? wgmmaStageBytes(config.tileM, config.tileN) + config.tileM * 4 + 16
           : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSwapSharedOverheadBytes -

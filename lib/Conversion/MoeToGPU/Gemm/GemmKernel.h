@@ -95,7 +95,7 @@ enum class GemmEngine { Simt, Wgmma };
 /// One kernel configuration.
 struct GemmKernelConfig {
   GemmEngine engine = GemmEngine::Simt;
-  MoeGemmTiles simt;    // SIMT engine tiles
+  MoeGemmTiles simt; // SIMT engine tiles
   /// wgmma: fp8_block operands (e4m3 tiles, one 128-K scale block per
   /// stage, stageK = 128, tileN <= 128).
   bool fp8 = false;

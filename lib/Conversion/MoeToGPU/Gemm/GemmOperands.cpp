@@ -42,9 +42,9 @@ Value GemmOperands::rhsValue(LoweringBuilder &b, Value expert, Value col,
     Value byte = arith::ExtUIOp::create(
         b, b.getI32Type(),
         b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))}));
-    Value odd = b.cmpi(arith::CmpIPredicate::ne,
-                       b.toI32(arith::AndIOp::create(b, k, b.idx(1))),
-                       b.i32(0));
+    Value odd =
+        b.cmpi(arith::CmpIPredicate::ne,
+               b.toI32(arith::AndIOp::create(b, k, b.idx(1))), b.i32(0));
     Value code =
         b.select(odd, arith::ShRUIOp::create(b, byte, b.i32(4)).getResult(),
                  b.andi(byte, b.i32(15)));

@@ -143,8 +143,7 @@ void gpu_lowering::emitSimtExpertGemm(LoweringBuilder &b, const GemmOperands &g,
                       aVals.push_back(b.ifElse(
                           ok, {f32},
                           [&](LoweringBuilder &b) -> SmallVector<Value> {
-                            return {
-                                g.lhsValue(b, b.toIndex(aSrc[it]), kg)};
+                            return {g.lhsValue(b, b.toIndex(aSrc[it]), kg)};
                           },
                           [&](LoweringBuilder &b) -> SmallVector<Value> {
                             return {b.f32(0.0)};

@@ -249,7 +249,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // tokens), both operands K-major.
   const int64_t mmaN = swap ? tileM : tileN;
   Type accType = nvvm::wgmmaAccumulatorType(b, mmaN);
-  NVVM::WGMMATypes input = fp8               ? NVVM::WGMMATypes::e4m3
+  NVVM::WGMMATypes input = fp8                 ? NVVM::WGMMATypes::e4m3
                            : g.inElem.isBF16() ? NVVM::WGMMATypes::bf16
                                                : NVVM::WGMMATypes::f16;
   const bool aMnMajor = swap && !g.transposed;
@@ -328,11 +328,11 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   Value mmaSteps = b.idx(kSteps);
   if (fp8) {
     acc = fp8Step(b, zero, acc, true);
-    acc = b.forLoop(b.idx(1), mmaSteps, {acc},
-                    [&](LoweringBuilder &b, Value kt,
-                        ValueRange in) -> SmallVector<Value> {
-                      return {fp8Step(b, kt, in[0], false)};
-                    })[0];
+    acc = b.forLoop(
+        b.idx(1), mmaSteps, {acc},
+        [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+          return {fp8Step(b, kt, in[0], false)};
+        })[0];
     if (swap) {
       epilogueSwapped(b, tid, cw, item, acc, swapTargets);
       return;
@@ -405,8 +405,7 @@ Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
   }
   if (swap)
     for (int64_t c = 0; c < mmaN / 4; ++c)
-      tokenScale.push_back(
-          loadScale(b.add(b.idx(8 * (c / 2) + c % 2), quad)));
+      tokenScale.push_back(loadScale(b.add(b.idx(8 * (c / 2) + c % 2), quad)));
   // The stage's tiles and scales are read: the producer may refill it.
   // (In cluster kernels one thread per warpgroup releases it, for all: its
   // wgmma wait covers the warpgroup's MMAs but not the other warps' scale

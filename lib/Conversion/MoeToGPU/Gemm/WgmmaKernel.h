@@ -160,10 +160,10 @@ private:
   /// producer's cp.async with the stage's tiles.
   int64_t scaleBytes() const { return fp8 ? tileM * 4 + 16 : 0; }
   Value scaleArea(LoweringBuilder &b, Value s) {
-    int64_t start = swap ? headerBytes() + stages * stageBytes() +
-                               wgmmaSwapStagingBytes(tileM, tileN)
-                         : headerBytes() + stages * stageBytes() +
-                               stagingBytes() + 512;
+    int64_t start =
+        swap ? headerBytes() + stages * stageBytes() +
+                   wgmmaSwapStagingBytes(tileM, tileN)
+             : headerBytes() + stages * stageBytes() + stagingBytes() + 512;
     return add64(b, add64(b, base, start),
                  mul64(b, nvvm::toI64(b, s), scaleBytes()));
   }

@@ -42,9 +42,9 @@ WgmmaKernel::LhsRow WgmmaKernel::lhsRow(LoweringBuilder &b,
   }
   Value ok = b.andi(inTile, b.inRange(src, b.i32(0), b.toI32(g.lhsRows)));
   Value srcRow = b.toIndex(b.select(ok, src, b.i32(0)));
-  Value address =
-      add64(b, lhsAddr,
-            nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), b.idx(elemBytes()))));
+  Value address = add64(
+      b, lhsAddr,
+      nvvm::toI64(b, b.mul(b.mul(srcRow, lhsStride), b.idx(elemBytes()))));
   return {address, ok, srcRow};
 }
 
@@ -90,8 +90,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     }
     for (Value col : blocks) {
       Value nb = arith::DivUIOp::create(b, col, b.idx(128));
-      Value offset =
-          b.add(b.mul(item.expert, rhsScaleStride0), b.mul(nb, rhsScaleStride1));
+      Value offset = b.add(b.mul(item.expert, rhsScaleStride0),
+                           b.mul(nb, rhsScaleStride1));
       wScale.push_back(
           add64(b, rhsScaleAddr, nvvm::toI64(b, b.mul(offset, b.idx(4)))));
     }
@@ -208,8 +208,9 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       Value wkb = nvvm::toI64(b, b.mul(b.mul(kt, rhsScaleStride2), b.idx(4)));
       when(b, b.cmpi(CmpI::eq, c, b.idx(0)), [&](LoweringBuilder &b) {
         for (int64_t j = 0; j < int64_t(aScale.size()); ++j) {
-          Value dst = add64(
-              b, area, nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
+          Value dst =
+              add64(b, area,
+                    nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
           nvvm::cpAsync4(b, dst, add64(b, aScale[j], kb),
                          b.select(aOk[j], b.i32(4), b.i32(0)));
         }

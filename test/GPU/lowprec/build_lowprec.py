@@ -8,9 +8,10 @@ OUT/cases.json (per case: library, the MoeConfig fields, the pipeline
 options, whether it is checked against the float64 numpy reference of
 test/Differential/reference.py or, at model size, the float64 torch one,
 and the bf16 case timed beside it). Copies lowprec_check.py, the numpy
-reference and the runtime package next to them.
+reference, hf_lowprec_parity.py and the runtime package next to them.
 
-  python3 test/GPU/lowprec/build_lowprec.py [OUT]      (default gpu-artifacts/lowprec)
+  python3 test/GPU/lowprec/build_lowprec.py [OUT] [--only a,b]
+                                                (default gpu-artifacts/lowprec)
 """
 
 import dataclasses
@@ -103,6 +104,34 @@ CASES = [
         "numpy",
         None,
     ),
+    # Small layers compared with the transformers modules by hf_lowprec_parity.py
+    # (reference None: not part of lowprec_check.py).
+    (
+        "hf-qwen3-fp8",
+        P["qwen3-30b-a3b-fp8"].replace(hidden=384, intermediate=256, experts=16),
+        None,
+        True,
+        None,
+        None,
+    ),
+    (
+        "hf-ds-fp8",
+        P["deepseek-v3-fp8"].replace(
+            hidden=512, intermediate=128, experts=16, n_group=4, topk_group=2
+        ),
+        None,
+        True,
+        None,
+        None,
+    ),
+    (
+        "hf-gptoss-mxfp4",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=512, intermediate=256, experts=16),
+        None,
+        True,
+        None,
+        None,
+    ),
     ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
     ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
     (
@@ -118,12 +147,20 @@ CASES = [
 
 
 def main(argv):
+    argv = list(argv)
+    only = []
+    if "--only" in argv:  # --only a,b: just these cases (into their own OUT)
+        i = argv.index("--only")
+        only = [s for s in argv[i + 1].split(",") if s]
+        del argv[i : i + 2]
     out = os.path.abspath(
         argv[1] if len(argv) > 1 else os.path.join(REPO, "gpu-artifacts", "lowprec")
     )
     os.makedirs(out, exist_ok=True)
     cases = []
     for name, cfg, options, fuse, reference, twin in CASES:
+        if only and name not in only:
+            continue
         module = moe_mlir.ffn_from_config(cfg, T=None, dtype="bf16")
         lib = gpu.compile_gpu(module, os.path.join(out, name + ".so"), fuse=fuse, options=options)
         fields = dataclasses.asdict(cfg)
@@ -153,6 +190,7 @@ def main(argv):
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(dict(commit=commit + ("-dirty" if dirty else ""), cases=cases), f, indent=1)
     shutil.copy(os.path.join(HERE, "lowprec_check.py"), out)
+    shutil.copy(os.path.join(HERE, "hf_lowprec_parity.py"), out)
     shutil.copy(os.path.join(REPO, "test", "Differential", "reference.py"), out)
     dst = os.path.join(out, "moe_mlir_runtime")
     shutil.rmtree(dst, ignore_errors=True)

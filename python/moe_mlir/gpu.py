@@ -601,3 +601,98 @@ def compile_gpu(
     )
     manifest.write(_rt.manifest_path(output))
     return output
+
+
+def compiler_identity(backend="auto"):
+    """What identifies the compiler a `compile_gpu(..., backend)` call runs:
+    moe_mlir's version, the tool (the core API or moe-aot) and the sha256
+    of its binary (the Python extension or the moe-aot executable), so that
+    a rebuilt compiler is a different compiler (the cache's compiler key)."""
+    from . import __version__
+
+    core = _core()
+    if backend == "moe-aot" or (backend == "auto" and not _can_emit_objects(core)):
+        tool, binary = "moe-aot", find_moe_aot()
+    else:
+        from . import _moe
+
+        tool, binary = "core", getattr(_moe, "__file__", None)
+    if not binary or not os.path.isfile(binary):
+        raise CompileError("no compiler for backend %r (%s not found)" % (backend, tool))
+    return {"moe_mlir": __version__, "tool": tool, "sha256": _rt.file_sha256(binary)}
+
+
+def cache_key(module, chip="sm_90a", fuse=True, tile_m=64, tile_n=64, tile_k=16, *, options=None):
+    """The cache's source key of `module` compiled so (compile_cached's
+    arguments): what `moe_mlir_runtime.find_cached` / `load_cached` take on
+    a machine without the compiler."""
+    lower = lower_to_nvvm_pipeline(chip, tile_m, tile_n, tile_k, options)
+    pipeline = ",".join(([FUSE_PIPELINE] if fuse else []) + [lower])
+    return _rt.cache.source_key(_module_text(module), pipeline)
+
+
+def compile_cached(
+    module,
+    chip="sm_90a",
+    fuse=True,
+    tile_m=64,
+    tile_n=64,
+    tile_k=16,
+    *,
+    options=None,
+    cache_dir=None,
+    name="layer",
+    backend="auto",
+    rebuild=False,
+    verbose=False,
+):
+    """compile_gpu through the on-disk cache (moe_mlir_runtime.cache): the
+    library of `module` compiled with these arguments by this compiler, built
+    on the first call and taken from the cache afterwards (also by later
+    processes); an entry that is corrupt or stale (its library does not
+    match its manifest, its key file is missing or names other keys) is
+    rebuilt, as is every entry with `rebuild`. Returns the library path
+    (`moe_mlir_runtime.load` it). `cache_dir`: the cache root (default
+    $MOE_MLIR_CACHE_DIR, $XDG_CACHE_HOME/moe_mlir, ~/.cache/moe_mlir);
+    `name`: the library's file name stem."""
+    if not re.match(r"^[A-Za-z0-9_.-]+$", name or ""):
+        raise ValueError("name must be a plain file name stem, got %r" % (name,))
+    cache = _rt.cache
+    lower = lower_to_nvvm_pipeline(chip, tile_m, tile_n, tile_k, options)
+    pipeline = ",".join(([FUSE_PIPELINE] if fuse else []) + [lower])
+    text = _module_text(module)
+    skey = cache.source_key(text, pipeline)
+    identity = compiler_identity(backend)
+    ckey = cache.compiler_key(identity)
+    folder = cache.entry_dir(cache_dir, skey, ckey)
+    if not rebuild:
+        hit = cache.valid_entry(folder, skey, ckey)
+        if hit:
+            if verbose:
+                print("moe_mlir: cache hit %s" % hit)
+            return hit
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".build-", dir=parent)
+    try:
+        library = compile_gpu(
+            module,
+            os.path.join(staging, name + ".so"),
+            chip,
+            fuse,
+            tile_m,
+            tile_n,
+            tile_k,
+            options=options,
+            backend=backend,
+            verbose=verbose,
+        )
+        cache.write_key(staging, skey, ckey, library, pipeline, identity)
+        if rebuild:
+            shutil.rmtree(folder, ignore_errors=True)
+        library = cache.publish(staging, folder, skey, ckey)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if verbose:
+        print("moe_mlir: cached %s" % library)
+    return library

@@ -48,7 +48,9 @@ try:  # torch is needed to call, not to import
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
+from . import cache
 from .artifact import Artifact, Function, load
+from .cache import cache_root, find_cached, load_cached
 from .descriptors import (
     CU_STREAM_LEGACY,
     _descriptor_type,
@@ -79,6 +81,9 @@ _torch_dtype_names = None
 
 __all__ = [
     "load",
+    "cache_root",
+    "find_cached",
+    "load_cached",
     "Artifact",
     "Function",
     "Manifest",

@@ -75,6 +75,7 @@ from .manifest import (
     manifest_path,
 )
 from .tensors import _current_stream, _info, _is_tensor, _need_torch, dtype_name, torch_dtype
+from .torch_ops import op_name, torch_op
 
 # dtype_name's cache {torch dtype: MLIR element type name} (tensors.py)
 _torch_dtype_names = None
@@ -84,6 +85,7 @@ __all__ = [
     "cache_root",
     "find_cached",
     "load_cached",
+    "torch_op",
     "Artifact",
     "Function",
     "Manifest",

@@ -251,7 +251,9 @@ class FunctionSpec:
             raise ArgumentError("%s: expected a tensor %s, got a scalar" % (what, spec.type_text()))
         if dtype != spec.dtype:
             raise ArgumentError("%s: expected dtype %s, got %s" % (what, spec.dtype, dtype))
-        shape = tuple(int(s) for s in shape)
+        # (Symbolic sizes, torch.SymInt while torch.compile traces, stay
+        # symbolic: int() would specialise the graph to one T.)
+        shape = tuple(s if type(s).__name__ == "SymInt" else int(s) for s in shape)
         if len(shape) != len(spec.shape):
             raise ArgumentError(
                 "%s: expected rank %d %s, got shape %s"

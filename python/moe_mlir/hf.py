@@ -22,128 +22,101 @@ entry at the block's sizes and routing attributes; the router's linear
 layer stays in torch (its logits are the layer's input), everything after
 it (top-k, dispatch, the expert GEMMs, combine) is the compiled layer. A
 block's `forward` is replaced on the instance; `unpatch_moe_blocks` puts the
-original back.
+original back. The block-level machinery (signature, forward, the table of
+prebuilt libraries) is the runtime's (`moe_mlir_runtime.hf`), so a GPU
+machine without the compiler patches a model from a cache folder this side
+filled (`prebuild`, then `moe_mlir_runtime.hf.patch_prebuilt`).
 
-backend "cuda": the layer is compiled once per distinct configuration with
-`moe_mlir.gpu.compile_cached` (the on-disk cache) and called as a torch
-custom op (`moe_mlir_runtime.torch_op`: torch.compile and CUDA graphs see
-one op). backend "cpu": the CPU JIT on numpy copies of the tensors (for
-testing without a GPU; f32 / bf16).
+backend "cuda": the layer is compiled once per distinct block signature
+with `moe_mlir.gpu.compile_cached` (the on-disk cache, which also records
+signature -> library in its table) and called as a torch custom op
+(`moe_mlir_runtime.torch_op`: torch.compile and CUDA graphs see one op).
+backend "cpu": the CPU JIT on numpy copies of the tensors (for testing
+without a GPU).
 
 gpt-oss's block returns (hidden states, router scores); the patched one
 returns (hidden states, None): router outputs for auxiliary losses are not
 produced (training through the patched block is not supported).
 """
 
-import types
-
 from .presets import PRESETS
+from .runtime import hf as _rhf
 
-#: Block class name -> (preset, router attribute).
-FAMILIES = {
-    "MixtralSparseMoeBlock": ("mixtral-8x7b", "gate"),
-    "Qwen3MoeSparseMoeBlock": ("qwen3-30b-a3b", "gate"),
-    "DeepseekV3MoE": ("deepseek-v3", "gate"),
-    "GptOssMLP": ("gpt-oss-120b", "router"),
+#: Block class name -> preset.
+PRESET_OF = {
+    "MixtralSparseMoeBlock": "mixtral-8x7b",
+    "Qwen3MoeSparseMoeBlock": "qwen3-30b-a3b",
+    "DeepseekV3MoE": "deepseek-v3",
+    "GptOssMLP": "gpt-oss-120b",
 }
 
-_DTYPES = {"torch.float32": "f32", "torch.bfloat16": "bf16", "torch.float16": "f16"}
+
+def config_of_signature(sig):
+    """The MoeConfig of a block signature (moe_mlir_runtime.hf)."""
+    changes = {k: v for k, v in sig.items() if k not in ("block", "dtype")}
+    return PRESETS[PRESET_OF[sig["block"]]].replace(**changes)
 
 
 def moe_config_of(block):
     """The MoeConfig of a supported Hugging Face MoE block."""
-    name = type(block).__name__
-    if name not in FAMILIES:
-        raise TypeError(
-            "%s is not a supported MoE block (supported: %s)" % (name, ", ".join(sorted(FAMILIES)))
-        )
-    preset, router_name = FAMILIES[name]
-    router = getattr(block, router_name)
-    ex = block.experts
-    E, H = router.weight.shape
-    base = PRESETS[preset]
-    if base.transpose_weights:  # [E, 2I, H] and [E, H, I]
-        I = ex.down_proj.shape[2]
-    else:  # gpt-oss: [E, H, 2I] and [E, I, H]
-        I = ex.down_proj.shape[1]
-    changes = dict(hidden=H, intermediate=I, experts=E, top_k=router.top_k)
-    if name == "Qwen3MoeSparseMoeBlock":
-        changes.update(normalize=bool(router.norm_topk_prob))
-    if name == "DeepseekV3MoE":
-        changes.update(
-            n_group=router.num_group,
-            topk_group=router.topk_group,
-            scaling=float(router.routed_scaling_factor),
-            normalize=bool(router.norm_topk_prob),
-        )
-    if name == "GptOssMLP":
-        changes.update(alpha=float(ex.alpha), limit=float(ex.limit))
-    return base.replace(**changes)
+    return config_of_signature(_rhf.block_signature(block))
 
 
-def _router_logits(block, x):
-    import torch.nn.functional as F
-
-    name = type(block).__name__
-    if name == "DeepseekV3MoE":  # its router runs in f32
-        return F.linear(x.float(), block.gate.weight.float())
-    if name == "GptOssMLP":
-        return F.linear(x, block.router.weight, block.router.bias)
-    return F.linear(x, block.gate.weight)
-
-
-def _operands(block, cfg):
-    ex = block.experts
-    ws = [ex.gate_up_proj, ex.down_proj]
-    if cfg.routing_bias:
-        ws.append(block.gate.e_score_correction_bias)
-    if cfg.expert_bias:
-        ws += [ex.gate_up_proj_bias, ex.down_proj_bias]
-    return ws
-
-
-def _cuda_layer(cfg, dtype, cache_dir, options, cache):
-    import moe_mlir_runtime as rt
-
+def _cuda_layer(sig, cache_dir, options):
     from . import gpu
     from .presets import ffn_from_config
+    from .runtime import load, torch_op
 
-    key = (cfg, dtype, "cuda")
-    if key not in cache:
-        module = ffn_from_config(cfg, T=None, dtype=dtype)
-        stem = "hf_%s_%s" % (gpu.cache_key(module, options=options)[:16], dtype)
-        lib = gpu.compile_cached(module, options=options, cache_dir=cache_dir, name=stem)
-        cache[key] = rt.torch_op(rt.load(lib), "ffn")
-    return cache[key]
+    module = ffn_from_config(config_of_signature(sig), T=None, dtype=sig["dtype"])
+    skey = gpu.cache_key(module, options=options)
+    lib = gpu.compile_cached(
+        module, options=options, cache_dir=cache_dir, name="hf_%s_%s" % (skey[:16], sig["dtype"])
+    )
+    _rhf.record(sig, skey, cache_dir)
+    return lambda: torch_op(load(lib), "ffn")
 
 
-def _cpu_layer(cfg, dtype, cache):
+def _cpu_layer(sig):
     import numpy as np
     import torch
 
     from .cpu import numpy_dtype
     from .presets import ffn_from_config
 
-    key = (cfg, dtype, "cpu")
-    if key not in cache:
-        jit = ffn_from_config(cfg, T=None, dtype=dtype).compile_cpu()
+    jit = ffn_from_config(config_of_signature(sig), T=None, dtype=sig["dtype"]).compile_cpu()
+    bf16 = sig["dtype"] == "bf16"
 
-        bf16 = dtype == "bf16"
+    def to_numpy(t):
+        t = t.detach().cpu().contiguous()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(numpy_dtype("bf16"))
+        return t.numpy()
 
-        def to_numpy(t):
-            t = t.detach().cpu().contiguous()
-            if t.dtype == torch.bfloat16:
-                return t.view(torch.int16).numpy().view(numpy_dtype("bf16"))
-            return t.numpy()
+    def layer(*args):
+        y = np.ascontiguousarray(jit.call("ffn", *[to_numpy(a) for a in args]))
+        if bf16:
+            return torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(y)
 
-        def layer(*args):
-            y = np.ascontiguousarray(jit.call("ffn", *[to_numpy(a) for a in args]))
-            if bf16:
-                return torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)
-            return torch.from_numpy(y)
+    return layer
 
-        cache[key] = layer
-    return cache[key]
+
+def _layers(backend, cache_dir, options, load=True):
+    if backend not in ("cuda", "cpu"):
+        raise ValueError("backend must be 'cuda' or 'cpu', got %r" % (backend,))
+    made = {}
+
+    def layer_for(block, sig):
+        text = _rhf.signature_text(sig)
+        if text not in made:
+            if backend == "cpu":
+                made[text] = _cpu_layer(sig)
+            else:
+                make = _cuda_layer(sig, cache_dir, options)
+                made[text] = make() if load else None
+        return made[text]
+
+    return layer_for
 
 
 def patch_moe_blocks(model, backend="cuda", cache_dir=None, options=None):
@@ -151,49 +124,28 @@ def patch_moe_blocks(model, backend="cuda", cache_dir=None, options=None):
     module docstring); returns their module names. `options`: more
     --moe-lower-to-nvvm options (cuda). The parameters are read at each call,
     so later in-place updates (loading a checkpoint) are seen."""
-    if backend not in ("cuda", "cpu"):
-        raise ValueError("backend must be 'cuda' or 'cpu', got %r" % (backend,))
-    layers, patched = {}, []
-    for name, block in model.named_modules():
-        if type(block).__name__ not in FAMILIES or hasattr(block, "_moe_mlir_forward"):
-            continue
-        cfg = moe_config_of(block)
-        pdt = str(block.experts.gate_up_proj.dtype)
-        if pdt not in _DTYPES:
-            raise TypeError("%s: expert weights of dtype %s are not supported" % (name, pdt))
-        dtype = _DTYPES[pdt]
-        if backend == "cuda":
-            layer = _cuda_layer(cfg, dtype, cache_dir, options, layers)
-        else:
-            layer = _cpu_layer(cfg, dtype, layers)
-        kind = type(block).__name__
+    return _rhf.patch_blocks(model, _layers(backend, cache_dir, options))
 
-        def forward(self, hidden_states, _layer=layer, _cfg=cfg, _kind=kind):
-            shape = hidden_states.shape
-            x = hidden_states.reshape(-1, shape[-1])
-            if not x.is_contiguous():
-                x = x.contiguous()
-            y = _layer(x, _router_logits(self, x).contiguous(), *_operands(self, _cfg))
-            y = y.to(hidden_states.device).view(shape)
-            if _kind == "DeepseekV3MoE":
-                y = y + self.shared_experts(hidden_states)
-            if _kind == "GptOssMLP":
-                return y, None
-            return y
 
-        block._moe_mlir_forward = block.forward
-        block.forward = types.MethodType(forward, block)
-        patched.append(name)
-    return patched
+def prebuild(model, cache_dir=None, options=None):
+    """Compiles (into the cache folder, with its signature table) the layers
+    of `model`'s MoE blocks without loading them, for
+    `moe_mlir_runtime.hf.patch_prebuilt` on a GPU machine without the
+    compiler. Returns the block signatures."""
+    layer_for = _layers("cuda", cache_dir, options, load=False)
+    sigs = {}
+    for _, block in model.named_modules():
+        if _rhf.supported(block):
+            sig = _rhf.block_signature(block)
+            layer_for(block, sig)
+            sigs[_rhf.signature_text(sig)] = sig
+    return list(sigs.values())
 
 
 def unpatch_moe_blocks(model):
-    """Restores the original forward of every patched block; returns their
-    names."""
-    names = []
-    for name, block in model.named_modules():
-        if hasattr(block, "_moe_mlir_forward"):
-            block.forward = block._moe_mlir_forward
-            del block._moe_mlir_forward
-            names.append(name)
-    return names
+    """Restores the original forward of every patched block."""
+    return _rhf.unpatch_blocks(model)
+
+
+def _operands(block, cfg=None):
+    return _rhf.operands(block)

@@ -104,3 +104,36 @@ def test_unsupported_block():
         hf.moe_config_of(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="backend"):
         hf.patch_moe_blocks(torch.nn.Linear(2, 2), backend="tpu")
+
+
+def test_prebuilt_cache_without_the_compiler(tmp_path, monkeypatch):
+    """prebuild fills a cache folder (CUDA libraries + the signature table)
+    here; moe_mlir_runtime.hf.patch_prebuilt finds each block's library by
+    its signature alone. (Loading CUDA libraries needs a GPU: here load and
+    torch_op are stand-ins that run the signature's CPU layer.)"""
+    from helpers import gpu_toolchain_or_skip
+
+    gpu_toolchain_or_skip()
+    import moe_mlir_runtime as rt
+    from moe_mlir_runtime import artifact, torch_ops
+
+    torch.manual_seed(1)
+    cfg = _configs()["qwen3-moe"]()
+    cfg._experts_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    with pytest.raises(rt.ManifestError, match="no prebuilt library"):
+        rt.hf.patch_prebuilt(model, str(tmp_path))
+    sigs = hf.prebuild(model, str(tmp_path))
+    assert len(sigs) == 1 and sigs[0]["block"] == "Qwen3MoeSparseMoeBlock"
+    table = rt.hf.read_table(str(tmp_path))
+    library = rt.find_cached(table[rt.hf.signature_text(sigs[0])], str(tmp_path))
+    assert library and rt.load_manifest(library).functions["ffn"]
+    by_library = {library: sigs[0]}
+    monkeypatch.setattr(artifact, "load", lambda path: path)
+    monkeypatch.setattr(torch_ops, "torch_op", lambda path, fn: hf._cpu_layer(by_library[path]))
+    ids = torch.randint(0, cfg.vocab_size, (1, 5))
+    with torch.no_grad():
+        want = model.generate(ids, max_new_tokens=6, do_sample=False)
+        assert len(rt.hf.patch_prebuilt(model, str(tmp_path))) == 2
+        got = model.generate(ids, max_new_tokens=6, do_sample=False)
+    assert torch.equal(got, want)

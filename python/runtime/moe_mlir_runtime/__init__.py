@@ -48,7 +48,7 @@ try:  # torch is needed to call, not to import
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
-from . import cache
+from . import cache, hf
 from .artifact import Artifact, Function, load
 from .cache import cache_root, find_cached, load_cached
 from .descriptors import (

@@ -227,6 +227,23 @@ elif [ -z "$ONLY" ]; then
   rm -rf "$OUT/lowprec"
 fi
 
+# The PyTorch-integration check (test/GPU/torchint) into OUT/torchint: needs
+# torch and transformers here (or $TORCHINT_PYTHON, an interpreter that has
+# them); skipped without. SKIP_TORCHINT=1 leaves it out.
+torchint_status=skipped
+if [ "${SKIP_TORCHINT:-0}" != 1 ] && [ -z "$ONLY" ] && [ "$pyflow_status" != skipped ]; then
+  "$PY" "$HERE/torchint/build_torchint.py" "$OUT/torchint" > "$OUT/logs/torchint.log" 2>&1
+  case $? in
+    0) torchint_status=0; echo "--- built the PyTorch-integration artifacts into $OUT/torchint" ;;
+    3) rm -rf "$OUT/torchint"; echo "--- PyTorch-integration artifacts skipped (no torch / transformers here)" ;;
+    *) torchint_status=1; status=1
+       echo "FAIL build_torchint.py -- logs/torchint.log:"
+       tail -n 30 "$OUT/logs/torchint.log" | sed 's/^/     /' ;;
+  esac
+elif [ -z "$ONLY" ]; then
+  rm -rf "$OUT/torchint"
+fi
+
 commit="$(git -C "$REPO" rev-parse HEAD)"
 # Dirty: tracked changes or untracked files, not counting the output folder.
 excl=()
@@ -251,6 +268,7 @@ echo "$commit" > "$OUT/COMMIT"
   echo "pyflow:   $pyflow_status"
   echo "hfparity: $hf_status"
   echo "lowprec:  $lowprec_status"
+  echo "torchint: $torchint_status"
   echo "status:   $status"
 } > "$OUT/BUILD.txt"
 

@@ -170,6 +170,24 @@ if [ "${SKIP_LOWPREC:-0}" != 1 ]; then
   fi
 fi
 
+# 6. The PyTorch-integration check (torch_op under torch.compile and CUDA
+#    graphs, the Hugging Face drop-in, decode speed) when gpu-artifacts/
+#    torchint exists. SKIP_TORCHINT=1 leaves it out.
+torchint_rc=skipped
+if [ "${SKIP_TORCHINT:-0}" != 1 ]; then
+  echo
+  if [ -f torchint/torchint_check.py ]; then   # (cwd is $ART)
+    t0=$SECONDS
+    OUT="$RES" timeout -k 15 400 "$PY" -u torchint/torchint_check.py --dir torchint \
+      > "$RES/torchint.log" 2>&1
+    torchint_rc=$?
+    echo "=== PyTorch integration: exit $torchint_rc after $(( SECONDS - t0 ))s; $(grep -c '^FAIL' "$RES/torchint.log") FAIL lines (log: torchint.log)"
+  else
+    echo "=== PyTorch integration: no $ART/torchint (built by build_artifacts.sh where torch is)"
+    torchint_rc=missing
+  fi
+fi
+
 san_rc=skipped
 san_errors=unknown
 if [ "${SKIP_SANITIZER:-0}" != 1 ]; then
@@ -202,7 +220,7 @@ fi
 
 # run_gpu_checks: 0 pass, 1 failures, 2 no failure but checks skipped for time
 verdict=PASS
-for rc in "$full_rc" "$san_rc" "$pyflow_rc" "$hf_rc" "$lowprec_rc" "$lowprec_san_rc"; do
+for rc in "$full_rc" "$san_rc" "$pyflow_rc" "$hf_rc" "$lowprec_rc" "$lowprec_san_rc" "$torchint_rc"; do
   case "$rc" in
     0|skipped|missing) ;;
     2) [ "$verdict" = PASS ] && verdict=INCOMPLETE ;;
@@ -221,6 +239,7 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
   echo "- Python flow exit code: $pyflow_rc (0 pass, 1 failures, 2 skipped for time, 124 timeout)"
   echo "- Hugging Face parity exit code: $hf_rc (0 pass, 1 failures, 124 timeout)"
   echo "- low-precision check exit code: $lowprec_rc, its memcheck: $lowprec_san_rc"
+  echo "- PyTorch integration exit code: $torchint_rc"
   echo
   echo "## full run"
   echo
@@ -257,6 +276,12 @@ if [ "$san_errors" != unknown ] && [ "$san_errors" != 0 ]; then verdict=FAIL; fi
     cat "$RES/lowprec/summary.txt" 2>/dev/null || echo "(no summary: see lowprec.log)"
     grep -E 'ERROR SUMMARY' "$RES/lowprec-memcheck.log" 2>/dev/null | tail -n 1
   fi
+  echo '```'
+  echo
+  echo "## PyTorch integration (torch_op, torch.compile, CUDA graphs, HF drop-in)"
+  echo
+  echo '```'
+  cat "$RES/torchint/summary.txt" 2>/dev/null || echo "($torchint_rc)"
   echo '```'
   echo
   echo "## compute-sanitizer $SAN_TOOL, --small"

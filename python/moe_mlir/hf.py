@@ -145,7 +145,3 @@ def prebuild(model, cache_dir=None, options=None):
 def unpatch_moe_blocks(model):
     """Restores the original forward of every patched block."""
     return _rhf.unpatch_blocks(model)
-
-
-def _operands(block, cfg=None):
-    return _rhf.operands(block)

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from moe_mlir import hf  # noqa: E402
+from moe_mlir_runtime import hf as rt_hf  # noqa: E402
 
 
 def _configs():
@@ -92,8 +93,8 @@ def test_generate_matches_eager(family):
     assert err < 1e-5, err
     # The operands are the model's own tensors.
     block = model.get_submodule(names[0])
-    cfg_block = hf.moe_config_of(block)
-    ops = hf._operands(block, cfg_block)
+    hf.moe_config_of(block)  # the block maps to a preset
+    ops = rt_hf.operands(block)
     assert ops[0] is block.experts.gate_up_proj and ops[1] is block.experts.down_proj
     assert sorted(hf.unpatch_moe_blocks(model)) == sorted(names)
     assert not hasattr(block, "_moe_mlir_forward")

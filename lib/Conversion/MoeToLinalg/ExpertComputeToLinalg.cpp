@@ -249,15 +249,11 @@ static Value lowPrecisionProducts(LoweringBuilder &b, WeightFormat format,
              ValueRange{zero}, maps, iters,
              [&](OpBuilder &nested, Location loc, ValueRange args) {
                LoweringBuilder b(loc, nested);
-               // Element 2j: the low nibble of byte j; 2j + 1: the high one.
-               Value byte = arith::ExtUIOp::create(b, b.getI32Type(), args[1]);
                Value odd = b.cmpi(
                    arith::CmpIPredicate::ne,
                    b.andi(b.toI32(linalg::IndexOp::create(b, 2)), b.i32(1)),
                    b.i32(0));
-               Value code = b.select(
-                   odd, arith::ShRUIOp::create(b, byte, b.i32(4)).getResult(),
-                   b.andi(byte, b.i32(15)));
+               Value code = e2m1Code(b, args[1], odd);
                // x * e2m1 is exact; the block scale 2^(s - 127) comes last
                // (e2m1 * 2^127 alone overflows f32).
                Value p = b.mul(b.mul(b.toF32(args[0]), decodeE2M1(b, code)),

@@ -78,6 +78,11 @@ Value mlir::moe::decodeE2M1(LoweringBuilder &b, Value code) {
   return fromBits(b, b.ori(sign, magnitude));
 }
 
+Value mlir::moe::e2m1Code(LoweringBuilder &b, Value byte, Value odd) {
+  Value u = byte.getType().isInteger(32) ? byte : bitsI32(b, byte);
+  return b.select(odd, shr(b, u, 4), b.andi(u, b.i32(15)));
+}
+
 Value mlir::moe::decodeE8M0(LoweringBuilder &b, Value bits) {
   Value u = bitsI32(b, bits);
   // 2^(s - 127): the f32 exponent field is s itself; s = 0 is 2^-127, an

@@ -32,6 +32,10 @@ Value decodeE4M3(LoweringBuilder &b, Value bits);
 /// The f32 value of e2m1 code `code` (i32, 0..15): (-1)^(c >> 3) *
 /// [0, .5, 1, 1.5, 2, 3, 4, 6][c & 7].
 Value decodeE2M1(LoweringBuilder &b, Value code);
+/// The e2m1 code (i32, 0..15) of element 2j + `odd` of a packed mxfp4 byte
+/// j (`byte`: i8 or i32 bits): the low nibble holds element 2j, the high
+/// one 2j + 1.
+Value e2m1Code(LoweringBuilder &b, Value byte, Value odd);
 /// The f32 value of E8M0 bits `bits` (i8): 2^(s - 127); 255 is NaN.
 Value decodeE8M0(LoweringBuilder &b, Value bits);
 /// The e4m3 bits (i8) of `v` (f32), which must be an e4m3 value (as

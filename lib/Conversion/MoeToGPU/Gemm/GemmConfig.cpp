@@ -235,7 +235,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // hold their scales: WgmmaKernel::scaleBytes.)
   int64_t fit = (kMaxSharedBytes - kSharedOverheadBytes - staging) /
                 (wgmmaStageBytes(config.tileM, config.tileN) +
-                 (fp8 ? config.tileM * 4 + 16 : 0));
+                 (fp8 ? wgmmaFp8ScaleBytes(config.tileM) : 0));
   // TMA boxes of 64 columns cannot hold half a concat tile below 128.
   config.rhsTma = options.wgmmaTma &&
                   (op.getTransposeRhs() || !concat || config.tileN >= 128);
@@ -312,9 +312,9 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   // hardware reserves per block. (fp8_block: 128 K is one 128-byte row of
   // e4m3 per operand row, plus the stage's scales.)
   int64_t stageBytes =
-      config.fp8
-          ? wgmmaStageBytes(config.tileM, config.tileN) + config.tileM * 4 + 16
-          : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
+      config.fp8 ? wgmmaStageBytes(config.tileM, config.tileN) +
+                       wgmmaFp8ScaleBytes(config.tileM)
+                 : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSwapSharedOverheadBytes -
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /

@@ -89,6 +89,11 @@ constexpr int64_t kWgmmaStagingBytes = 64 * 256;
 /// Shared memory of the small-M kernel's epilogue staging (WgmmaEngine.cpp).
 int64_t wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN);
 
+/// Shared memory of one fp8_block stage's scales: the tileM lhs rows'
+/// activation scales (f32) and up to two weight scales, padded to 16 bytes
+/// (WgmmaKernel::scaleArea).
+constexpr int64_t wgmmaFp8ScaleBytes(int64_t tileM) { return tileM * 4 + 16; }
+
 /// Kernel engines.
 enum class GemmEngine { Simt, Wgmma };
 

@@ -38,16 +38,12 @@ Value GemmOperands::rhsValue(LoweringBuilder &b, Value expert, Value col,
     return b.mul(w, b.load(rhsScale, {expert, nb, kb}));
   }
   if (mxfp4()) {
-    // Element 2j: the low nibble of byte j; 2j + 1: the high one.
-    Value byte = arith::ExtUIOp::create(
-        b, b.getI32Type(),
-        b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))}));
+    Value byte =
+        b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))});
     Value odd =
         b.cmpi(arith::CmpIPredicate::ne,
                b.toI32(arith::AndIOp::create(b, k, b.idx(1))), b.i32(0));
-    Value code =
-        b.select(odd, arith::ShRUIOp::create(b, byte, b.i32(4)).getResult(),
-                 b.andi(byte, b.i32(15)));
+    Value code = e2m1Code(b, byte, odd);
     Value block = arith::DivUIOp::create(b, k, b.idx(32));
     return b.mul(decodeE2M1(b, code),
                  decodeE8M0(b, b.load(rhsScale, {expert, col, block})));

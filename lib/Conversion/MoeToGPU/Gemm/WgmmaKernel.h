@@ -158,7 +158,7 @@ private:
   /// activation scales (f32), then the weight scale of the tile's columns
   /// (the gate half's and the up half's with a concat GLU), written by the
   /// producer's cp.async with the stage's tiles.
-  int64_t scaleBytes() const { return fp8 ? tileM * 4 + 16 : 0; }
+  int64_t scaleBytes() const { return fp8 ? wgmmaFp8ScaleBytes(tileM) : 0; }
   Value scaleArea(LoweringBuilder &b, Value s) {
     int64_t start =
         swap ? headerBytes() + stages * stageBytes() +

@@ -606,8 +606,10 @@ def compile_gpu(
 def compiler_identity(backend="auto"):
     """What identifies the compiler a `compile_gpu(..., backend)` call runs:
     moe_mlir's version, the tool (the core API or moe-aot) and the sha256
-    of its binary (the Python extension or the moe-aot executable), so that
-    a rebuilt compiler is a different compiler (the cache's compiler key)."""
+    of its binary (the Python extension or the moe-aot executable) and of
+    the CUDA runtime every library links in (libmoe_cuda_runtime.a), so
+    that a rebuilt compiler or runtime is a different compiler (the
+    cache's compiler key)."""
     from . import __version__
 
     core = _core()
@@ -619,7 +621,12 @@ def compiler_identity(backend="auto"):
         tool, binary = "core", getattr(_moe, "__file__", None)
     if not binary or not os.path.isfile(binary):
         raise CompileError("no compiler for backend %r (%s not found)" % (backend, tool))
-    return {"moe_mlir": __version__, "tool": tool, "sha256": _rt.file_sha256(binary)}
+    identity = {"moe_mlir": __version__, "tool": tool, "sha256": _rt.file_sha256(binary)}
+    try:
+        identity["runtime_sha256"] = _rt.file_sha256(find_runtime_library())
+    except CompileError:
+        pass  # (compile_gpu then fails to link anyway)
+    return identity
 
 
 def cache_key(module, chip="sm_90a", fuse=True, tile_m=64, tile_n=64, tile_k=16, *, options=None):

@@ -6,6 +6,13 @@ once an expert has several rows; this finds the step. Run on the device:
   python3 bench/probes/lowprec/ref_gpu_vs_cpu.py   (carry bench/probes/lowprec
   and test/Differential/reference.py is found through the repo)"""
 
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "test", "Differential"))
 import reference as R  # noqa: E402, F401

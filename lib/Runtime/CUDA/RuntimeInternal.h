@@ -111,6 +111,11 @@ private:
 /// Work that the IR issues without a stream goes to the embedder's stream.
 CUstream resolveStream(void *stream);
 
+/// The embedder's stream while it is being captured into a graph (work
+/// must then be stream-ordered on it, with no host synchronisation);
+/// null otherwise.
+CUstream capturingEmbedderStream(const char *where);
+
 //===----------------------------------------------------------------------===//
 // Memrefs (Memory.cpp, TensorMaps.cpp)
 //===----------------------------------------------------------------------===//

@@ -64,6 +64,10 @@ CUstream resolveStream(void *stream) {
   return stream ? static_cast<CUstream>(stream) : embedderStream;
 }
 
+CUstream capturingEmbedderStream(const char *where) {
+  return embedderStreamIsCapturing(where) ? embedderStream : nullptr;
+}
+
 } // namespace moe::cuda_runtime
 
 extern "C" void moeRuntimeSetStream(void *cuStream) {

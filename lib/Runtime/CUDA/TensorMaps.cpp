@@ -38,8 +38,30 @@ int64_t tensorMapElementBytes(int64_t dataType) {
 // global address) and the context; never freed, since a captured graph may
 // still refer to them. Allocated once and leaked on purpose (see
 // RuntimeInternal.h on destruction order).
+//
+// While the embedder's stream is captured (torch.compile's
+// mode="reduce-overhead" records its graphs with the inputs copied to new
+// addresses, so new maps are made under capture) nothing may be allocated
+// or copied synchronously: a new map then takes a slot of its context's
+// arena (device memory and a pinned host copy, both allocated by the first
+// map made outside capture) and reaches the device by an asynchronous copy
+// on the captured stream, i.e. a copy node of the graph, before the
+// kernels that read it. Until the graph has run once the slot holds
+// nothing, so a later call outside capture that finds the map copies it
+// synchronously first.
+struct CachedMap {
+  CUdeviceptr device = 0;
+  const void *host = nullptr; // arena slot's host copy while not uploaded
+};
+struct MapArena {
+  CUdeviceptr device = 0;
+  char *host = nullptr;
+  size_t used = 0;
+};
+constexpr size_t kArenaSlots = 1024;
 std::mutex tensorMapMutex;
-std::unordered_map<std::string, CUdeviceptr> *tensorMapCache = nullptr;
+std::unordered_map<std::string, CachedMap> *tensorMapCache = nullptr;
+std::unordered_map<CUcontext, MapArena> *tensorMapArenas = nullptr;
 
 } // namespace
 
@@ -131,20 +153,69 @@ static void *cachedTensorMap(const CUtensorMap &map, const char *where) {
   CUcontext context = getPrimaryContext(where);
   std::string key(reinterpret_cast<const char *>(&map), sizeof(map));
   key.append(reinterpret_cast<const char *>(&context), sizeof(context));
+  CUstream captured = capturingEmbedderStream(where);
   std::lock_guard<std::mutex> lock(tensorMapMutex);
-  if (!tensorMapCache)
-    tensorMapCache = new std::unordered_map<std::string, CUdeviceptr>();
+  if (!tensorMapCache) {
+    tensorMapCache = new std::unordered_map<std::string, CachedMap>();
+    tensorMapArenas = new std::unordered_map<CUcontext, MapArena>();
+  }
   auto it = tensorMapCache->find(key);
-  if (it != tensorMapCache->end())
-    return reinterpret_cast<void *>(it->second);
-  CUdeviceptr deviceMap = 0;
-  if (!CU_CHECK(cuMemAlloc, &deviceMap, sizeof(map)))
-    return nullptr;
-  if (!CU_CHECK(cuMemcpyHtoD, deviceMap, &map, sizeof(map))) {
-    cuMemFree(deviceMap);
+  if (it != tensorMapCache->end()) {
+    CachedMap &cached = it->second;
+    // Made under a capture whose graph may not have run yet: copied here
+    // (outside capture: once, synchronously; in another capture: into
+    // that graph too).
+    if (cached.host && !captured) {
+      if (!CU_CHECK(cuMemcpyHtoD, cached.device, cached.host, sizeof(map)))
+        return nullptr;
+      cached.host = nullptr;
+    } else if (cached.host && !CU_CHECK(cuMemcpyHtoDAsync, cached.device,
+                                        cached.host, sizeof(map), captured)) {
+      return nullptr;
+    }
+    return reinterpret_cast<void *>(cached.device);
+  }
+  MapArena &arena = (*tensorMapArenas)[context];
+  if (!captured) {
+    // The arena, while allocating is allowed.
+    if (!arena.device) {
+      CUdeviceptr device = 0;
+      void *host = nullptr;
+      if (!CU_CHECK(cuMemAlloc, &device, kArenaSlots * sizeof(map)))
+        return nullptr;
+      if (!CU_CHECK(cuMemHostAlloc, &host, kArenaSlots * sizeof(map), 0)) {
+        cuMemFree(device);
+        return nullptr;
+      }
+      arena.device = device;
+      arena.host = static_cast<char *>(host);
+    }
+    CUdeviceptr deviceMap = 0;
+    if (!CU_CHECK(cuMemAlloc, &deviceMap, sizeof(map)))
+      return nullptr;
+    if (!CU_CHECK(cuMemcpyHtoD, deviceMap, &map, sizeof(map))) {
+      cuMemFree(deviceMap);
+      return nullptr;
+    }
+    tensorMapCache->emplace(std::move(key), CachedMap{deviceMap, nullptr});
+    return reinterpret_cast<void *>(deviceMap);
+  }
+  if (!arena.device || arena.used == kArenaSlots) {
+    recordError("a new TMA tensor map is needed while the stream is captured "
+                "into a CUDA graph, and %s (call the layer once outside "
+                "capture first, as a warm-up) (in %s)",
+                arena.device ? "the capture-time map arena is full"
+                             : "no call outside capture has made its arena",
+                where);
     return nullptr;
   }
-  tensorMapCache->emplace(std::move(key), deviceMap);
+  size_t slot = arena.used++;
+  char *host = arena.host + slot * sizeof(map);
+  std::memcpy(host, &map, sizeof(map));
+  CUdeviceptr deviceMap = arena.device + slot * sizeof(map);
+  if (!CU_CHECK(cuMemcpyHtoDAsync, deviceMap, host, sizeof(map), captured))
+    return nullptr;
+  tensorMapCache->emplace(std::move(key), CachedMap{deviceMap, host});
   return reinterpret_cast<void *>(deviceMap);
 }
 

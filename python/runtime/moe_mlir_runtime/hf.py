@@ -102,7 +102,9 @@ def operands(block):
     ex = block.experts
     ws = [ex.gate_up_proj, ex.down_proj]
     if type(block).__name__ == "DeepseekV3MoE":
-        ws.append(block.gate.e_score_correction_bias)
+        # f32 (the layer's routing bias type): a model cast to bf16 casts
+        # this buffer too, and its router adds it to f32 scores (exact).
+        ws.append(block.gate.e_score_correction_bias.float())
     if hasattr(ex, "gate_up_proj_bias"):
         ws += [ex.gate_up_proj_bias, ex.down_proj_bias]
     return ws

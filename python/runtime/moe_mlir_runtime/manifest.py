@@ -89,6 +89,11 @@ def _dim_text(size, symbol):
     return symbol if symbol else "?"
 
 
+def _symbolic(size):
+    """A torch.SymInt (a size while torch.compile traces)."""
+    return type(size).__name__ == "SymInt"
+
+
 class ArgSpec:
     """One argument or result of a compiled function."""
 
@@ -266,11 +271,26 @@ class FunctionSpec:
                     "(dimension %d)" % (what, spec.type_text(), list(shape), d)
                 )
             if want is None and sym and check_symbols:
-                if sym in env and env[sym][0] != got:
-                    raise ArgumentError(
-                        "%s: dimension %d (%s) is %d, but %s is %d in %s"
-                        % (what, d, sym, got, sym, env[sym][0], env[sym][1])
+                if sym in env:
+                    prev, where = env[sym]
+                    message = "%s: dimension %d (%s) is %s, but %s is %s in %s" % (
+                        what,
+                        d,
+                        sym,
+                        got,
+                        sym,
+                        prev,
+                        where,
                     )
+                    if _symbolic(got) or _symbolic(prev):
+                        # Unbacked sizes (torch._dynamo.mark_unbacked:
+                        # one graph for every T, 0 and 1 included) cannot
+                        # be compared while tracing: a deferred check.
+                        import torch
+
+                        torch._check(got == prev, lambda m=message: m)
+                    elif prev != got:
+                        raise ArgumentError(message)
                 env.setdefault(sym, (got, "%s dimension %d" % (what, d)))
 
     def check(self, inputs, outputs=None):

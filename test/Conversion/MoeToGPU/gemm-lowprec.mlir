@@ -11,9 +11,13 @@
 // per expert the small-M kernels (weights as wgmma A: m64n16k32 and the
 // wide m64n32k32, e4m3) run instead, promoted the same way with the
 // tokens' scales; the SIMT kernel is the fallback.
-// mxfp4 runs on the SIMT engine (no Hopper kernel yet): gemm=wgmma is an
-// error on the op, as are tile widths the FP8 path cannot take and shapes
-// it cannot load.
+// mxfp4 (bf16 activations): every tier is the small-M form (m64n16k16,
+// m64n32k16, the main m64n64k16) with the weights as wgmma's register A
+// operand (inline PTX): the packed e2m1 pairs by TMA as bytes (box 128
+// bytes = 256 K), the E8M0 scale words by 4-byte cp.async, decoded by
+// byte permutes (nvvm.prmt) and one bf16x2 multiply; other activation
+// types take the SIMT kernel (gemm=wgmma: an error on the op), as do tile
+// widths the FP8 path cannot take and shapes it cannot load.
 //
 // RUN: moe-opt %s -split-input-file --convert-moe-to-gpu | FileCheck %s
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=simt" | FileCheck %s --check-prefix=SIMT \
@@ -88,14 +92,40 @@ func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, 
 
 // -----
 
-// mxfp4: the SIMT kernel decodes the e2m1 pairs and E8M0 scales.
+// mxfp4: three register-A kernels (16, 32, 64 tokens; the tensor maps:
+// UINT8, K / 2 = 32 bytes a row, 48 rows, 4 experts, boxes of 128 bytes x
+// 32 / 64 rows), each with the scale-word copies, the e2m1 decoding and
+// its wgmmas; the SIMT kernel is the fallback (with gemm=simt the SIMT kernel
+// decodes the e2m1 pairs and E8M0 scales.)
 // CHECK-LABEL: func.func @mxfp4(
-// CHECK-NOT: nvvm.wgmma
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c32_i64
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache = ca
+// CHECK: nvvm.prmt
+// CHECK: llvm.fmul {{.*}} : vector<2xbf16>
+// CHECK: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c32_i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c64_i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: return
 // SIMT-LABEL: func.func @mxfp4(
 func.func @mxfp4(%a: tensor<?x64xbf16>, %w: tensor<4x48x32xi8>, %s: tensor<4x48x2xf8E8M0FNU>, %off: tensor<5xi32>, %b: tensor<4x48xbf16>) -> tensor<?x48xbf16> {
-  // expected-error @+2 {{cannot use gemm=wgmma: the wgmma engine has no mxfp4 kernel yet}}
-  // expected-error @+1 {{failed to legalize operation 'moe.grouped_matmul'}}
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) bias(%b : tensor<4x48xbf16>) scales(%s : tensor<4x48x2xf8E8M0FNU>) {transpose_rhs = true, weight_format = #moe.weight_format<mxfp4>} : tensor<?x64xbf16>, tensor<4x48x32xi8> -> tensor<?x48xbf16>
   return %r : tensor<?x48xbf16>
+}
+
+// -----
+
+// mxfp4 with f16 activations: no register-A kernel (e2m1 x 2^k is not
+// exact in f16): the SIMT kernel; gemm=wgmma an error.
+// CHECK-LABEL: func.func @mxfp4_f16(
+// CHECK-NOT: wgmma
+// CHECK: return
+func.func @mxfp4_f16(%a: tensor<?x64xf16>, %w: tensor<4x48x32xi8>, %s: tensor<4x48x2xf8E8M0FNU>, %off: tensor<5xi32>) -> tensor<?x48xf16> {
+  // expected-error @+2 {{cannot use gemm=wgmma: the wgmma engine needs bf16 activations with mxfp4 weights (got f16)}}
+  // expected-error @+1 {{failed to legalize operation 'moe.grouped_matmul'}}
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x48x2xf8E8M0FNU>) {transpose_rhs = true, weight_format = #moe.weight_format<mxfp4>} : tensor<?x64xf16>, tensor<4x48x32xi8> -> tensor<?x48xf16>
+  return %r : tensor<?x48xf16>
 }

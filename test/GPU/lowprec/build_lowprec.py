@@ -104,6 +104,73 @@ CASES = [
         "numpy",
         None,
     ),
+    (
+        "mx-small-unfused",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        None,
+        False,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-small-simt",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"gemm": "simt"},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-v1",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"wgmma_swap_rows": 4096},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-v2",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_n": 128},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-v3",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"wgmma_swap_rows": 0},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-v4",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 64},
+        True,
+        "numpy",
+        None,
+    ),
+    # K tails (352 = 11 x 32, 160 = 5 x 32: partial 256-K stages, blocks
+    # past K masked) and a partial weight tile (352 rows of w_down).
+    (
+        "mx-tail",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=352, intermediate=160, experts=8),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
+    # The concat GLU layout (each tile: gate half, up half).
+    (
+        "mx-concat",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=192, experts=8, layout="concat"),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
     # Small layers compared with the transformers modules by hf_lowprec_parity.py
     # (reference None: not part of lowprec_check.py).
     (
@@ -134,6 +201,7 @@ CASES = [
     ),
     ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
     ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
+    ("gpt-oss-120b-mxfp4", P["gpt-oss-120b-mxfp4"], None, True, "torch", "gpt-oss-120b-bf16"),
     (
         "qwen3-30b-a3b-bf16",
         P["qwen3-30b-a3b"].replace(transpose_weights=True),
@@ -143,6 +211,14 @@ CASES = [
         None,
     ),
     ("deepseek-v3-bf16", P["deepseek-v3"].replace(transpose_weights=True), None, True, None, None),
+    (
+        "gpt-oss-120b-bf16",
+        P["gpt-oss-120b"].replace(transpose_weights=True),
+        None,
+        True,
+        None,
+        None,
+    ),
 ]
 
 

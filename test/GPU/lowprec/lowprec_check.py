@@ -117,7 +117,9 @@ def main(argv=None):
 
     # -- float64 numpy reference of the compiled chain -------------------------
 
-    def np_chain(cfg, x, ids, weights, w_up, w_down, s_up, s_down, round_up, quantized=True):
+    def np_chain(
+        cfg, x, ids, weights, w_up, w_down, s_up, s_down, round_up, quantized=True, biases=()
+    ):
         """y (float64 [T, H], numpy) of the fp8_block layer (quantized: the
         spec's activation quantization, the weights decoded exactly from
         their bits by reference.py) or of the plain bf16 layer (w_* bf16),
@@ -126,10 +128,12 @@ def main(argv=None):
         fused chain's GLU epilogue reads its f32 accumulators; only its
         output is bf16). With round_up it equals reference.ffn."""
         ue8m0 = cfg["scale_fmt"] == "ue8m0"
+        fmt = cfg["weight_format"]
         bf = lambda a: R.round_to(a, "bf16")  # noqa: E731
 
         def fq(a):
-            if not quantized:
+            # (mxfp4 is w4a16: the activations are not quantized.)
+            if not quantized or fmt != "fp8_block":
                 return a
             q, sc = R.quantize_rows_fp8(a, ue8m0)
             return q * R.expand_groups(sc, a.shape[1])
@@ -138,7 +142,9 @@ def main(argv=None):
             if not quantized:
                 return w[e].double().cpu().numpy()
             bits = w[e : e + 1].view(torch.uint8).cpu().numpy()
-            return R.dequantize_weights(bits, "fp8_block", sc[e : e + 1].cpu().numpy())[0]
+            sc = sc[e : e + 1]
+            sc = sc.cpu().numpy() if fmt == "fp8_block" else sc.view(torch.uint8).cpu().numpy()
+            return R.dequantize_weights(bits, fmt, sc)[0]
 
         T, H = x.shape
         I = w_down.shape[2]
@@ -146,14 +152,22 @@ def main(argv=None):
         for e in np.unique(ids):
             t, j = np.nonzero(ids == e)
             up = fq(x[t]) @ weight(w_up, s_up, e).T
+            if biases:
+                up = up + biases[0][e].double().cpu().numpy()
             if round_up:
                 up = bf(up)
             if cfg["layout"] == "concat":
                 g, u = up[:, :I], up[:, I:]
             else:
                 g, u = up[:, 0::2], up[:, 1::2]
+            if cfg.get("limit") is not None:
+                g = np.minimum(g, cfg["limit"])
+                u = np.clip(u, -cfg["limit"], cfg["limit"])
             act = bf(g / (1.0 + np.exp(-cfg["alpha"] * g)) * (u + cfg["up_bias"]))
-            down = bf(fq(act) @ weight(w_down, s_down, e).T)
+            down = fq(act) @ weight(w_down, s_down, e).T
+            if biases:
+                down = down + biases[1][e].double().cpu().numpy()
+            down = bf(down)
             np.add.at(y, t, down * weights[t, j][:, None])
         return y
 
@@ -243,11 +257,34 @@ def main(argv=None):
             if t
         ]
         lg_dtype = rt.torch_dtype(spec.args[1].dtype)
-        if case["reference"] == "numpy" and fmt == "fp8_block" and args.edge:
+        if case["reference"] == "numpy" and args.edge:
             Ts = Ts + ["edge"]
         for T in Ts:
             edge = T == "edge"
-            if edge:
+            wu_c, wd_c, su_c, sd_c = wu, wd, su, sd
+            lg = None
+            if edge and fmt == "mxfp4":
+                # Weight edge cases, one token routed first to each of
+                # experts 0..5: E8M0 extremes (0: 2^-127, subnormal in
+                # bf16; 1; 255: NaN; 254: 2^127 on an all-zero block, as
+                # any nonzero code times it overflows f32 where the float64
+                # reference does not), an all-zero block.
+                T = 6
+                x = gen("%s/x/edge" % name, (T, H), torch.bfloat16)
+                su_c, sd_c = su.clone(), sd.clone()
+                wu_c = wu.clone()
+                u8 = lambda t: t.view(torch.uint8)  # noqa: E731
+                u8(su_c)[0] = 0
+                u8(sd_c)[0, :, 0] = 1
+                u8(su_c)[1, :, 0] = 1
+                u8(su_c)[2, 3, 1] = 254
+                wu_c[2, 3, 16:32] = 0
+                u8(sd_c)[3, 5, 0] = 255
+                wu_c[4, :, 0:16] = 0
+                u8(su_c)[5, :, -1] = 0
+                lg = gen("%s/lg/edge" % name, (T, E), lg_dtype, 2.0)
+                lg[torch.arange(T), torch.arange(T)] += 20
+            elif edge:
                 # Quantization edge cases, one token each: an all-zero row,
                 # a row under the amax clamp (1e-4), a large row, a NaN and
                 # an inf activation (their groups' scales are NaN / inf:
@@ -262,11 +299,12 @@ def main(argv=None):
                 x = x.to(torch.bfloat16)
             else:
                 x = gen("%s/x/%d" % (name, T), (T, H), torch.bfloat16)
-            lg = gen("%s/lg/%d" % (name, T), (T, E), lg_dtype, 2.0)
+            if lg is None:
+                lg = gen("%s/lg/%s" % (name, T), (T, E), lg_dtype, 2.0)
             try:
                 # The output poisoned: every element must be written.
                 y = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device=dev)
-                fn(x, lg, wu, wd, *extra, su, sd, y)
+                fn(x, lg, wu_c, wd_c, *extra, su_c, sd_c, y)
                 torch.cuda.synchronize()
             except Exception as ex:  # noqa: BLE001
                 record(
@@ -307,16 +345,16 @@ def main(argv=None):
                 want, scale, defined = R.ffn(
                     x.double().cpu().numpy(),
                     lg.double().cpu().numpy(),
-                    np_u8(wu),
-                    np_u8(wd),
+                    np_u8(wu_c),
+                    np_u8(wd_c),
                     "bf16",
                     k,
                     cfg["scoring"],
                     bias=rbias.double().cpu().numpy() if rbias is not None else None,
                     w_up_bias=ebias[0].double().cpu().numpy() if ebias else None,
                     w_down_bias=ebias[1].double().cpu().numpy() if ebias else None,
-                    w_up_scale=su.cpu().numpy() if fmt == "fp8_block" else np_u8(su),
-                    w_down_scale=sd.cpu().numpy() if fmt == "fp8_block" else np_u8(sd),
+                    w_up_scale=su_c.cpu().numpy() if fmt == "fp8_block" else np_u8(su_c),
+                    w_down_scale=sd_c.cpu().numpy() if fmt == "fp8_block" else np_u8(sd_c),
                     **kw,
                 )
                 got = y.double().cpu().numpy()
@@ -343,19 +381,35 @@ def main(argv=None):
                     int((~keep_s).sum()),
                 )
             vs = None
-            if fmt == "fp8_block":
-                # The float64 reference with the compiled chain's roundings,
-                # and the unquantized bf16 layer (same routing).
-                chain = np_chain(
-                    cfg, xs_np, ids[rows], W[rows], wu, wd, su, sd, round_up=not case["fuse"]
-                )
-                err = rel(ys[keep_s], torch.as_tensor(chain, device=dev)[keep_s])
-                plain = np_chain(
-                    cfg, xs_np, ids[rows], W[rows], wu16, wd16, None, None, True, quantized=False
-                )
-                vs = rel(ys[keep_s], torch.as_tensor(plain, device=dev)[keep_s])
-            else:
-                err = spec_err
+            # The float64 reference with the compiled chain's roundings,
+            # and the unquantized bf16 layer (same routing).
+            chain = np_chain(
+                cfg,
+                xs_np,
+                ids[rows],
+                W[rows],
+                wu_c,
+                wd_c,
+                su_c,
+                sd_c,
+                round_up=not case["fuse"],
+                biases=ebias,
+            )
+            err = rel(ys[keep_s], torch.as_tensor(chain, device=dev)[keep_s])
+            plain = np_chain(
+                cfg,
+                xs_np,
+                ids[rows],
+                W[rows],
+                wu16,
+                wd16,
+                None,
+                None,
+                True,
+                quantized=False,
+                biases=ebias,
+            )
+            vs = rel(ys[keep_s], torch.as_tensor(plain, device=dev)[keep_s])
             ok = ok and err <= 1e-2
             record(name, "edge" if edge else T, "PASS" if ok else "FAIL", err, vs, detail, spec_err)
         # Timing against the bf16 twin (same weights, before quantization).
@@ -371,7 +425,7 @@ def main(argv=None):
                 ms = {}
                 for label, f, a in (
                     ("bf16", fn16, (x, lg, wu16, wd16, *extra)),
-                    ("fp8", fn, (x, lg, wu, wd, *extra, su, sd)),
+                    (fmt, fn, (x, lg, wu, wd, *extra, su, sd)),
                 ):
                     f(*a)
                     times = []
@@ -384,17 +438,19 @@ def main(argv=None):
                         s1.synchronize()
                         times.append(s0.elapsed_time(s1))
                     ms[label] = sorted(times)[len(times) // 2]
-                line = "TIME  %-22s T=%-6d bf16 %9.1f us  fp8 %9.1f us  bf16/fp8 %.2fx" % (
+                line = "TIME  %-22s T=%-6d bf16 %9.1f us  %s %9.1f us  bf16/%s %.2fx" % (
                     name,
                     T,
                     ms["bf16"] * 1e3,
-                    ms["fp8"] * 1e3,
-                    ms["bf16"] / ms["fp8"],
+                    fmt,
+                    ms[fmt] * 1e3,
+                    fmt,
+                    ms["bf16"] / ms[fmt],
                 )
                 print(line, flush=True)
                 lines.append(line)
                 results.append(
-                    dict(case=name, T=T, us_bf16=ms["bf16"] * 1e3, us_fp8=ms["fp8"] * 1e3)
+                    dict(case=name, T=T, format=fmt, us_bf16=ms["bf16"] * 1e3, us=ms[fmt] * 1e3)
                 )
             del flush
         del wu16, wd16, wu, wd

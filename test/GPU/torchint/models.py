@@ -75,3 +75,51 @@ def build(family, dtype, device, size="small", seed=0):
             if "experts" in n or "gate" in n or "router" in n:
                 p.normal_(0, 0.5 if "bias" in n else 0.05)
     return model.to(device=device, dtype=dtype).eval()
+
+
+def moe_blocks(model):
+    """The sparse-MoE blocks of `model` (those moe_mlir_runtime.hf patches)."""
+    names = ("MixtralSparseMoeBlock", "Qwen3MoeSparseMoeBlock", "GptOssMLP", "DeepseekV3MoE")
+    return [m for m in model.modules() if type(m).__name__ in names]
+
+
+def choice_scores(family, block, x):
+    """The scores the block's router ranks for its top-k (f32, [tokens, E])
+    of the block input `x`: softmax of the logits (Qwen3-MoE, Mixtral), the
+    logits (gpt-oss: top-k first), sigmoid + correction bias (DeepSeek-V3,
+    its group-limited selection aside)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = x.reshape(-1, x.shape[-1])
+    if family == "gpt-oss":
+        return F.linear(x, block.router.weight, block.router.bias).float()
+    if family == "deepseek-v3":
+        lg = F.linear(x.float(), block.gate.weight.float())
+        return torch.sigmoid(lg) + block.gate.e_score_correction_bias.float()
+    return torch.softmax(F.linear(x, block.gate.weight).float(), dim=-1)
+
+
+def choices(family, block, x, k):
+    """(sorted expert ids [tokens, k], tie [tokens]) the block's router
+    picks for `x` as the family's routing defines it (DeepSeek-V3: among
+    its top groups), tie where an exact tie decides a pick (a group or an
+    expert at the boundary)."""
+    import torch
+
+    sc = choice_scores(family, block, x)
+    tie = torch.zeros(sc.shape[0], dtype=torch.bool, device=sc.device)
+    if family == "deepseek-v3":
+        g = block.gate
+        E = sc.shape[-1]
+        grouped = sc.view(-1, g.num_group, E // g.num_group)
+        gs = grouped.topk(2, dim=-1).values.sum(dim=-1)
+        top = gs.sort(dim=-1, descending=True).values
+        if g.topk_group < g.num_group:
+            tie |= top[:, g.topk_group - 1] == top[:, g.topk_group]
+        keep = torch.zeros_like(gs).scatter_(1, gs.topk(g.topk_group, dim=-1).indices, 1.0)
+        mask = keep.unsqueeze(-1).expand_as(grouped).reshape(-1, E)
+        sc = sc.masked_fill(mask == 0, float("-inf"))
+    top = sc.sort(dim=-1, descending=True).values
+    tie |= top[:, k - 1] == top[:, k]
+    return sc.topk(k, dim=-1).indices.sort(dim=-1).values, tie

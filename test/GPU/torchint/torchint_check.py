@@ -6,7 +6,8 @@ build_torchint.py filled; needs torch and transformers, not the compiler:
 
   op/...       the Qwen3-30B-A3B preset as torch.ops.moe_mlir.* (torch_op):
                torch.compile(fullgraph=True, dynamic=True) bitwise equal to
-               the Function call for T = 1, 7, 64, 300 with one compilation;
+               the Function call for T = 1, 7, 64, 300 with one compilation
+               (T marked unbacked; backed: T = 2, 7, 64, 300);
                mode="reduce-overhead" (CUDA graphs) equal; manual
                torch.cuda.graph capture replayed with new inputs equal; bad
                calls (dtype, shape, non-contiguous, CPU tensor) raise
@@ -15,6 +16,7 @@ build_torchint.py filled; needs torch and transformers, not the compiler:
                moe_mlir_runtime.hf.patch_prebuilt from the carried cache:
                f32 greedy generate() gives the eager model's tokens; bf16
                logits within 3e-2 (relative, max-norm) of the eager model's
+               on the positions before any routing tie / differing pick
   decode/...   greedy decode of 64 tokens, patched vs the eager
                transformers experts (ms per token, median of 3), bf16
 
@@ -93,10 +95,14 @@ def main(argv=None):
     compiled = torch.compile(model, fullgraph=True, dynamic=True, backend=backend)
 
     def compile_equal():
+        # T marked unbacked: one graph for every T, 1 included (dynamic=True
+        # alone specialises T = 0 and 1, torch's 0/1 specialisation).
         worst = []
         for T in (1, 7, 64, 300):
             x, lg = inputs(T)
             want = fn(x, lg, *weights) * 2
+            torch._dynamo.decorators.mark_unbacked(x, 0)
+            torch._dynamo.decorators.mark_unbacked(lg, 0)
             got = compiled(x, lg, *weights)
             worst.append(bool(torch.equal(got, want)))
         return all(worst) and len(compiles) == 1, "bitwise %s, %d compilation(s)" % (
@@ -105,6 +111,22 @@ def main(argv=None):
         )
 
     check("op/compile-dynamic", compile_equal)
+
+    def compile_backed():
+        # dynamic=True with backed sizes: one graph for every T >= 2.
+        compiles.clear()
+        torch._dynamo.reset()
+        c = torch.compile(model, fullgraph=True, dynamic=True, backend=backend)
+        worst = []
+        for T in (2, 7, 64, 300):
+            x, lg = inputs(T)
+            worst.append(bool(torch.equal(c(x, lg, *weights), fn(x, lg, *weights) * 2)))
+        return all(worst) and len(compiles) == 1, "bitwise %s, %d compilation(s)" % (
+            worst,
+            len(compiles),
+        )
+
+    check("op/compile-dynamic-backed", compile_backed)
 
     def reduce_overhead():
         ro = torch.compile(model, fullgraph=True, mode="reduce-overhead")
@@ -179,14 +201,50 @@ def main(argv=None):
             )
 
         def bf16_logits(family=family):
+            # A position whose routing is decided by an exact tie, or picks
+            # other experts in the two runs (bf16 hidden states differ in
+            # the last bits, and near-ties flip), in some layer, may go to
+            # other experts here than in torch (bf16 router logits tie
+            # often; torch.topk's choice among equals is unspecified): the
+            # logits are compared on each sequence's positions before its
+            # first such one (attention carries a difference forward).
             model = models.build(family, torch.bfloat16, dev)
-            ids = torch.randint(0, model.config.vocab_size, (2, 32), device=dev)
+            B, S = 8, 16
+            k = model.config.num_experts_per_tok
+            ids = torch.randint(0, model.config.vocab_size, (B, S), device=dev)
+            runs = ([], [])
+            run = [0]
+            hooks = [
+                blk.register_forward_hook(
+                    lambda mod, inp, out: runs[run[0]].append(
+                        models.choices(family, mod, inp[0], k)
+                    )
+                )
+                for blk in models.moe_blocks(model)
+            ]
             with torch.no_grad():
                 want = model(ids).logits.float()
                 rt.hf.patch_prebuilt(model, cache)
+                run[0] = 1
                 got = model(ids).logits.float()
-            err = float((got - want).abs().max() / want.abs().max())
-            return err <= 3e-2, "logits rel err %.2e (max-norm)" % err
+            for h in hooks:
+                h.remove()
+            near = torch.zeros(B * S, dtype=torch.bool, device=dev)
+            for (ia, ta), (ib, tb) in zip(*runs):
+                near |= ta | tb | (ia != ib).any(dim=-1)
+            near = near.view(B, S)
+            first = torch.where(near.any(dim=1), near.float().argmax(dim=1), S)
+            keep = torch.arange(S, device=dev)[None, :] < first[:, None]
+            n = int(keep.sum())
+            if n == 0:
+                return False, "every sequence starts with an ambiguous routing"
+            err = float((got - want)[keep].abs().max() / want[keep].abs().max())
+            whole = float((got - want).abs().max() / want.abs().max())
+            ok = err <= 3e-2 and n >= B * S // 2
+            return ok, (
+                "logits rel err %.2e (max-norm) on %d of %d positions (%d with a tie or "
+                "another pick; all positions: %.2e)" % (err, n, B * S, int(near.sum()), whole)
+            )
 
         check("hf/%s/f32" % family, f32_tokens)
         check("hf/%s/bf16" % family, bf16_logits)

@@ -122,8 +122,19 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
     return "the wgmma engine needs chip sm_90a (got '" + chip.str() + "')";
   Type lhs = op.getLhs().getType().getElementType();
   Type rhs = op.getRhs().getType().getElementType();
-  if (op.getFormat() == WeightFormat::mxfp4)
-    return std::string("the wgmma engine has no mxfp4 kernel yet");
+  if (op.getFormat() == WeightFormat::mxfp4) {
+    // The weights are dequantized into bf16 register fragments (e2m1 x
+    // 2^k is exact in bf16, not in f16), multiplied with the activations'
+    // bf16 tiles. (Transposed and K % 32 == 0: the verifier's rules.)
+    if (!lhs.isBF16()) {
+      std::string got;
+      llvm::raw_string_ostream(got) << lhs;
+      return "the wgmma engine needs bf16 activations with mxfp4 weights "
+             "(got " +
+             got + ")";
+    }
+    return std::nullopt;
+  }
   if (op.getFormat() == WeightFormat::fp8_block) {
     // The activations are quantized to e4m3 codes first (1-byte rows).
     int64_t k = op.getLhs().getType().getDimSize(1);
@@ -155,6 +166,41 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
   return std::nullopt;
 }
 
+static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
+                                   const GemmKernelConfig &main, int64_t rows,
+                                   int64_t tileM);
+
+/// mxfp4 weights: every tier is the small-M form (the weights are wgmma's
+/// A operand, dequantized in registers: only A may come from registers).
+/// The main kernel: 64 tokens x 128 weight rows (two consumer warpgroups,
+/// one block per SM); the 16- and 32-token tiers of chooseSwapConfigs
+/// below it, at 64 weight rows. The weight tiles come by TMA (with
+/// wgmma-tma=false the SIMT kernel runs); the main kernel's tile options
+/// (wgmma-tile-m / -n, wgmma-cluster) do not apply.
+static FailureOr<GemmKernelConfig>
+chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
+                  GemmKernelConfig config) {
+  if (!options.wgmmaTma) {
+    if (options.gemm == "wgmma")
+      return op.emitOpError("cannot use gemm=wgmma with wgmma-tma=false: "
+                            "the mxfp4 kernels load the weights by TMA");
+    config.engine = GemmEngine::Simt;
+    return config;
+  }
+  config.mxfp4 = true;
+  config.rhsTma = true;
+  config.programmatic = options.programmaticLaunch;
+  ConvertMoeToGPUPassOptions mainOptions = options;
+  mainOptions.wgmmaSwapTileN = 128;
+  config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/64);
+  if (options.wgmmaStages > config.stages)
+    return op.emitOpError("wgmma-stages ")
+           << options.wgmmaStages << " does not fit the mxfp4 kernel's "
+           << config.tileM << " x " << config.tileN
+           << " tile in shared memory (at most " << config.stages << " stages)";
+  return config;
+}
+
 FailureOr<GemmKernelConfig>
 gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                                const ConvertMoeToGPUPassOptions &options) {
@@ -168,6 +214,8 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   if (reason)
     return op.emitOpError("cannot use gemm=wgmma: ") << *reason;
   config.engine = GemmEngine::Wgmma;
+  if (op.getFormat() == WeightFormat::mxfp4)
+    return chooseMxfp4Config(op, options, config);
   config.tileM = options.wgmmaTileM ? options.wgmmaTileM : 128;
   // 128 x 256 tiles halve the L2 traffic per FLOP of 128 x 128 (measured
   // on the H200: Mixtral-8x7B T=4096 6.17 -> 5.30 ms, DeepSeek-V3 11.8 ->
@@ -307,14 +355,17 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   // (their token-tile accumulators need no setmaxnreg).
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
   config.l2PromotionBytes = 0;
-  config.stageK = 128;
+  config.stageK = config.mxfp4 ? kMxfp4StageK : 128;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block. (fp8_block: 128 K is one 128-byte row of
-  // e4m3 per operand row, plus the stage's scales.)
+  // e4m3 per operand row, plus the stage's scales; mxfp4: 256 K, one
+  // 128-byte row of e2m1 pairs per weight row.)
   int64_t stageBytes =
       config.fp8 ? wgmmaStageBytes(config.tileM, config.tileN) +
                        wgmmaFp8ScaleBytes(config.tileM)
-                 : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
+      : config.mxfp4
+          ? wgmmaMxfp4StageBytes(config.tileM, config.tileN)
+          : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSwapSharedOverheadBytes -
                  wgmmaSwapStagingBytes(config.tileM, config.tileN)) /

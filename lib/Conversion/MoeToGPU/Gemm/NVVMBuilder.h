@@ -345,6 +345,46 @@ inline Value wgmma(LoweringBuilder &b, Value acc, Value descA, Value descB,
                                              : NVVM::MMALayout::col),
       /*satfinite=*/NVVM::MMAIntOverflowAttr());
 }
+/// acc += A * B(desc b, K-major), m64nNk16, f32 += bf16, with A from
+/// registers: `a` the thread's four i32 (bf16 pairs) of the m16n8k16 A
+/// fragment layout per warp (rows 16 * warp + lane / 4 (+ 8), K 2 (lane %
+/// 4) (+ 8), +1 in the high half). Inline PTX: the NVVM op takes A by
+/// descriptor only. With `accumulate` false D = A * B (see wgmma).
+inline Value wgmmaRegisterA(LoweringBuilder &b, Value acc, ArrayRef<Value> a,
+                            Value descB, int64_t n, bool accumulate) {
+  int64_t count = n / 2;
+  // scale-d is a predicate operand: set from an i32 (ptxas folds it).
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                     std::to_string(count + 5) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32.bf16.bf16 {";
+  std::string constraints;
+  for (int64_t i = 0; i < count; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    constraints += "=f,";
+  }
+  text += "}, {$" + std::to_string(count) + ", $" + std::to_string(count + 1) +
+          ", $" + std::to_string(count + 2) + ", $" +
+          std::to_string(count + 3) + "}, $" + std::to_string(count + 4) +
+          ", p, 1, 1, 0;\n}";
+  constraints += "r,r,r,r,l,r";
+  SmallVector<Value> operands(a.begin(), a.end());
+  operands.push_back(descB);
+  operands.push_back(b.i32(accumulate ? 1 : 0));
+  // The accumulators in, tied to the outputs (ignored when !accumulate).
+  for (int64_t i = 0; i < count; ++i) {
+    operands.push_back(LLVM::ExtractValueOp::create(b, acc, i));
+    constraints += "," + std::to_string(i);
+  }
+  return LLVM::InlineAsmOp::create(
+             b, acc.getType(), operands, text, constraints,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             /*asm_dialect=*/LLVM::AsmDialectAttr(),
+             /*operand_attrs=*/ArrayAttr())
+      .getResult(0);
+}
+
 inline void wgmmaFence(LoweringBuilder &b) {
   NVVM::WgmmaFenceAlignedOp::create(b);
 }

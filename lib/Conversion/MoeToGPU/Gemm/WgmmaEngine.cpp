@@ -83,7 +83,12 @@ using namespace mlir::moe::gpu_lowering::wgmma;
 Value gpu_lowering::wgmmaOperandsAligned(LoweringBuilder &b,
                                          const GemmOperands &g) {
   Value lhsOk = nvvm::rowsAligned16(b, g.lhs, {0}, 1);
-  return b.andi(lhsOk, nvvm::rowsAligned16(b, g.rhs, {0, 1}, 2));
+  Value ok = b.andi(lhsOk, nvvm::rowsAligned16(b, g.rhs, {0, 1}, 2));
+  // mxfp4: a stage's scale bytes of a row are read as adjacent bytes.
+  if (g.mxfp4())
+    ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::eq,
+                           nvvm::bufferStride(b, g.rhsScale, 2), b.idx(1)));
+  return ok;
 }
 
 void WgmmaKernel::forEachItem(LoweringBuilder &b, Value tid, Value blockX,
@@ -243,6 +248,8 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
 
 void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                               const WorkItem &item) {
+  if (mxfp4)
+    return consumeMxfp4(b, tid, cw, item);
   Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   // Small-M: the MMA is m64 (this warpgroup's 64 rhs rows) x n tileM (the
@@ -520,6 +527,8 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
   if (fp8) {
     lhsScaleAddr = nvvm::bufferAddress(kb, g.lhsScale);
     lhsScaleStride = nvvm::bufferStride(kb, g.lhsScale, 0);
+  }
+  if (fp8 || mxfp4) {
     rhsScaleAddr = nvvm::bufferAddress(kb, g.rhsScale);
     rhsScaleStride0 = nvvm::bufferStride(kb, g.rhsScale, 0);
     rhsScaleStride1 = nvvm::bufferStride(kb, g.rhsScale, 1);
@@ -598,19 +607,21 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   declareRuntimeFunction(b, module, kName, 12);
   Type i64 = b.getI64Type();
   auto c = [&](int64_t v) { return nvvm::i64(b, v); };
-  Value elem = c(g.fp8() ? 1 : 2);
+  // mxfp4: bytes of packed e2m1 pairs, K / 2 of them a row.
+  bool bytes = g.fp8() || g.mxfp4();
+  Value elem = c(bytes ? 1 : 2);
   Value s1 = arith::MulIOp::create(
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 1)), elem);
   Value s0 = arith::MulIOp::create(
       b, nvvm::toI64(b, nvvm::bufferStride(b, g.rhs, 0)), elem);
   // CUtensorMapDataType: UINT8 = 0 (e4m3 codes), FLOAT16 = 6, BFLOAT16 = 9.
-  Value dtype = c(g.fp8() ? 0 : g.inElem.isBF16() ? 9 : 6);
+  Value dtype = c(bytes ? 0 : g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
   // A box row is one 128-byte swizzle row of K.
-  int64_t boxK = g.fp8() ? 128 : kTileK;
+  int64_t boxK = bytes ? 128 : kTileK;
   if (g.transposed)
-    args.append({c(g.kDim), c(g.gemmN), c(g.numExperts), s1, s0, c(boxK),
-                 c(config.tileN / 2), c(1)});
+    args.append({c(g.mxfp4() ? g.kDim / 2 : g.kDim), c(g.gemmN),
+                 c(g.numExperts), s1, s0, c(boxK), c(config.tileN / 2), c(1)});
   else
     args.append({c(g.gemmN), c(g.kDim), c(g.numExperts), s1, s0, c(64),
                  c(kTileK), c(1)});

@@ -93,9 +93,12 @@ public:
         outPerTile(g.glu ? config.tileN / 2 : config.tileN),
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
-        locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()) {
+        locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()),
+        mxfp4(config.mxfp4) {
     assert((!fp8 || (kSlices == 1 && tileN <= 128)) &&
            "fp8_block: one 128-K block per stage, n <= 128");
+    assert((!mxfp4 || (swap && config.stageK == kMxfp4StageK)) &&
+           "mxfp4: the small-M form, 256 K per stage");
   }
 
   void emit(LoweringBuilder &b);
@@ -126,9 +129,26 @@ private:
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
   /// rows (or 64 K rows of tileN rhs columns), 128 bytes each, swizzled.
-  int64_t sliceBytes() const { return (tileM + tileN) * 128; }
-  /// A stage holds kSlices slices, K-adjacent.
-  int64_t stageBytes() const { return kSlices * sliceBytes(); }
+  /// (mxfp4: the tileM token rows only; the weights follow the slices.)
+  int64_t sliceBytes() const {
+    return mxfp4 ? tileM * 128 : (tileM + tileN) * 128;
+  }
+  /// A stage holds kSlices slices, K-adjacent (mxfp4: then the weight
+  /// tile and its scales, wgmmaMxfp4StageBytes).
+  int64_t stageBytes() const {
+    return mxfp4 ? wgmmaMxfp4StageBytes(tileM, tileN) : kSlices * sliceBytes();
+  }
+  /// mxfp4: the stage's weight tile (tileN rows of 128 bytes, 256 K of
+  /// packed e2m1 pairs, 128-byte swizzled as TMA writes it) and its
+  /// scales (16 bytes per weight row: the three aligned 4-byte words that
+  /// hold the row's 8 E8M0 bytes of the stage, at the row's byte offset
+  /// mxScaleShift).
+  Value mxWeightTile(LoweringBuilder &b, Value stage) {
+    return add64(b, stage, kSlices * sliceBytes());
+  }
+  Value mxScaleSlots(LoweringBuilder &b, Value stage) {
+    return add64(b, stage, kSlices * sliceBytes() + tileN * 128);
+  }
   /// First K element of slice `h` of K step `kt`.
   Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
     return b.mul(b.add(b.mul(kt, b.idx(kSlices)), b.idx(h)), b.idx(sliceK()));
@@ -254,6 +274,21 @@ private:
   /// null: the row table has them).
   WorkItem receiveItem(LoweringBuilder &b, Value step);
   void loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier, Value kt,
+                    const WorkItem &item);
+  /// mxfp4: the global column (weight row) of the tile's weight row `r`
+  /// and whether it exists (the TMA boxes' rows: gate half then up half
+  /// with a concat GLU).
+  std::pair<Value, Value> mxWeightRow(LoweringBuilder &b, const WorkItem &item,
+                                      Value r);
+  /// mxfp4: the byte address of weight row `col`'s first E8M0 scale of
+  /// the expert (the scales are [E, N, K / 32], K innermost and unit).
+  Value mxScaleRow(LoweringBuilder &b, Value expert, Value col);
+  /// mxfp4, producer: the stage's scale words of every weight row.
+  void loadMxScales(LoweringBuilder &b, Value tid, Value stage, Value kt,
+                    const WorkItem &item);
+  /// mxfp4, consumer: the MMA loop (weights dequantized into register
+  /// fragments) and the small-M epilogue of one consumer warpgroup.
+  void consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
                     const WorkItem &item);
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
   /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
@@ -408,6 +443,9 @@ private:
   /// fp8_block (e4m3 codes, k32 MMAs, the scales applied once per 128-K
   /// block: WgmmaEngine.cpp's promotion).
   const bool fp8;
+  /// mxfp4 (config.mxfp4: the small-M form with register-A MMAs,
+  /// WgmmaMxfp4.cpp).
+  const bool mxfp4;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;

@@ -221,6 +221,8 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                          add64(b, wScale[u], wkb), b.i32(4));
       });
     }
+    if (mxfp4)
+      loadMxScales(b, tid, stageBase, kt, item);
     if (rhsMap)
       when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
         loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
@@ -291,8 +293,10 @@ WorkItem WgmmaKernel::receiveItem(LoweringBuilder &b, Value step) {
 void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
-  // each CTA): the expected bytes are the whole tile either way.
-  nvvm::mbarrierArriveExpectTx(b, barrier, b.i32(kSlices * tileN * 128));
+  // each CTA): the expected bytes are the whole tile either way. (mxfp4:
+  // one 128-byte row of packed pairs a weight row, for the stage's 256 K.)
+  nvvm::mbarrierArriveExpectTx(b, barrier,
+                               b.i32((mxfp4 ? 1 : kSlices) * tileN * 128));
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.
@@ -305,6 +309,15 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                     b.idx(p * width - (up ? half : 0)));
     return up ? b.add(c, b.idx(g.outN)) : c;
   };
+  if (mxfp4) {
+    // Two boxes of tileN / 2 rows x 128 bytes at byte kt * 128 of K / 2.
+    Value k0 = b.toI32(b.mul(kt, b.idx(128)));
+    for (int64_t p = 0; p < 2; ++p)
+      nvvm::tmaLoad3D(b, add64(b, mxWeightTile(b, stage), p * half * 128),
+                      rhsMap, barrier, {k0, b.toI32(columnOf(p, 2)), expert},
+                      Value());
+    return;
+  }
   Value rhsBase = add64(b, stage, aBytes());
   // Box p of the tile's boxes: K-major two of tileN / 2 rows, MN-major
   // tileN / 64 of 64 columns.

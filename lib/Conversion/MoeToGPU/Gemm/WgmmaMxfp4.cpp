@@ -1,0 +1,268 @@
+//===- WgmmaMxfp4.cpp - the Hopper engine's MXFP4 weights -----------------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// mxfp4 weights (gpt-oss: [E, N, K/2] bytes of two e2m1 codes, low nibble
+// first, with E8M0 scales [E, N, K/32]) times bf16 activations on the
+// tensor cores. Only wgmma's A operand may come from registers, so every
+// mxfp4 kernel is the small-M form (WgmmaEngine.cpp: weights on the M
+// side, 64 weight rows per consumer warpgroup, the tokens on N):
+//
+// - A stage is 256 K: the tileM token rows (bf16, four 128-byte swizzled
+//   slices of 64 K, by the producer's cp.async as for 16-bit weights), the
+//   tileN weight rows (one 128-byte row of packed codes each, by TMA as
+//   bytes, 128-byte swizzled) and their scales: the stage's 8 scale bytes
+//   of a row are not 4-byte aligned in general (gpt-oss: 90 a row), so the
+//   producer copies the three aligned words that hold them (cp.async 4,
+//   zero-filled past the buffer) and the consumers shift them into place.
+// - Per 32-K block (one scale per weight row) a consumer thread loads the
+//   16 bytes of each of its two fragment rows (16 * warp + lane / 4, + 8)
+//   and keeps byte lane % 4 of each 4-byte word: the pairs K 2 (lane % 4)
+//   (+1) and + 8 of the block's two k16 steps, i.e. its m16n8k16 A
+//   fragment. A byte becomes a bf16 pair by two byte permutes from
+//   tables of the eight e2m1 magnitudes (exact bf16 values), the signs
+//   moved into bit 15 / 31, and one bf16x2 multiply by the block's scale
+//   2^(s - 127) (exact: two significant bits; s = 255 is NaN, s = 0 the
+//   subnormal 2^-127), the same values --moe-lower-to-cpu multiplies.
+// - Two register-A wgmmas per block (one commit group), one group in
+//   flight; a stage is released once the next stage's first group was
+//   waited for (its MMAs read the token tiles).
+//
+//===----------------------------------------------------------------------===//
+
+#include "WgmmaKernel.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+using namespace mlir::moe::gpu_lowering::wgmma;
+
+std::pair<Value, Value> WgmmaKernel::mxWeightRow(LoweringBuilder &b,
+                                                 const WorkItem &item,
+                                                 Value r) {
+  if (!concat) {
+    Value col = b.add(b.mul(item.colTile, b.idx(tileN)), r);
+    return {col, b.cmpi(CmpI::ult, col, b.idx(g.gemmN))};
+  }
+  int64_t half = tileN / 2;
+  Value up = b.cmpi(CmpI::uge, r, b.idx(half));
+  Value outCol = b.add(b.mul(item.colTile, b.idx(half)),
+                       b.select(up, b.sub(r, b.idx(half)), r));
+  Value ok = b.cmpi(CmpI::ult, outCol, b.idx(g.outN));
+  return {b.select(up, b.add(outCol, b.idx(g.outN)), outCol), ok};
+}
+
+Value WgmmaKernel::mxScaleRow(LoweringBuilder &b, Value expert, Value col) {
+  Value offset =
+      b.add(b.mul(expert, rhsScaleStride0), b.mul(col, rhsScaleStride1));
+  return add64(b, rhsScaleAddr, nvvm::toI64(b, offset));
+}
+
+void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
+                               Value kt, const WorkItem &item) {
+  Value slots = mxScaleSlots(b, stage);
+  // One past the last scale byte (the last expert's last row's K / 32).
+  int64_t blocks = g.kDim / 32;
+  Value end = add64(
+      b,
+      mxScaleRow(b, b.idx(g.numExperts - 1), b.idx(g.gemmN - 1)), blocks);
+  Value i64Type4 = nvvm::i64(b, 4);
+  Value kBytes = nvvm::toI64(b, b.mul(kt, b.idx(8)));
+  // Word w of row r: copy idx = tid + 128 i = 3 r + w.
+  int64_t copies = 3 * tileN;
+  for (int64_t i = 0; i < (copies + 127) / 128; ++i) {
+    Value idx = b.add(tid, b.idx(128 * i));
+    auto body = [&](LoweringBuilder &b) {
+      Value r = arith::DivUIOp::create(b, idx, b.idx(3));
+      Value w = arith::RemUIOp::create(b, idx, b.idx(3));
+      auto [col, ok] = mxWeightRow(b, item, r);
+      col = b.minIdx(col, b.idx(g.gemmN - 1));
+      Value first = add64(b, mxScaleRow(b, item.expert, col), kBytes);
+      Value word = arith::AndIOp::create(b, first, nvvm::i64(b, ~int64_t(3)));
+      Value src = arith::AddIOp::create(
+          b, word, nvvm::toI64(b, b.mul(w, b.idx(4))));
+      // Bytes of the word inside the buffer (a word may straddle its end).
+      Value left = arith::SubIOp::create(b, end, src);
+      Value bytes = arith::MaxSIOp::create(
+          b, arith::MinSIOp::create(b, left, i64Type4), nvvm::i64(b, 0));
+      bytes = b.select(ok, bytes, nvvm::i64(b, 0));
+      Value dst = add64(b, slots, nvvm::toI64(b, b.add(b.mul(r, b.idx(16)),
+                                                       b.mul(w, b.idx(4)))));
+      nvvm::cpAsync4(b, dst, src, arith::TruncIOp::create(b, b.getI32Type(),
+                                                          bytes));
+    };
+    if (128 * (i + 1) <= copies)
+      body(b);
+    else
+      when(b, b.cmpi(CmpI::ult, idx, b.idx(copies)), body);
+  }
+}
+
+void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
+                               const WorkItem &item) {
+  Type i32 = b.getI32Type();
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Type accType = nvvm::wgmmaAccumulatorType(b, tileM);
+  SwapTargets targets = prefetchSwapTargets(b, tid, item);
+  // The thread's fragment rows (tile weight rows) and the swizzle of their
+  // 16-byte chunks (row % 8: the same for both).
+  Value rows[2];
+  rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                  arith::ShRUIOp::create(b, lane, b.idx(2)));
+  rows[1] = b.add(rows[0], b.idx(8));
+  Value swizzle = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, lane, b.idx(2)), b.idx(7));
+  // Byte lane % 4 of every word is the thread's.
+  Value byteShift = b.toI32(b.mul(arith::AndIOp::create(b, lane, b.idx(3)),
+                                  b.idx(8)));
+  // Where the rows' stage scale bytes start in their slots (the scales'
+  // byte address mod 4; a stage's 8 bytes keep it).
+  Value scaleShift[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    auto [col, ok] = mxWeightRow(b, item, rows[h]);
+    (void)ok;
+    col = b.minIdx(col, b.idx(g.gemmN - 1));
+    Value first = mxScaleRow(b, item.expert, col);
+    scaleShift[h] = arith::ShLIOp::create(
+        b, arith::TruncIOp::create(
+               b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
+        b.i32(3));
+  }
+  // The e2m1 magnitude tables (bytes 0-7: codes 0-7), low and high byte of
+  // their bf16: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+  Value loA = b.i32(int32_t(0xC0800000u)), loB = b.i32(int32_t(0xC0804000u));
+  Value hiA = b.i32(0x3F3F3F00), hiB = b.i32(0x40404040);
+  auto permute = [&](LoweringBuilder &b, Value lo, Value hi,
+                     Value selector) -> Value {
+    return NVVM::PermuteOp::create(b, i32, lo, hi, selector,
+                                   NVVM::PermuteMode::DEFAULT);
+  };
+  auto vec2 = VectorType::get({2}, b.getBF16Type());
+  // The bf16 pair of the thread's byte of `word`, times `scale` (bf16x2).
+  auto dequant = [&](LoweringBuilder &b, Value word, Value scale) -> Value {
+    Value v = arith::ShRUIOp::create(b, word, byteShift);
+    Value selector = arith::OrIOp::create(
+        b, arith::AndIOp::create(b, v, b.i32(7)),
+        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(0x70)),
+                              b.i32(4)));
+    Value low = permute(b, loA, loB, selector);
+    Value high =
+        permute(b, hiA, hiB, arith::ShLIOp::create(b, selector, b.i32(4)));
+    Value sign = arith::OrIOp::create(
+        b,
+        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(8)),
+                              b.i32(12)),
+        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(0x80)),
+                              b.i32(24)));
+    Value bits =
+        arith::OrIOp::create(b, arith::OrIOp::create(b, low, high), sign);
+    Value pair = LLVM::BitcastOp::create(b, vec2, bits);
+    Value scaled = LLVM::FMulOp::create(b, pair, scale);
+    return LLVM::BitcastOp::create(b, i32, scaled);
+  };
+  const int64_t blocks = g.kDim / 32;
+  const bool kTail = blocks % (kMxfp4StageK / 32) != 0;
+  // Scale block j (index, 0..7) of K step kt on `stage`: its two MMAs.
+  // (A rolled loop over the blocks: unrolled, ptxas hoisted the stage's
+  // loads and took 140 registers, over the 128 of two blocks per SM.)
+  auto mxBlock = [&](LoweringBuilder &b, Value stage, Value kt, Value j,
+                     Value scaleWords[2][2], Value acc, bool firstMma) {
+    Value tile = mxWeightTile(b, stage);
+    Value quarter = b.toI32(b.mul(arith::AndIOp::create(b, j, b.idx(3)),
+                                  b.idx(8)));
+    Value upper = b.cmpi(CmpI::uge, j, b.idx(4));
+    Value scale[2], chunk[2][4];
+    for (int64_t h = 0; h < 2; ++h) {
+      // The block's scale as bf16 2^(s - 127): s = 0 is the subnormal
+      // 2^-127, s = 255 NaN; blocks past K multiply zeros by zero.
+      Value word = b.select(upper, scaleWords[h][1], scaleWords[h][0]);
+      Value byte = arith::AndIOp::create(
+          b, arith::ShRUIOp::create(b, word, quarter), b.i32(0xFF));
+      Value bits = arith::ShLIOp::create(b, byte, b.i32(7));
+      bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
+      bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)), b.i32(0x7FC0), bits);
+      if (kTail)
+        bits = b.select(b.cmpi(CmpI::ult, b.add(b.mul(kt, b.idx(8)), j),
+                               b.idx(blocks)),
+                        bits, b.i32(0));
+      Value pair = arith::OrIOp::create(
+          b, bits, arith::ShLIOp::create(b, bits, b.i32(16)));
+      scale[h] = LLVM::BitcastOp::create(b, vec2, pair);
+      // Chunk j of the row, at chunk j ^ (row % 8) (128-byte swizzle).
+      Value at =
+          b.add(b.mul(rows[h], b.idx(128)),
+                b.mul(arith::XOrIOp::create(b, swizzle, j), b.idx(16)));
+      Value v = nvvm::loadShared16(b, add64(b, tile, nvvm::toI64(b, at)));
+      for (int64_t i = 0; i < 4; ++i)
+        chunk[h][i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
+    }
+    SmallVector<Value, 4> a[2];
+    for (int64_t t = 0; t < 2; ++t)
+      a[t] = {dequant(b, chunk[0][2 * t], scale[0]),
+              dequant(b, chunk[1][2 * t], scale[1]),
+              dequant(b, chunk[0][2 * t + 1], scale[0]),
+              dequant(b, chunk[1][2 * t + 1], scale[1])};
+    // The block's token columns: slice j / 2 of the stage, 64 bytes in
+    // for odd j (run-time offsets go into the address, hopper notes P1);
+    // +32 bytes (2 in the descriptor) per k16 step.
+    Value at = b.add(b.mul(arith::ShRUIOp::create(b, j, b.idx(1)),
+                           b.idx(sliceBytes())),
+                     b.mul(arith::AndIOp::create(b, j, b.idx(1)), b.idx(64)));
+    Value desc = nvvm::wgmmaDescriptor(b, add64(b, stage, nvvm::toI64(b, at)));
+    nvvm::wgmmaFence(b);
+    for (int64_t t = 0; t < 2; ++t)
+      acc = nvvm::wgmmaRegisterA(b, acc, a[t], add64(b, desc, 2 * t), tileM,
+                                 /*accumulate=*/!(firstMma && t == 0));
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 1);
+    return acc;
+  };
+  // One K step (256 K, 8 scale blocks) on its stage.
+  auto mxStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage = stageAddress(b, s);
+    Value slots = mxScaleSlots(b, stage);
+    // The stage's 8 scale bytes of each row: two words.
+    Value scaleWords[2][2];
+    for (int64_t h = 0; h < 2; ++h) {
+      Value v = nvvm::loadShared16(
+          b, add64(b, slots, nvvm::toI64(b, b.mul(rows[h], b.idx(16)))));
+      Value w[3];
+      for (int64_t i = 0; i < 3; ++i)
+        w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
+      scaleWords[h][0] = LLVM::FshrOp::create(b, w[1], w[0], scaleShift[h]);
+      scaleWords[h][1] = LLVM::FshrOp::create(b, w[2], w[1], scaleShift[h]);
+    }
+    acc = mxBlock(b, stage, kt, b.idx(0), scaleWords, acc, first);
+    // The previous stage's last group has now completed.
+    if (!first) {
+      Value prev =
+          arith::RemUIOp::create(b, b.sub(step, b.idx(1)), b.idx(stages));
+      releaseStage(b, ct, prev);
+    }
+    return b.forLoop(b.idx(1), b.idx(kMxfp4StageK / 32), {acc},
+                     [&](LoweringBuilder &b, Value j,
+                         ValueRange in) -> SmallVector<Value> {
+                       return {mxBlock(b, stage, kt, j, scaleWords, in[0],
+                                       false)};
+                     })[0];
+  };
+  Value acc = mxStep(b, b.idx(0), LLVM::PoisonOp::create(b, accType), true);
+  acc = b.forLoop(
+      b.idx(1), b.idx(kSteps), {acc},
+      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+        return {mxStep(b, kt, in[0], false)};
+      })[0];
+  nvvm::wgmmaWait(b, 0);
+  Value last = arith::RemUIOp::create(
+      b, b.sub(b.add(item.step, b.idx(kSteps)), b.idx(1)), b.idx(stages));
+  releaseStage(b, ct, last);
+  epilogueSwapped(b, tid, cw, item, acc, targets);
+}

@@ -1,4 +1,4 @@
-"""bench_moe.py --weight-format fp8_block: FP8 block-weight cells.
+"""bench_moe.py --weight-format fp8_block / mxfp4: low-precision cells.
 
 Not a script of its own: bench_moe.py imports it (from beside itself or
 from --dir) after its usual setup and hands over its own module (BM: the
@@ -8,6 +8,46 @@ arguments:
   python3 bench_moe.py --weight-format fp8_block --dir ART --out "$OUT"
       [--vllm-fp8 DIR] [--configs deepseek-v3,qwen3-30b-a3b] [--T ...]
       [--skip-ours] [--skip-baselines] [--budget S] [...]
+  python3 bench_moe.py --weight-format mxfp4 --dir ART --out "$OUT"
+      [--triton-kernels TK] [--configs gpt-oss-120b] [--T ...] [...]
+
+MXFP4 (gpt-oss-120b, MX_CONFIGS): ART holds gpt-oss-120b.mxfp4.so
+(gen_layers.py's MXFP4 layer: packed e2m1 weights with E8M0 scales per 32
+K, the checkpoint's clamped SwiGLU, alpha 1.702, limit 7, up + 1, and
+bf16 expert biases) and its bf16 twin gpt-oss-120b.oss.so (the same layer
+in bf16; LOWPREC=mxfp4 bash build_bench.sh ART); TK holds OpenAI's
+triton_kernels package at v3.6.0 (see triton_kernels_bench.py). Per
+configuration: the bench's bf16 weights (bench_moe.make_weights: randn *
+0.02, interleaved gate/up, nn.Linear layout) and bf16 expert biases
+(randn * 0.1), the weights quantized to MXFP4 per 32 K
+(lowprec_baselines.quantize_mxfp4: scale 2^ceil(log2(amax / 6)), nearest
+e2m1 magnitude). Per cell, the bench's inputs and, timed in this order
+(L2 flushed, median, CUDA graph):
+
+  tk_mxfp4    triton_kernels' matmul_ogs with MXFP4 weights (only with
+              --triton-kernels): the same bf16 weights quantized by its own
+              downcast_to_mxfp (ties to even: ~1% of the bytes differ from
+              ours) and put into its Hopper value / scale layouts once,
+              outside the timed region (its documented usage); its top-k
+              routing, gate/up + bias with its fused gpt-oss SwiGLU
+              (swiglu_fn), down + bias with the routing weights, the k-way
+              sum (lowprec_baselines.make_tk_mxfp4_layer)
+  ours        the compiled gpt-oss-120b.mxfp4 layer
+  ours_bf16   the compiled gpt-oss-120b.oss layer on the bf16 weights
+              before quantization
+
+Correctness: ours against torch_reference.ffn (f32, intermediates rounded
+to bf16 where the chain rounds) on the exactly dequantized MXFP4 weights
+(code x 2^(s - 127)) with the biases and the checkpoint's GLU, tk_mxfp4
+against the same reference of its own quantized weights (the same one when
+the codes agree), ours_bf16 against that reference of the bf16 weights;
+1e-2 passes; beside it every MXFP4 implementation's error against the bf16
+layer's reference (q-err). Floor: max(bytes / 4.3 TB/s, 6 T k H I / 790
+TFLOP/s: w4a16, the MMAs run in bf16), bytes = the experts hit x (3 H I / 2
+bytes of codes + 3 H I / 32 of scales + (2 I + H) x 2 of biases) + x + out
++ logits. Writes <out>/<commit>.mxfp4.json and .mxfp4.md.
+
+FP8 block weights:
 
 ART holds <config>.fp8.so (gen_layers.py's FP8 block layer) and its bf16
 twin <config>.concat.so (build them with LAYERS=... or gen_layers.py
@@ -57,6 +97,16 @@ FP8_CONFIGS = ("deepseek-v3", "qwen3-30b-a3b")
 FP8_TFLOPS = 1580  # H200 dense FP8 (2x the bf16 rate of bench_moe.BF16_TFLOPS)
 KEYS = ("vllm", "ours", "ours_bf16", "sgmm")  # timing order
 BASELINES = ("vllm", "sgmm")  # the FP8 baselines of ours/best
+MX_CONFIGS = ("gpt-oss-120b",)
+MX_KEYS = ("tk_mxfp4", "ours", "ours_bf16")  # timing order
+MX_BASELINES = ("tk_mxfp4",)
+BIAS_SCALE = 0.1  # the expert biases: randn * this, bf16
+# per --weight-format: the layers' suffix (and the files'), configurations,
+# implementations in timing order
+FORMATS = {
+    "fp8_block": dict(suffix="fp8", configs=FP8_CONFIGS, keys=KEYS),
+    "mxfp4": dict(suffix="mxfp4", configs=MX_CONFIGS, keys=MX_KEYS),
+}
 BM = None  # bench_moe (the caller's module), set in main()
 
 
@@ -69,6 +119,56 @@ def floor_fp8(layer, T, experts_hit):
     flops = 6 * T * k * H * I
     floor_s = max(nbytes / (BM.COPY_TBPS * 1e12), flops / (FP8_TFLOPS * 1e12))
     return floor_s * 1e6, nbytes, flops
+
+
+def floor_mxfp4(layer, T, experts_hit):
+    """(floor us, bytes, flops) of one call with MXFP4 weights (w4a16: the
+    compute bound is the bf16 rate)."""
+    H, I, E, k = layer.H, layer.I, layer.E, layer.k
+    per_expert = 3 * H * I // 2 + 3 * H * I // LB.MX_BLOCK + 2 * (2 * I + H)
+    nbytes = per_expert * experts_hit + 2 * T * H * 2 + T * E * 2
+    flops = 6 * T * k * H * I
+    floor_s = max(nbytes / (BM.COPY_TBPS * 1e12), flops / (BM.BF16_TFLOPS * 1e12))
+    return floor_s * 1e6, nbytes, flops
+
+
+def make_biases(layer):
+    """The expert biases of a layer's configuration: bf16 w_up_bias [E, 2I]
+    and w_down_bias [E, H], randn * BIAS_SCALE (one set per configuration)."""
+    g = BM.generator("biases/" + layer.config)
+    (E, n1), (_, n2) = layer.bias_shapes
+    b_up = torch.randn((E, n1), dtype=torch.bfloat16, device=BM.DEV, generator=g)
+    b_down = torch.randn((E, n2), dtype=torch.bfloat16, device=BM.DEV, generator=g)
+    return b_up.mul_(BIAS_SCALE), b_down.mul_(BIAS_SCALE)
+
+
+class Rows(object):
+    """The checked rows of a cell, as bench_moe.Check picks them."""
+
+    def __init__(self, layer, T, ref_rows):
+        self.rows = None
+        if T > ref_rows:
+            g = BM.generator("rows/%s/%d" % (layer.config, T))
+            self.rows = torch.randperm(T, device=BM.DEV, generator=g)[:ref_rows].sort().values
+        self.n_rows = T if self.rows is None else ref_rows
+
+
+def glu_reference(layer, x, logits, rows, w_up, w_down, biases):
+    """torch_reference.ffn (f32, intermediates rounded to bf16 as the chain
+    rounds them) of a layer with the checkpoint's GLU and expert biases on
+    `rows` (None: all); w_up / w_down bf16 tensors or LB.Mxfp4Experts (the
+    exactly dequantized MXFP4 weights)."""
+    ref, _ = BM.TR.ffn(
+        x,
+        logits,
+        w_up,
+        w_down,
+        rows=rows,
+        w_up_bias=biases[0],
+        w_down_bias=biases[1],
+        **layer.reference_kwargs(),
+    )
+    return ref
 
 
 def quant_reference(
@@ -133,13 +233,16 @@ def make_bench_class():
         def __init__(self, args, meta):
             super().__init__(args, meta)
             commit = meta["commit"]
-            self.json_path = os.path.join(args.out, commit + ".fp8.json")
-            self.md_path = os.path.join(args.out, commit + ".fp8.md")
+            self.format = args.weight_format
+            suffix = FORMATS[self.format]["suffix"]
+            self.json_path = os.path.join(args.out, "%s.%s.json" % (commit, suffix))
+            self.md_path = os.path.join(args.out, "%s.%s.md" % (commit, suffix))
             self.fn16 = self.art16 = None
             self.ours16_missing = None
             self.vllm_layer = self.vllm_missing = None
             self.sgmm_layer = None
             self.sgmm_weights = None
+            self.tk_weights = None  # the MXFP4 cells' triton_kernels weights
 
         def load(self, name):
             """(artifact, @ffn, None) of ART/<name>.so, or (None, None, why)."""
@@ -153,7 +256,9 @@ def make_bench_class():
                 return None, None, why
 
         def run_layer(self, layer, Ts):
-            twin = BM.GL.LAYERS_BY_NAME[layer.config + ".concat"]
+            if layer.weight_format == "mxfp4":
+                return self.run_mxfp4_layer(layer, Ts)
+            twin = BM.GL.LAYERS_BY_NAME[layer.twin]
             if self.fatal or self.elapsed() > self.args.budget:
                 for T in Ts:
                     self.skip(layer, T, self.fatal or "time budget")
@@ -343,9 +448,213 @@ def make_bench_class():
                 if cell.get("ours_bf16_pass"):
                     cell["ours_over_bf16"] = cell["ours_us"] / cell["ours_bf16_us"]
             cell["secs"] = round(time.time() - t0, 2)
-            self.log("%s T=%d: %s (%.1fs)" % (layer.name, T, cell_summary(cell), cell["secs"]))
+            self.log(
+                "%s T=%d: %s (%.1fs)" % (layer.name, T, cell_summary(cell, KEYS), cell["secs"])
+            )
+
+        # -- MXFP4 ------------------------------------------------------------
+
+        def run_mxfp4_layer(self, layer, Ts):
+            twin = BM.GL.LAYERS_BY_NAME[layer.twin]
+            if self.fatal or self.elapsed() > self.args.budget:
+                for T in Ts:
+                    self.skip(layer, T, self.fatal or "time budget")
+                return
+            self.log(
+                "--- %s: H=%d I=%d E=%d k=%d, MXFP4 weights (bf16 twin %s)"
+                % (layer.name, layer.H, layer.I, layer.E, layer.k, twin.name)
+            )
+            try:
+                t0 = time.time()
+                w_up, w_down = BM.make_weights(twin)  # bf16 [E, 2I, H], [E, H, I]
+                biases = make_biases(layer)
+                # codes_up, scales_up, codes_down, scales_down
+                q = LB.quantize_mxfp4(w_up) + LB.quantize_mxfp4(w_down)
+                torch.cuda.synchronize()
+                self.log("weights quantized (%.1fs)" % (time.time() - t0))
+            except Exception as ex:  # noqa: BLE001
+                for T in Ts:
+                    self.skip(layer, T, "weights: " + BM.short(ex))
+                self.recover("weights of " + layer.name)
+                return
+            self.art = self.fn = self.art16 = self.fn16 = None
+            self.ours_missing = self.ours16_missing = None
+            if not self.args.skip_ours:
+                self.art, self.fn, self.ours_missing = self.load(layer.name)
+                self.art16, self.fn16, self.ours16_missing = self.load(twin.name)
+            self.tk_layer = self.tk_weights = self.tk_missing = None
+            tk_same = False
+            if not self.args.skip_baselines:
+                if BM.TKB is None:
+                    self.tk_missing = "no --triton-kernels"
+                else:
+                    try:
+                        t0 = time.time()
+                        glu = layer.glu
+                        assert glu["up_bias"] == 1.0, "triton_kernels' swiglu_fn adds 1 to up"
+                        w1 = LB.tk_quantize_mxfp4(w_up)
+                        w2 = LB.tk_quantize_mxfp4(w_down)
+                        self.tk_weights = (w1, w2)
+                        self.tk_layer = LB.make_tk_mxfp4_layer(
+                            BM.TKB,
+                            layer.E,
+                            layer.k,
+                            w1,
+                            w2,
+                            biases[0].float(),
+                            biases[1].float(),
+                            BM.TKB.make_activation("tk", glu["alpha"], glu["limit"]),
+                        )
+                        # where triton_kernels' rounding (ties to even) and
+                        # ours (ties to the smaller magnitude) differ
+                        diff = sum(
+                            int((w["codes"] != q[i]).sum())
+                            + int((w["e8m0"].view(torch.uint8) != q[i + 1].view(torch.uint8)).sum())
+                            for i, w in ((0, w1), (2, w2))
+                        )
+                        tk_same = diff == 0
+                        self.tk_bytes_differ = diff
+                        torch.cuda.synchronize()
+                        self.log(
+                            "triton_kernels weights quantized and swizzled (%.1fs); %d bytes "
+                            "differ from ours" % (time.time() - t0, diff)
+                        )
+                    except Exception as ex:  # noqa: BLE001
+                        self.tk_layer = self.tk_weights = None
+                        self.tk_missing = "triton_kernels weights: " + BM.short(ex)
+                        self.log("ERROR " + self.tk_missing)
+                        self.recover("triton_kernels weights of " + layer.name)
+            for T in Ts:
+                if self.fatal or self.elapsed() > self.args.budget:
+                    self.skip(layer, T, self.fatal or "time budget")
+                    continue
+                try:
+                    self.run_mxfp4_cell(layer, twin, T, w_up, w_down, biases, q, tk_same)
+                except Exception as ex:  # noqa: BLE001 - a bug of this script: keep going
+                    self.fail(self.cells[-1], "cell", ex)
+                BM.gc.collect()
+                torch.cuda.empty_cache()
+                self.write()
+            del w_up, w_down, biases, q
+            self.fn = self.art = self.fn16 = self.art16 = None
+            self.tk_layer = self.tk_weights = None
+            BM.gc.collect()
+            torch.cuda.empty_cache()
+
+        def run_mxfp4_cell(self, layer, twin, T, w_up, w_down, biases, q, tk_same):
+            args = self.args
+            cell = self.new_cell(layer, T)
+            cell.update(weight_format="mxfp4", target_us=None, bf16_layer=twin.name)
+            t0 = time.time()
+            self.log("%s T=%d ..." % (layer.name, T))
+            try:
+                x, logits = BM.make_inputs(layer, T, args.routing)
+                ids = torch.topk(logits.float(), layer.k, dim=1).indices
+                hit = int(torch.unique(ids).numel())
+                floor_us, nbytes, flops = floor_mxfp4(layer, T, hit)
+                cell.update(experts_hit=hit, bytes=nbytes, flops=flops, floor_us=floor_us)
+                cell["bf16_floor_us"] = BM.floor_of(layer, T, hit)[0]
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "inputs", ex)
+                return
+            check16 = check_mx = check_tk = None
+            try:
+                rows = Rows(layer, T, args.ref_rows)
+                cell["ref_rows"] = rows.n_rows
+
+                def ref(lay, w1, w2):
+                    return Ref(rows, glu_reference(lay, x, logits, rows.rows, w1, w2, biases))
+
+                check16 = ref(twin, w_up, w_down)
+                check_mx = ref(layer, LB.Mxfp4Experts(q[0], q[1]), LB.Mxfp4Experts(q[2], q[3]))
+                if self.tk_weights is not None:
+                    if tk_same:
+                        check_tk = check_mx
+                    else:
+                        w1, w2 = self.tk_weights
+                        check_tk = ref(
+                            layer,
+                            LB.Mxfp4Experts(w1["codes"], w1["e8m0"]),
+                            LB.Mxfp4Experts(w2["codes"], w2["e8m0"]),
+                        )
+            except Exception as ex:  # noqa: BLE001
+                self.fail(cell, "reference", ex)
+            if self.fatal:
+                return
+
+            def timed(key, call, check, out=None, sync=None):
+                both = WithBf16Error(check, check16) if check is not None else None
+                try:
+                    self.run_impl(cell, key, call, both, True, out, sync)
+                    if both is not None:
+                        cell[key + "_err_bf16"] = both.err_bf16
+                except Exception as ex:  # noqa: BLE001
+                    self.fail(cell, key, ex)
+
+            # triton_kernels first (then ours): the card warms up under it,
+            # as the plain bench does
+            if self.tk_layer is not None:
+                del BM.TKB.FLAGS_LOG[:]
+                timed("tk_mxfp4", lambda: self.tk_layer(x, logits), check_tk)
+                # the tiles matmul_ogs picked for the two GEMMs (its first call's)
+                cell["tk_mxfp4_flags"] = [BM.TKB.flags_str(f) for f in BM.TKB.FLAGS_LOG[:2]]
+                cell["tk_mxfp4_num_warps"] = self.tk_layer.used.get("num_warps")
+                cell["tk_mxfp4_bytes_differ"] = self.tk_bytes_differ
+            elif not args.skip_baselines:
+                cell["tk_mxfp4_na"] = self.tk_missing
+            if self.fatal:
+                return
+            if not args.skip_ours:
+                if self.fn is not None:
+                    y = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
+                    # w_up, w_down, their biases, their scales
+                    ins = (x, logits, q[0], q[2], biases[0], biases[1], q[1], q[3])
+                    timed("ours", lambda: self.fn(*ins, y), check_mx, y, self.art.synchronize)
+                    if "ours_us" in cell:
+                        cell["pct_of_floor"] = floor_us / cell["ours_us"] * 100
+                    if self.wants_profile(layer, T):
+                        try:
+                            self.profile(layer, T, lambda: self.fn(*ins, y))
+                        except Exception as ex:  # noqa: BLE001
+                            self.fail(cell, "profile", ex)
+                else:
+                    cell["errors"]["ours"] = self.ours_missing
+                if self.fatal:
+                    return
+                if self.fn16 is not None:
+                    y16 = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
+                    ins16 = (x, logits, w_up, w_down, biases[0], biases[1])
+                    try:
+                        self.run_impl(
+                            cell,
+                            "ours_bf16",
+                            lambda: self.fn16(*ins16, y16),
+                            check16,
+                            True,
+                            y16,
+                            self.art16.synchronize,
+                        )
+                    except Exception as ex:  # noqa: BLE001
+                        self.fail(cell, "ours_bf16", ex)
+                else:
+                    cell["errors"]["ours_bf16"] = self.ours16_missing
+                if self.fatal:
+                    return
+            if cell.get("ours_pass"):
+                best = [cell[k + "_us"] for k in MX_BASELINES if cell.get(k + "_pass")]
+                if best:
+                    cell["best_baseline_us"] = min(best)
+                    cell["ours_over_best"] = cell["ours_us"] / min(best)
+                if cell.get("ours_bf16_pass"):
+                    cell["ours_over_bf16"] = cell["ours_us"] / cell["ours_bf16_us"]
+            cell["secs"] = round(time.time() - t0, 2)
+            self.log(
+                "%s T=%d: %s (%.1fs)" % (layer.name, T, cell_summary(cell, MX_KEYS), cell["secs"])
+            )
 
         def markdown(self):
+            if self.format == "mxfp4":
+                return self.markdown_mxfp4()
             m = self.meta
             lines = [
                 "# moe.ffn benchmark, FP8 block weights, at %s" % m["commit"],
@@ -389,11 +698,86 @@ def make_bench_class():
                     "does not describe this card; the same-run comparisons do"
                     % (BM.TARGET_GPU, BM.TARGET_GPU)
                 ]
-            lines += table(self.cells, markdown=True)
+            lines += table(self.cells, markdown=True, weight_format=self.format)
             vcfg = [c for c in self.cells if c.get("vllm_config")]
             if vcfg:
                 lines += ["", "vLLM tile configs:", ""]
                 lines += ["- %s T=%d: %s" % (c["layer"], c["T"], c["vllm_config"]) for c in vcfg]
+            lines += self.errors_and_profiles()
+            return lines
+
+        def markdown_mxfp4(self):
+            m = self.meta
+            lines = [
+                "# moe.ffn benchmark, MXFP4 weights, at %s" % m["commit"],
+                "",
+                "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+                "- layer: gpt-oss's own: softmax top-k renormalised, clamped SwiGLU (%s; "
+                "interleaved gate/up), bf16 expert biases (randn * %g), nn.Linear weights; "
+                "MXFP4 = e2m1 weights, two a byte along K, with an E8M0 scale per 32 K; bf16 "
+                "activations (w4a16)"
+                % (
+                    "; ".join(
+                        "%s: alpha %g, limit %g, up + %g"
+                        % (c, g["alpha"], g["limit"], g["up_bias"])
+                        for c, g in m["glu"].items()
+                    ),
+                    BIAS_SCALE,
+                ),
+                "- ours: the compiled <config>.mxfp4 layer; bf16: our compiled <config>.oss "
+                "layer (the same layer in bf16) on the weights before quantization; tk: OpenAI "
+                "triton_kernels %s matmul_ogs with MXFP4 weights (its own downcast_to_mxfp of "
+                "the same bf16 weights, its Hopper value / scale layouts made once outside the "
+                "timed region, scale layout num_warps 4 up to T = 512, else 8, as its "
+                "bench_mlp.py; its routing, gate/up + bias + fused SwiGLU, down + bias + "
+                "routing weights); all one CUDA graph replay"
+                % (m.get("triton_kernels") or "(not run: no --triton-kernels)"),
+                "- times: median us over N runs (at most %d runs and %g s per implementation "
+                "and cell, the card idle %g s before each), L2 flushed before each; floor = "
+                "max(bytes / %.1f TB/s, 6 T k H I / %d TFLOP/s (bf16: the MMAs of w4a16)), "
+                "bytes = touched experts' e2m1 codes (0.5 byte a weight), E8M0 scales and "
+                "biases + x + out + logits"
+                % (
+                    m["args"]["max_runs"],
+                    m["args"]["max_seconds_per_cell"],
+                    m["args"].get("rest_seconds", 0),
+                    BM.COPY_TBPS,
+                    BM.BF16_TFLOPS,
+                ),
+                "- err: ||y - ref|| / ||ref|| against the f32 reference (torch_reference.ffn, "
+                "intermediates rounded to bf16 as the chain rounds them) on the implementation's "
+                "own exactly dequantized weights (ours: quantize_mxfp4's, ties to the smaller "
+                "magnitude; tk: its downcast_to_mxfp's, ties to even; bf16: the unquantized "
+                "weights), tolerance %.0e; q-err: against the reference of the unquantized "
+                "bf16 layer (what quantization costs); ours/tk: ours over tk; mx/bf16: ours "
+                "over our bf16 layer" % BM.TOL,
+                "- compile (moe-aot, s): %s"
+                % ", ".join(
+                    "%s %s" % (n, "?" if s is None else "%.2f" % s)
+                    for n, s in m["compile_s"].items()
+                ),
+                "",
+            ]
+            if BM.TARGET_GPU not in m["gpu"]:
+                lines[3:3] = [
+                    "- **not an %s**: the floor uses the %s's bandwidth / bf16 rate, so %%floor "
+                    "does not describe this card; the same-run comparisons do"
+                    % (BM.TARGET_GPU, BM.TARGET_GPU)
+                ]
+            lines += table(self.cells, markdown=True, weight_format=self.format)
+            flags = [c for c in self.cells if c.get("tk_mxfp4_flags")]
+            if flags:
+                lines += ["", "triton_kernels tiles (first GEMM ; second GEMM):", ""]
+                lines += [
+                    "- %s T=%d: %s (scale layout num_warps %s)"
+                    % (c["layer"], c["T"], " ; ".join(c["tk_mxfp4_flags"]), c["tk_mxfp4_num_warps"])
+                    for c in flags
+                ]
+            lines += self.errors_and_profiles()
+            return lines
+
+        def errors_and_profiles(self):
+            lines = []
             notes = BM.notes_of(self.cells)
             if notes or self.fatal:
                 lines += ["", "## Errors", ""] + ["- " + n for n in notes]
@@ -418,9 +802,9 @@ def make_bench_class():
     return LowprecBench
 
 
-def cell_summary(c):
+def cell_summary(c, keys):
     parts = ["floor %s" % BM.fmt_us(c.get("floor_us"))]
-    for key in KEYS:
+    for key in keys:
         if key + "_us" in c:
             err = c.get(key + "_err")
             parts.append(
@@ -488,38 +872,89 @@ def row_of(c):
     ]
 
 
-def table(cells, markdown):
-    rows = [row_of(c) for c in cells]
+MX_COLUMNS = (
+    "layer",
+    "T",
+    "hit",
+    "ours us",
+    "floor us",
+    "%floor",
+    "bf16 us",
+    "mx/bf16",
+    "tk us",
+    "ours/tk",
+    "err ours",
+    "err tk",
+    "err bf16",
+    "q-err ours",
+    "q-err tk",
+    "ok",
+)
+
+
+def row_of_mx(c):
+    if c.get("skipped"):
+        return [c["layer"], str(c["T"])] + ["-"] * (len(MX_COLUMNS) - 3) + ["skip"]
+    bad = [k for k in MX_KEYS if c.get(k + "_pass") is False]
+    bad += ["%s error" % k for k in c["errors"]]
+    return [
+        c["layer"],
+        str(c["T"]),
+        str(c.get("experts_hit", "-")),
+        BM.fmt_us(c.get("ours_us")),
+        BM.fmt_us(c.get("floor_us")),
+        "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
+        BM.fmt_us(c.get("ours_bf16_us")),
+        "-" if "ours_over_bf16" not in c else "%.2fx" % c["ours_over_bf16"],
+        "n/a" if "tk_mxfp4_na" in c else BM.fmt_us(c.get("tk_mxfp4_us")),
+        "-" if "ours_over_best" not in c else "%.2fx" % c["ours_over_best"],
+        BM.fmt_err(c.get("ours_err")),
+        BM.fmt_err(c.get("tk_mxfp4_err")),
+        BM.fmt_err(c.get("ours_bf16_err")),
+        BM.fmt_err(c.get("ours_err_bf16")),
+        BM.fmt_err(c.get("tk_mxfp4_err_bf16")),
+        "; ".join(bad) or "ok",
+    ]
+
+
+def table(cells, markdown, weight_format="fp8_block"):
+    columns, row = (MX_COLUMNS, row_of_mx) if weight_format == "mxfp4" else (COLUMNS, row_of)
+    rows = [row(c) for c in cells]
     if markdown:
-        out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
+    widths = [max(len(x) for x in col) for col in zip(columns, *rows)]
     return [
         "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
-        for r in [list(COLUMNS)] + rows
+        for r in [list(columns)] + rows
     ]
 
 
 def main(bm, args):
-    """The FP8 run; `bm` is bench_moe (its torch, runtime, reference and
-    gen_layers already imported from --dir), `args` its parsed arguments."""
+    """The low-precision run (args.weight_format: fp8_block or mxfp4); `bm`
+    is bench_moe (its torch, runtime, reference and gen_layers already
+    imported from --dir), `args` its parsed arguments."""
     global BM
     BM = bm
-    configs = [c for c in args.configs.split(",") if c] or list(FP8_CONFIGS)
-    unknown = [c for c in configs if c not in FP8_CONFIGS]
+    fmt = FORMATS[args.weight_format]
+    keys = fmt["keys"]
+    configs = [c for c in args.configs.split(",") if c] or list(fmt["configs"])
+    unknown = [c for c in configs if c not in fmt["configs"]]
     if unknown:
         raise SystemExit(
             "bench_moe: --weight-format %s has the configs %s, not %s"
-            % (args.weight_format, ", ".join(FP8_CONFIGS), ", ".join(unknown))
+            % (args.weight_format, ", ".join(fmt["configs"]), ", ".join(unknown))
         )
     Ts = [int(t) for t in args.T.split(",") if t]
-    layers = [BM.GL.LAYERS_BY_NAME[c + ".fp8"] for c in configs]
+    layers = [BM.GL.LAYERS_BY_NAME[c + "." + fmt["suffix"]] for c in configs]
     if not torch.cuda.is_available():
         raise SystemExit("bench_moe: torch sees no CUDA device")
     BM.TR.configure_precision()
-    vllm_version = None
-    if args.vllm_fp8:
+    vllm_version = tk_version = None
+    if args.vllm_fp8 and args.weight_format == "fp8_block":
         vllm_version = LB.import_vllm_fp8(os.path.abspath(args.vllm_fp8))
+    if args.triton_kernels and args.weight_format == "mxfp4":
+        tk_version = BM.import_triton_kernels(os.path.abspath(args.triton_kernels), args.dir)
 
     commit = "unknown"
     commit_file = os.path.join(args.dir, "COMMIT")
@@ -528,7 +963,7 @@ def main(bm, args):
             commit = f.read().strip()
     compile_s = {}
     for layer in layers:
-        for name in (layer.name, layer.config + ".concat"):
+        for name in (layer.name, layer.twin):
             path = os.path.join(args.dir, name + ".manifest.json")
             compile_s[name] = None
             if os.path.isfile(path):
@@ -544,12 +979,19 @@ def main(bm, args):
         args=vars(args),
         tolerance=BM.TOL,
         copy_tbps=BM.COPY_TBPS,
-        fp8_tflops=FP8_TFLOPS,
         compile_s=compile_s,
         weight_format=args.weight_format,
-        vllm_fp8=vllm_version,
-        sgmm_align=LB.SGMM_ALIGN,
     )
+    if args.weight_format == "mxfp4":
+        meta.update(
+            bf16_tflops=BM.BF16_TFLOPS,
+            triton_kernels=tk_version,
+            tk_num_warps="4 for T <= 512, else 8 (bench_mlp.py)",
+            bias_scale=BIAS_SCALE,
+            glu={layer.config: layer.glu for layer in layers},
+        )
+    else:
+        meta.update(fp8_tflops=FP8_TFLOPS, vllm_fp8=vllm_version, sgmm_align=LB.SGMM_ALIGN)
     bench = make_bench_class()(args, meta)
     bench.log(
         "bench_moe --weight-format %s: %s, torch %s, commit %s; %s x T=%s -> %s"
@@ -574,15 +1016,21 @@ def main(bm, args):
         for n in notes:
             print("  " + n[:300])
     print(
-        "\n%s (%s, %.0fs): FP8 block weights; us, median; err vs the f32 reference of each "
+        "\n%s (%s, %.0fs): %s weights; us, median; err vs the f32 reference of each "
         "implementation's computation, tolerance %.0e; q-err vs the unquantized bf16 layer"
-        % (commit, meta["gpu"], bench.elapsed(), BM.TOL)
+        % (
+            commit,
+            meta["gpu"],
+            bench.elapsed(),
+            "MXFP4" if args.weight_format == "mxfp4" else "FP8 block",
+            BM.TOL,
+        )
     )
-    print("\n".join(table(bench.cells, markdown=False)))
+    print("\n".join(table(bench.cells, markdown=False, weight_format=args.weight_format)))
     failed = [
         c
         for c in bench.cells
-        if c["errors"] or c.get("skipped") or any(c.get(k + "_pass") is False for k in KEYS)
+        if c["errors"] or c.get("skipped") or any(c.get(k + "_pass") is False for k in keys)
     ]
     print(
         "%d cells, %d with a failure, error or skip; %s"

@@ -10,6 +10,7 @@ gen_layers.py; no LLVM):
       [--skip-baselines] [--profile [LAYER:T,...]] [--budget S]
       [--triton-kernels DIR] [--rest-seconds S]
       [--weight-format fp8_block [--vllm-fp8 DIR]]
+      [--weight-format mxfp4 [--triton-kernels DIR]]
 
 Cells: every layer of gen_layers.py (the four configurations; --variants
 adds the qwen3-30b-a3b .nt / .concat variants) at every T. Per cell, fresh
@@ -72,7 +73,14 @@ ours over the fastest checked baseline of the cell).
 <config>.concat layer, vLLM's Triton fused_moe in its block-FP8 mode with
 --vllm-fp8 DIR, torch._scaled_grouped_mm rowwise; FP8 byte floor): see
 bench_lowprec.py (beside this script), which writes <commit>.fp8.json /
-.fp8.md. The default, plain, is everything else this text describes.
+.fp8.md. --weight-format mxfp4 runs the MXFP4 cells (gpt-oss-120b: the
+compiled gpt-oss-120b.mxfp4 layer, packed e2m1 weights with E8M0 scales
+per 32 K, gpt-oss's clamped SwiGLU and expert biases; our bf16
+gpt-oss-120b.oss layer, the same layer in bf16; with --triton-kernels DIR,
+OpenAI triton_kernels' matmul_ogs with MXFP4 weights in its Hopper layout;
+MXFP4 byte floor), also in bench_lowprec.py, which writes
+<commit>.mxfp4.json / .mxfp4.md. The default, plain, is everything else
+this text describes.
 
 Writes <out>/<commit>.json and <out>/<commit>.md (rewritten after every
 cell; --profile appends per-kernel times of one call of ours to the .md)
@@ -1239,14 +1247,18 @@ def main(argv=None):
         metavar="DIR",
         default=None,
         help="also time OpenAI's triton_kernels layer (DIR holds the triton_kernels "
-        "package; triton_kernels_bench.py must be beside this script or in --dir)",
+        "package; triton_kernels_bench.py must be beside this script or in --dir); with "
+        "--weight-format mxfp4 its MXFP4 layer (tk_mxfp4)",
     )
     ap.add_argument(
         "--weight-format",
-        choices=("plain", "fp8_block"),
+        choices=("plain", "fp8_block", "mxfp4"),
         default="plain",
         help="plain: the bf16 cells above; fp8_block: the FP8 block-weight cells of "
-        "bench_lowprec.py (deepseek-v3, qwen3-30b-a3b)",
+        "bench_lowprec.py (deepseek-v3, qwen3-30b-a3b: ours, our bf16 twin, vLLM with "
+        "--vllm-fp8, torch._scaled_grouped_mm); mxfp4: its MXFP4 cells (gpt-oss-120b "
+        "with gpt-oss's clamped SwiGLU and expert biases: ours, our bf16 twin, "
+        "triton_kernels' matmul_ogs with MXFP4 weights with --triton-kernels)",
     )
     ap.add_argument(
         "--vllm-fp8",

@@ -11,7 +11,7 @@
 # then copies what bench_moe.py needs next to them (bench_moe.py,
 # gen_layers.py, torch_reference.py, triton_kernels_bench.py for its
 # --triton-kernels baseline, bench_lowprec.py and lowprec_baselines.py for
-# its --weight-format fp8_block cells, and the runtime package
+# its --weight-format fp8_block / mxfp4 cells, and the runtime package
 # moe_mlir_runtime/ with its wheel, by python/runtime/ship.py) and writes COMMIT
 # (`git rev-parse HEAD`, "-dirty" when the work tree has changes) and
 # BUILD.txt (tools, pipeline, compile time of every layer against the
@@ -32,11 +32,14 @@
 #   LAYERS             comma-separated layer names (default: all; see
 #                      `python3 bench/gen_layers.py --list`)
 #   LOWPREC            non-empty (without LAYERS): the layers of
-#                      bench_moe.py --weight-format fp8_block instead, i.e.
-#                      <config>.fp8 and their bf16 twins <config>.concat
-#                      (`python3 bench/gen_layers.py --lowprec --list`);
-#                      build them into their own OUT_DIR (this script
-#                      empties OUT_DIR first), e.g. bench-variants/fp8-artifacts
+#                      bench_moe.py --weight-format fp8_block / mxfp4
+#                      instead, i.e. <config>.fp8 and their bf16 twins
+#                      <config>.concat, gpt-oss-120b.mxfp4 and its bf16 twin
+#                      gpt-oss-120b.oss (`python3 bench/gen_layers.py
+#                      --lowprec --list`); LOWPREC=fp8 or LOWPREC=mxfp4: only
+#                      that format's layers and twins; build them into their
+#                      own OUT_DIR (this script empties OUT_DIR first), e.g.
+#                      bench-variants/fp8-artifacts, bench-variants/mxfp4-artifacts
 #
 # Exit status: 0 when every layer verified and compiled, 1 otherwise (every
 # layer is still attempted; logs in OUT_DIR/logs/). A compile over 2 s is
@@ -68,7 +71,11 @@ rm -f "$OUT"/*.so "$OUT"/*.manifest.json "$OUT"/layers/*.mlir "$OUT"/logs/* \
 
 status=0
 layer_args=()
-[ -n "${LOWPREC:-}" ] && layer_args=(--lowprec)
+case "${LOWPREC:-}" in
+  "") ;;
+  fp8|mxfp4) layer_args=(--lowprec --lowprec-format "$LOWPREC") ;;
+  *) layer_args=(--lowprec) ;;
+esac
 [ -n "${LAYERS:-}" ] && layer_args=(--layers "$LAYERS")
 "$PY" "$HERE/gen_layers.py" "$OUT/layers" "${layer_args[@]}" > /dev/null \
   || die "gen_layers.py failed"

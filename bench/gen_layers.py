@@ -9,7 +9,8 @@ normalize = true`), SwiGLU (`activation = silu`), gate/up interleaved
 GEMM) and the nn.Linear weight layout (`transpose_weights = true`:
 w_up E x 2I x H, w_down E x H x I). This is the benchmark's layer, not the
 checkpoints' exact routing (DeepSeek-V3's sigmoid / group routing and
-gpt-oss's clamped SwiGLU are left out on purpose).
+gpt-oss's clamped SwiGLU are left out on purpose; the gpt-oss MXFP4 layer
+below and its twin put the latter back).
 
 Variants of Qwen3-30B-A3B exercise the other code paths:
   <config>.nt       transpose_weights = false (w_up E x H x 2I, w_down E x I x H)
@@ -24,8 +25,23 @@ when named with --layers (or --lowprec):
                     E x ceil(H/128) x ceil(I/128)), the same softmax top-k
                     routing; @ffn(x, logits, w_up, w_down, w_up_scale,
                     w_down_scale). Its bf16 twin is <config>.concat.
+  <config>.mxfp4    (gpt-oss-120b; bench_moe.py --weight-format mxfp4) the
+                    checkpoint's MXFP4 format: w_up E x 2I x H/2 and w_down
+                    E x H x I/2 of i8, each byte two e2m1 codes along K (low
+                    nibble = even K; interleaved gate/up, nn.Linear layout),
+                    E8M0 scales per 32 K (w_up_scale E x 2I x H/32,
+                    w_down_scale E x H x I/32, f8E8M0FNU), the checkpoint's
+                    own layer: clamped SwiGLU (alpha 1.702, limit 7.0, up + 1)
+                    and bf16 expert biases (w_up_bias E x 2I, w_down_bias
+                    E x H); @ffn(x, logits, w_up, w_down, w_up_bias,
+                    w_down_bias, w_up_scale, w_down_scale) (the order of the
+                    moe_mlir preset gpt-oss-120b-mxfp4). Its bf16 twin is
+  <config>.oss      that layer in bf16 (interleaved, nn.Linear layout,
+                    clamped SwiGLU, expert biases): @ffn(x, logits, w_up,
+                    w_down, w_up_bias, w_down_bias).
 
-  python3 gen_layers.py OUT_DIR [--layers a,b] [--base-only] [--lowprec]  # OUT_DIR/<name>.mlir
+  python3 gen_layers.py OUT_DIR [--layers a,b] [--base-only]  # OUT_DIR/<name>.mlir
+  python3 gen_layers.py OUT_DIR --lowprec [--lowprec-format fp8|mxfp4]
   python3 gen_layers.py --list                                 # names, one a line
 
 Standard library only: bench_moe.py imports LAYERS from a copy of this file
@@ -53,8 +69,20 @@ VARIANTS = {
 VARIANT_CONFIGS = ("qwen3-30b-a3b",)  # configs that also get the variants
 
 # low-precision variant suffix: (layout, transpose_weights, weight_format)
-FORMAT_VARIANTS = {"fp8": ("concat", True, "fp8_block")}
+FORMAT_VARIANTS = {
+    "fp8": ("concat", True, "fp8_block"),
+    "mxfp4": ("interleaved", True, "mxfp4"),
+}
 FP8_CONFIGS = ("deepseek-v3", "qwen3-30b-a3b")  # configs that get an .fp8 layer
+MXFP4_CONFIGS = ("gpt-oss-120b",)  # configs that get an .mxfp4 layer
+FORMAT_CONFIGS = {"fp8": FP8_CONFIGS, "mxfp4": MXFP4_CONFIGS}
+# the bf16 twin of each low-precision variant (bench_moe.py's ours_bf16)
+TWIN_OF = {"fp8": "concat", "mxfp4": "oss"}
+# The checkpoint's own GLU (moe.ffn alpha, limit, up_bias), which the
+# .mxfp4 layer and its bf16 twin .oss (interleaved, nn.Linear layout) use
+# together with the expert biases.
+CHECKPOINT_GLU = {"gpt-oss-120b": dict(alpha=1.702, limit=7.0, up_bias=1.0)}
+CHECKPOINT_VARIANTS = ("mxfp4", "oss")
 
 
 class Layer:
@@ -67,9 +95,22 @@ class Layer:
         self.title, self.H, self.I, self.E, self.k = CONFIGS[config]
         if variant in FORMAT_VARIANTS:
             self.layout, self.transpose_weights, self.weight_format = FORMAT_VARIANTS[variant]
+        elif variant == "oss":
+            self.layout, self.transpose_weights = "interleaved", True
+            self.weight_format = "plain"
         else:
             self.layout, self.transpose_weights = VARIANTS[variant]
             self.weight_format = "plain"
+        # the checkpoint's GLU (alpha, limit, up_bias) and expert biases, or
+        # None / False (the benchmark's plain SwiGLU, no biases)
+        self.glu = dict(CHECKPOINT_GLU[config]) if variant in CHECKPOINT_VARIANTS else None
+        self.expert_bias = self.glu is not None
+
+    @property
+    def twin(self):
+        """Name of the bf16 twin of a low-precision layer (None otherwise)."""
+        v = TWIN_OF.get(self.variant)
+        return None if v is None else self.config + "." + v
 
     @property
     def w_up_shape(self):
@@ -82,8 +123,9 @@ class Layer:
         return (E, H, I) if self.transpose_weights else (E, I, H)
 
     def reference_kwargs(self):
-        """torch_reference.ffn keyword arguments of this layer."""
-        return dict(
+        """torch_reference.ffn keyword arguments of this layer (the expert
+        biases, w_up_bias / w_down_bias, are the caller's)."""
+        kw = dict(
             k=self.k,
             scoring="softmax",
             normalize=True,
@@ -91,17 +133,40 @@ class Layer:
             layout=self.layout,
             transpose_weights=self.transpose_weights,
         )
+        if self.glu:
+            kw.update(self.glu)
+        return kw
 
     @property
     def scale_shapes(self):
-        """w_up_scale and w_down_scale shapes (fp8_block: one f32 per 128 x 128)."""
+        """w_up_scale and w_down_scale shapes (fp8_block: one f32 per 128 x
+        128; mxfp4: one E8M0 per 32 K of each row)."""
         E, H, I = self.E, self.H, self.I
+        if self.weight_format == "mxfp4":
+            return (E, 2 * I, H // 32), (E, H, I // 32)
         b = lambda n: -(-n // 128)  # noqa: E731
         return (E, b(2 * I), b(H)), (E, b(H), b(I))
+
+    @property
+    def bias_shapes(self):
+        """w_up_bias and w_down_bias shapes (the expert biases)."""
+        return (self.E, 2 * self.I), (self.E, self.H)
+
+    def glu_attrs(self):
+        """The checkpoint GLU's attributes of the moe.ffn attribute dict ("" if none)."""
+        if not self.glu:
+            return ""
+        return "alpha = %r : f32, limit = %r : f32, up_bias = %r : f32, " % (
+            self.glu["alpha"],
+            self.glu["limit"],
+            self.glu["up_bias"],
+        )
 
     def mlir(self):
         if self.weight_format == "fp8_block":
             return self.mlir_fp8()
+        if self.weight_format == "mxfp4":
+            return self.mlir_mxfp4()
 
         def t(shape):
             return "tensor<%sxbf16>" % "x".join("?" if d is None else str(d) for d in shape)
@@ -109,16 +174,26 @@ class Layer:
         x, logits, y = t((None, self.H)), t((None, self.E)), t((None, self.H))
         w_up, w_down = t(self.w_up_shape), t(self.w_down_shape)
         tw = "true" if self.transpose_weights else "false"
+        bias_args = bias_operands = ""
+        glu_text = "SwiGLU"
+        if self.expert_bias:
+            b_up, b_down = (t(s) for s in self.bias_shapes)
+            bias_args = ", %%w_up_bias: %s, %%w_down_bias: %s" % (b_up, b_down)
+            bias_operands = " expert_bias(%%w_up_bias, %%w_down_bias : %s, %s)" % (b_up, b_down)
+            glu_text = (
+                "clamped SwiGLU (alpha %(alpha)g, limit %(limit)g, up_bias %(up_bias)g)"
+                "\n// with expert biases" % self.glu
+            )
         return (
             "// GENERATED by bench/gen_layers.py: do not edit by hand.\n"
             "//\n"
             "// %s (%s) benchmark layer: H=%d I=%d E=%d k=%d, bf16, dynamic T.\n"
-            "// softmax top-k renormalised, SwiGLU, layout = %s, transpose_weights = %s.\n"
+            "// softmax top-k renormalised, %s, layout = %s, transpose_weights = %s.\n"
             "\n"
-            "func.func @ffn(%%x: %s, %%logits: %s, %%w_up: %s, %%w_down: %s) -> %s"
+            "func.func @ffn(%%x: %s, %%logits: %s, %%w_up: %s, %%w_down: %s%s) -> %s"
             " attributes {llvm.emit_c_interface} {\n"
-            "  %%y = moe.ffn %%x, %%logits, %%w_up, %%w_down k = %d scoring = softmax"
-            " activation = silu layout = %s {normalize = true, transpose_weights = %s}"
+            "  %%y = moe.ffn %%x, %%logits, %%w_up, %%w_down%s k = %d scoring = softmax"
+            " activation = silu layout = %s {%snormalize = true, transpose_weights = %s}"
             " : %s, %s, %s, %s -> %s\n"
             "  return %%y : %s\n"
             "}\n"
@@ -129,16 +204,86 @@ class Layer:
                 self.I,
                 self.E,
                 self.k,
+                glu_text,
                 self.layout,
                 tw,
                 x,
                 logits,
                 w_up,
                 w_down,
+                bias_args,
                 y,
+                bias_operands,
                 self.k,
                 self.layout,
+                self.glu_attrs(),
                 tw,
+                x,
+                logits,
+                w_up,
+                w_down,
+                y,
+                y,
+            )
+        )
+
+    def mlir_mxfp4(self):
+        """The .mxfp4 layer: packed e2m1 weights with E8M0 scales per 32 K,
+        the checkpoint's clamped SwiGLU and expert biases."""
+
+        def t(shape, dtype):
+            return "tensor<%sx%s>" % ("x".join("?" if d is None else str(d) for d in shape), dtype)
+
+        E, H, I = self.E, self.H, self.I
+        x, logits, y = t((None, H), "bf16"), t((None, E), "bf16"), t((None, H), "bf16")
+        w_up, w_down = t((E, 2 * I, H // 2), "i8"), t((E, H, I // 2), "i8")
+        b_up, b_down = (t(s, "bf16") for s in self.bias_shapes)
+        s_up, s_down = (t(s, "f8E8M0FNU") for s in self.scale_shapes)
+        return (
+            "// GENERATED by bench/gen_layers.py: do not edit by hand.\n"
+            "//\n"
+            "// %s (%s) benchmark layer: H=%d I=%d E=%d k=%d, bf16 activations, dynamic T,\n"
+            "// MXFP4 weights (two e2m1 codes a byte along K, low nibble = even K; E8M0\n"
+            "// scales per 32 K), bf16 expert biases.\n"
+            "// softmax top-k renormalised, clamped SwiGLU (alpha %g, limit %g, up_bias %g),\n"
+            "// layout = interleaved, transpose_weights = true.\n"
+            "\n"
+            "func.func @ffn(%%x: %s, %%logits: %s, %%w_up: %s, %%w_down: %s, %%w_up_bias: %s,"
+            " %%w_down_bias: %s, %%w_up_scale: %s, %%w_down_scale: %s) -> %s"
+            " attributes {llvm.emit_c_interface} {\n"
+            "  %%y = moe.ffn %%x, %%logits, %%w_up, %%w_down expert_bias(%%w_up_bias,"
+            " %%w_down_bias : %s, %s) scales(%%w_up_scale, %%w_down_scale : %s, %s) k = %d"
+            " scoring = softmax activation = silu layout = %s {%snormalize = true,"
+            " transpose_weights = true, weight_format = #moe.weight_format<mxfp4>}"
+            " : %s, %s, %s, %s -> %s\n"
+            "  return %%y : %s\n"
+            "}\n"
+            % (
+                self.name,
+                self.title,
+                H,
+                I,
+                E,
+                self.k,
+                self.glu["alpha"],
+                self.glu["limit"],
+                self.glu["up_bias"],
+                x,
+                logits,
+                w_up,
+                w_down,
+                b_up,
+                b_down,
+                s_up,
+                s_down,
+                y,
+                b_up,
+                b_down,
+                s_up,
+                s_down,
+                self.k,
+                self.layout,
+                self.glu_attrs(),
                 x,
                 logits,
                 w_up,
@@ -213,9 +358,11 @@ LAYERS = [Layer(c, "") for c in CONFIGS] + [
 ALL_LAYERS = LAYERS + [
     Layer(c, v) for c in CONFIGS for v in VARIANTS if v and c not in VARIANT_CONFIGS
 ]
-# The low-precision layers (bench_moe.py --weight-format): built only when named.
-LOWPREC_LAYERS = [Layer(c, v) for c in FP8_CONFIGS for v in FORMAT_VARIANTS]
-LAYERS_BY_NAME = {layer.name: layer for layer in ALL_LAYERS + LOWPREC_LAYERS}
+# The low-precision layers (bench_moe.py --weight-format) and the bf16 twins
+# that only they use (.oss): built only when named.
+LOWPREC_LAYERS = [Layer(c, v) for v in FORMAT_VARIANTS for c in FORMAT_CONFIGS[v]]
+TWIN_LAYERS = [Layer(c, "oss") for c in MXFP4_CONFIGS]
+LAYERS_BY_NAME = {layer.name: layer for layer in ALL_LAYERS + LOWPREC_LAYERS + TWIN_LAYERS}
 
 
 def main(argv=None):
@@ -227,7 +374,14 @@ def main(argv=None):
         "--lowprec",
         action="store_true",
         help="(without --layers) the low-precision layers and their bf16 twins "
-        "(<config>.fp8, <config>.concat) instead of the default layers",
+        "(<config>.fp8 and <config>.concat, gpt-oss-120b.mxfp4 and gpt-oss-120b.oss) "
+        "instead of the default layers",
+    )
+    ap.add_argument(
+        "--lowprec-format",
+        choices=("all",) + tuple(FORMAT_VARIANTS),
+        default="all",
+        help="with --lowprec: only the layers of this format (fp8, mxfp4) and their twins",
     )
     ap.add_argument("--list", action="store_true", help="print the layer names")
     args = ap.parse_args(argv)
@@ -240,7 +394,8 @@ def main(argv=None):
     if names:
         layers = [LAYERS_BY_NAME[n] for n in names]
     elif args.lowprec:
-        layers = LOWPREC_LAYERS + [LAYERS_BY_NAME[lp.config + ".concat"] for lp in LOWPREC_LAYERS]
+        layers = [lp for lp in LOWPREC_LAYERS if args.lowprec_format in ("all", lp.variant)]
+        layers += [LAYERS_BY_NAME[lp.twin] for lp in layers]
     else:
         layers = [layer for layer in LAYERS if not (args.base_only and layer.variant)]
     if args.list:

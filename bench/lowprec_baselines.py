@@ -1,4 +1,5 @@
-"""FP8 block-weight baselines of bench_moe.py --weight-format fp8_block.
+"""Low-precision formats and baselines of bench_moe.py --weight-format
+fp8_block / mxfp4 (FP8 block weights below; MXFP4 at the end).
 
 Runs on the GPU machine (torch 2.11, triton 3.6; no vLLM). Imported by
 bench_lowprec.py; the layers take (x bf16 [T, H], logits [T, E]) and
@@ -35,6 +36,31 @@ rows, w_down [E, H, I]) with f32 scales [E, ceil(N/128), ceil(K/128)]
                             activations per row; rows sorted by expert into
                             groups padded to a multiple of 16, offs the
                             int32 group ends; graph-capturable
+
+MXFP4 (gpt-oss): weights [E, N, K] (nn.Linear layout) as e2m1 codes, two a
+byte along K (low nibble = even K: int8 [E, N, K/2]), with an E8M0 scale
+per 32 K (float8_e8m0fnu [E, N, K/32], value 2^(s - 127)); activations
+stay bf16 (w4a16).
+
+  quantize_mxfp4            bf16 [E, N, K] -> that format, as
+                            test/GPU/lowprec/lowprec_check.py's
+                            quantize_mxfp4 (scale 2^ceil(log2(amax / 6)),
+                            nearest e2m1 magnitude, ties to the smaller)
+  dequantize_mxfp4, Mxfp4Experts  the exact f32 weights (code x 2^(s-127)),
+                            per expert, for the references
+  tk_quantize_mxfp4         triton_kernels' own quantization of the same
+                            bf16 weights (downcast_to_mxfp along K: round-up
+                            scale, e2m1 round to nearest even) in its matmul
+                            layouts for the GPU (Hopper: HopperMXValueLayout,
+                            HopperMXScaleLayout per num_warps), made once
+  make_tk_mxfp4_layer       OpenAI triton_kernels (v3.6.0) matmul_ogs with
+                            those MXFP4 weights: its routing (topk,
+                            apply_softmax), gate/up with the expert bias and
+                            the fused gpt-oss SwiGLU (swiglu_fn: alpha,
+                            limit, up + 1), down with the expert bias and the
+                            routing weights (gammas), the k-way sum; the
+                            scale layout's num_warps as its bench_mlp.py
+                            picks it (4 up to 512 tokens, else 8)
 """
 
 import os
@@ -297,4 +323,150 @@ def make_scaled_grouped_mm_layer(
         dk = d.index_select(0, row_of_slot).view(T, k, H)
         return torch.bmm(w.to(torch.bfloat16).unsqueeze(1), dk).squeeze(1)
 
+    return layer
+
+
+# ----------------------------------------------------------------------------
+# MXFP4 (gpt-oss)
+# ----------------------------------------------------------------------------
+
+MX_BLOCK = 32  # K elements per E8M0 scale
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # magnitudes of codes 0..7
+E2M1_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+E8M0 = torch.float8_e8m0fnu
+
+
+def quantize_mxfp4(w):
+    """bf16 [E, N, K] -> (packed e2m1 int8 [E, N, K/2], E8M0 [E, N, K/32]):
+    per 32 K, scale = 2^ceil(log2(amax / 6)) (E8M0 = exponent + 127), code
+    = the nearest e2m1 magnitude of w / scale (ties to the smaller: the
+    argmin of test/GPU/lowprec/lowprec_check.py's quantize_mxfp4, as a
+    bucketize over the midpoints, the differences being exact there), sign
+    bit 3; two codes a byte, the even K in the low nibble. One expert at a
+    time (the model's weights do not fit the argmin's temporaries)."""
+    E, N, K = w.shape
+    assert K % MX_BLOCK == 0, "K must be a multiple of 32"
+    packed = torch.empty(E, N, K // 2, dtype=torch.int8, device=w.device)
+    scales = torch.empty(E, N, K // MX_BLOCK, dtype=torch.uint8, device=w.device)
+    mids = torch.tensor(E2M1_MIDPOINTS, dtype=torch.float32, device=w.device)
+    for e in range(E):
+        blk = w[e].float().reshape(N, K // MX_BLOCK, MX_BLOCK)
+        amax = blk.abs().amax(dim=2).clamp(min=2.0**-120)
+        exp = torch.ceil(torch.log2(amax / 6.0)).clamp(-127, 127)
+        v = blk / torch.exp2(exp)[..., None]
+        code = torch.bucketize(v.abs().clamp(max=6.0), mids)  # nearest magnitude
+        code = (code | ((v < 0).to(torch.int64) << 3)).reshape(N, K)
+        packed[e] = (code[:, 0::2] | (code[:, 1::2] << 4)).to(torch.uint8).view(torch.int8)
+        scales[e] = (exp + 127).to(torch.uint8)
+    return packed, scales.view(E8M0)
+
+
+def e8m0_to_f32(scales):
+    """E8M0 (or its uint8 bits) -> f32 2^(s - 127), exactly (s = 0: 2^-127,
+    subnormal; 255: NaN)."""
+    s = scales.view(torch.uint8).to(torch.int32)
+    bits = torch.where(s > 0, s << 23, torch.full_like(s, 0x00400000))
+    f = bits.view(torch.float32)
+    return torch.where(s == 255, torch.full_like(f, float("nan")), f)
+
+
+def dequantize_mxfp4(packed, scales):
+    """One expert: packed e2m1 [N, K/2] (int8 / uint8) with E8M0 scales
+    [N, K/32] -> f32 [N, K], exactly (code x 2^(s - 127))."""
+    N, K2 = packed.shape
+    p = packed.view(torch.uint8).to(torch.int64)
+    codes = torch.stack((p & 0xF, p >> 4), dim=-1).reshape(N, 2 * K2)
+    lut = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=packed.device)
+    lut = torch.cat((lut, -lut))
+    s = e8m0_to_f32(scales).repeat_interleave(MX_BLOCK, dim=1)
+    return lut[codes] * s
+
+
+class Mxfp4Experts(object):
+    """Packed MXFP4 weights [E, N, K/2] and their scales as
+    torch_reference.ffn's weight operand: shape (E, N, K), [e] the f32
+    dequantized expert e (made when the reference asks for it)."""
+
+    def __init__(self, packed, scales):
+        self.packed, self.scales = packed, scales
+        E, N, K2 = packed.shape
+        self.shape = (E, N, 2 * K2)
+
+    def __getitem__(self, e):
+        return dequantize_mxfp4(self.packed[e], self.scales[e])
+
+
+def tk_num_warps(T):
+    """The num_warps of the Hopper scale layout for T tokens, as
+    triton_kernels' bench/bench_mlp.py picks it (its batch is T)."""
+    return 4 if T <= 512 else 8
+
+
+def tk_quantize_mxfp4(w, num_warps=(4, 8)):
+    """bf16 [E, N, K] (nn.Linear layout) -> matmul_ogs's MXFP4 right operand
+    (logical [E, K, N], K-major), quantized along K by triton_kernels'
+    downcast_to_mxfp and put into its default matmul layouts for this GPU
+    (make_default_matmul_mxfp4_w_layout / _w_scale_layout, mx_axis 1; the
+    scale layout depends on the kernel's num_warps: one per entry of
+    num_warps), as its bench_utils.quantize_weight does. Returns dict(w=the
+    value Tensor, scales={num_warps: scale Tensor}, codes=int8 [E, N, K/2],
+    e8m0=[E, N, K/32]): codes / e8m0 are the unswizzled quantized data in
+    quantize_mxfp4's format (downcast_to_mxfp packs the even K in the low
+    nibble too), for the reference of its own weights."""
+    from triton_kernels.numerics_details.mxfp import downcast_to_mxfp
+    from triton_kernels.tensor import FP4, convert_layout, wrap_torch_tensor
+    from triton_kernels.tensor_details import layout
+
+    # [E, K/2, N] and [E, K/32, N]: views of [E, N, K/2] and [E, N, K/32]
+    wq, ws = downcast_to_mxfp(w.transpose(1, 2), torch.uint8, axis=1)
+    value_layout, value_opts = layout.make_default_matmul_mxfp4_w_layout(mx_axis=1)
+    wt = convert_layout(wrap_torch_tensor(wq, dtype=FP4), value_layout, **value_opts)
+    scales = {}
+    for nw in num_warps:
+        scale_layout, scale_opts = layout.make_default_matmul_mxfp4_w_scale_layout(
+            mx_axis=1, num_warps=nw
+        )
+        scales[nw] = convert_layout(wrap_torch_tensor(ws), scale_layout, **scale_opts)
+    return dict(
+        w=wt,
+        scales=scales,
+        codes=wq.transpose(1, 2).view(torch.int8),
+        e8m0=ws.transpose(1, 2).view(E8M0),
+    )
+
+
+def make_tk_mxfp4_layer(tkb, E, k, w1, w2, b1, b2, activation):
+    """layer(x, logits) -> bf16 [T, H]: triton_kernels' MoE layer with MXFP4
+    weights (w1, w2: tk_quantize_mxfp4 of w_up [E, 2I, H], interleaved
+    gate/up, and w_down [E, H, I]; b1 [E, 2I], b2 [E, H]: the expert biases,
+    f32 as gpt-oss passes them), through triton_kernels_bench (tkb: its
+    routing and the matmul_ogs names): h = matmul_ogs(x, w1, b1, gather,
+    fused SwiGLU `activation`), y = matmul_ogs(h, w2, b2, scatter, gammas =
+    the routing weights). The scale layout (and so the kernel's num_warps)
+    is tk_num_warps(T)'s; layer.used["num_warps"] holds the last call's."""
+    tk = tkb.tk
+    assert set(w1["scales"]) == set(w2["scales"])
+    pcs = {
+        nw: (
+            tk.PrecisionConfig(weight_scale=w1["scales"][nw]),
+            tk.PrecisionConfig(weight_scale=w2["scales"][nw]),
+        )
+        for nw in w1["scales"]
+    }
+    used = {}
+
+    def layer(x, logits):
+        nw = tk_num_warps(x.shape[0])
+        pc1, pc2 = pcs[nw]
+        used["num_warps"] = nw
+        rdata, gi, si = tkb.tk_routing(logits, E, k)
+        h = tk.matmul_ogs(
+            x, w1["w"], b1, rdata, gather_indx=gi, precision_config=pc1,
+            fused_activation=activation,
+        )  # fmt: skip
+        return tk.matmul_ogs(
+            h, w2["w"], b2, rdata, scatter_indx=si, precision_config=pc2, gammas=rdata.gate_scal
+        )
+
+    layer.used = used
     return layer

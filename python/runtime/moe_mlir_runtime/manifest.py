@@ -283,11 +283,16 @@ class FunctionSpec:
                         where,
                     )
                     if _symbolic(got) or _symbolic(prev):
-                        # Unbacked sizes (torch._dynamo.mark_unbacked:
-                        # one graph for every T, 0 and 1 included) cannot
-                        # be compared while tracing: a deferred check.
+                        # While tracing: sizes with a hint are compared
+                        # (a guard); unbacked ones (torch._dynamo.
+                        # mark_unbacked: one graph for every T, 0 and 1
+                        # included) cannot be, so the check is deferred
+                        # to run time.
                         import torch
+                        from torch.fx.experimental.symbolic_shapes import guard_or_false
 
+                        if guard_or_false(got != prev):
+                            raise ArgumentError(message)
                         torch._check(got == prev, lambda m=message: m)
                     elif prev != got:
                         raise ArgumentError(message)

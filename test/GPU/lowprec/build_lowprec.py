@@ -120,8 +120,11 @@ CASES = [
         "numpy",
         None,
     ),
+    # The register-A kernels one at a time (the tiers' row bounds forced):
+    # 16 tokens x 64 weight rows, 16 x 128 (two consumer warpgroups), the
+    # main kernel alone (64 x 128), 64 x 64, 32 x 64, at every T.
     (
-        "mx-v1",
+        "mx-swap16",
         P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
         {"wgmma_swap_rows": 4096},
         True,
@@ -129,7 +132,7 @@ CASES = [
         None,
     ),
     (
-        "mx-v2",
+        "mx-swap16x128",
         P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
         {"wgmma_swap_rows": 4096, "wgmma_swap_tile_n": 128},
         True,
@@ -137,7 +140,7 @@ CASES = [
         None,
     ),
     (
-        "mx-v3",
+        "mx-main",
         P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
         {"wgmma_swap_rows": 0},
         True,
@@ -145,9 +148,17 @@ CASES = [
         None,
     ),
     (
-        "mx-v4",
+        "mx-swap64",
         P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
         {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 64},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mx-swap32",
+        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 32},
         True,
         "numpy",
         None,

@@ -101,7 +101,12 @@ def main(argv=None):
     E2M1 = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=torch.float32, device=dev)
 
     def quantize_mxfp4(w):
-        """bf16 [E, N, K] -> (packed e2m1 bytes [E, N, K/2] i8, E8M0 [E, N, K/32])."""
+        """bf16 [E, N, K] -> (packed e2m1 bytes [E, N, K/2] i8, E8M0 [E, N, K/32]),
+        an expert at a time (the model sizes' temporaries)."""
+        if w.shape[0] > 1:
+            parts = [quantize_mxfp4(w[e : e + 1]) for e in range(w.shape[0])]
+            scales = torch.cat([p[1].view(torch.uint8) for p in parts])
+            return torch.cat([p[0] for p in parts]), scales.view(torch.float8_e8m0fnu)
         E, N, K = w.shape
         blk = w.float().reshape(E, N, K // 32, 32)
         amax = blk.abs().amax(dim=3).clamp(min=2.0**-120)
@@ -147,7 +152,7 @@ def main(argv=None):
             return R.dequantize_weights(bits, fmt, sc)[0]
 
         T, H = x.shape
-        I = w_down.shape[2]
+        I = cfg["intermediate"]
         y = np.zeros((T, H))
         for e in np.unique(ids):
             t, j = np.nonzero(ids == e)

@@ -27,8 +27,9 @@
 //   2^(s - 127) (exact: two significant bits; s = 255 is NaN, s = 0 the
 //   subnormal 2^-127), the same values --moe-lower-to-cpu multiplies.
 // - Two register-A wgmmas per block (one commit group), one group in
-//   flight; a stage is released once the next stage's first group was
-//   waited for (its MMAs read the token tiles).
+//   flight, so consecutive blocks' fragments are distinct registers (the
+//   loop runs over pairs of blocks); a stage is released once the next
+//   stage's first group was waited for (its MMAs read the token tiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +40,8 @@ using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
 using namespace mlir::moe::gpu_lowering::wgmma;
 
-std::pair<Value, Value> WgmmaKernel::mxWeightRow(LoweringBuilder &b,
-                                                 const WorkItem &item,
-                                                 Value r) {
+std::pair<Value, Value>
+WgmmaKernel::mxWeightRow(LoweringBuilder &b, const WorkItem &item, Value r) {
   if (!concat) {
     Value col = b.add(b.mul(item.colTile, b.idx(tileN)), r);
     return {col, b.cmpi(CmpI::ult, col, b.idx(g.gemmN))};
@@ -66,8 +66,7 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
   // One past the last scale byte (the last expert's last row's K / 32).
   int64_t blocks = g.kDim / 32;
   Value end = add64(
-      b,
-      mxScaleRow(b, b.idx(g.numExperts - 1), b.idx(g.gemmN - 1)), blocks);
+      b, mxScaleRow(b, b.idx(g.numExperts - 1), b.idx(g.gemmN - 1)), blocks);
   Value i64Type4 = nvvm::i64(b, 4);
   Value kBytes = nvvm::toI64(b, b.mul(kt, b.idx(8)));
   // Word w of row r: copy idx = tid + 128 i = 3 r + w.
@@ -81,17 +80,18 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
       col = b.minIdx(col, b.idx(g.gemmN - 1));
       Value first = add64(b, mxScaleRow(b, item.expert, col), kBytes);
       Value word = arith::AndIOp::create(b, first, nvvm::i64(b, ~int64_t(3)));
-      Value src = arith::AddIOp::create(
-          b, word, nvvm::toI64(b, b.mul(w, b.idx(4))));
+      Value src =
+          arith::AddIOp::create(b, word, nvvm::toI64(b, b.mul(w, b.idx(4))));
       // Bytes of the word inside the buffer (a word may straddle its end).
       Value left = arith::SubIOp::create(b, end, src);
       Value bytes = arith::MaxSIOp::create(
           b, arith::MinSIOp::create(b, left, i64Type4), nvvm::i64(b, 0));
       bytes = b.select(ok, bytes, nvvm::i64(b, 0));
-      Value dst = add64(b, slots, nvvm::toI64(b, b.add(b.mul(r, b.idx(16)),
-                                                       b.mul(w, b.idx(4)))));
-      nvvm::cpAsync4(b, dst, src, arith::TruncIOp::create(b, b.getI32Type(),
-                                                          bytes));
+      Value dst =
+          add64(b, slots,
+                nvvm::toI64(b, b.add(b.mul(r, b.idx(16)), b.mul(w, b.idx(4)))));
+      nvvm::cpAsync4(b, dst, src,
+                     arith::TruncIOp::create(b, b.getI32Type(), bytes));
     };
     if (128 * (i + 1) <= copies)
       body(b);
@@ -116,9 +116,13 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
   rows[1] = b.add(rows[0], b.idx(8));
   Value swizzle = arith::AndIOp::create(
       b, arith::ShRUIOp::create(b, lane, b.idx(2)), b.idx(7));
-  // Byte lane % 4 of every word is the thread's.
-  Value byteShift = b.toI32(b.mul(arith::AndIOp::create(b, lane, b.idx(3)),
-                                  b.idx(8)));
+  // Byte lane % 4 of every word is the thread's: the selector that
+  // gathers it from two words (prmt).
+  Value quad = b.toI32(arith::AndIOp::create(b, lane, b.idx(3)));
+  Value gather = arith::OrIOp::create(
+      b, quad,
+      arith::ShLIOp::create(b, arith::AddIOp::create(b, quad, b.i32(4)),
+                            b.i32(4)));
   // Where the rows' stage scale bytes start in their slots (the scales'
   // byte address mod 4; a stage's 8 bytes keep it).
   Value scaleShift[2];
@@ -128,8 +132,9 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
     col = b.minIdx(col, b.idx(g.gemmN - 1));
     Value first = mxScaleRow(b, item.expert, col);
     scaleShift[h] = arith::ShLIOp::create(
-        b, arith::TruncIOp::create(
-               b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
+        b,
+        arith::TruncIOp::create(
+            b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
         b.i32(3));
   }
   // The e2m1 magnitude tables (bytes 0-7: codes 0-7), low and high byte of
@@ -142,27 +147,37 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
                                    NVVM::PermuteMode::DEFAULT);
   };
   auto vec2 = VectorType::get({2}, b.getBF16Type());
-  // The bf16 pair of the thread's byte of `word`, times `scale` (bf16x2).
-  auto dequant = [&](LoweringBuilder &b, Value word, Value scale) -> Value {
-    Value v = arith::ShRUIOp::create(b, word, byteShift);
-    Value selector = arith::OrIOp::create(
-        b, arith::AndIOp::create(b, v, b.i32(7)),
-        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(0x70)),
-                              b.i32(4)));
-    Value low = permute(b, loA, loB, selector);
-    Value high =
-        permute(b, hiA, hiB, arith::ShLIOp::create(b, selector, b.i32(4)));
-    Value sign = arith::OrIOp::create(
-        b,
-        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(8)),
-                              b.i32(12)),
-        arith::ShLIOp::create(b, arith::AndIOp::create(b, v, b.i32(0x80)),
-                              b.i32(24)));
-    Value bits =
-        arith::OrIOp::create(b, arith::OrIOp::create(b, low, high), sign);
-    Value pair = LLVM::BitcastOp::create(b, vec2, bits);
-    Value scaled = LLVM::FMulOp::create(b, pair, scale);
-    return LLVM::BitcastOp::create(b, i32, scaled);
+  // The thread's four bf16 pairs of a row's 16-byte chunk w (byte lane % 4
+  // of each word: the pairs of K 2q (+1), 2q + 8 (+1), 16 + 2q (+1), 24 +
+  // 2q (+1)) times `scale` (bf16x2), by byte permutes: x gathers the four
+  // bytes; the tables give each magnitude's low and high byte (selector
+  // nibbles: the codes with the sign cleared, else prmt replicates the
+  // sign); two more permutes interleave them into pairs; a sign-
+  // replicating permute of x and x << 4 puts each code's sign (bit 3 of its
+  // nibble) into the msb of a byte, masked into bits 15 / 31.
+  auto dequant = [&](LoweringBuilder &b, Value w[4],
+                     Value scale) -> SmallVector<Value, 4> {
+    Value x = permute(b, permute(b, w[0], w[1], gather),
+                      permute(b, w[2], w[3], gather), b.i32(0x5410));
+    Value mag = arith::AndIOp::create(b, x, b.i32(0x77777777));
+    Value upper = arith::ShRUIOp::create(b, mag, b.i32(16));
+    Value low[2] = {permute(b, loA, loB, mag), permute(b, loA, loB, upper)};
+    Value high[2] = {permute(b, hiA, hiB, mag), permute(b, hiA, hiB, upper)};
+    Value shifted = arith::ShLIOp::create(b, x, b.i32(4));
+    static constexpr int32_t interleave[2] = {0x5140, 0x7362};
+    static constexpr int32_t signs[4] = {0xCC88, 0xDD99, 0xEEAA, 0xFFBB};
+    SmallVector<Value, 4> pairs;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value bits =
+          permute(b, low[i / 2], high[i / 2], b.i32(interleave[i % 2]));
+      Value sign = permute(b, shifted, x, b.i32(signs[i]));
+      bits = arith::OrIOp::create(
+          b, bits, arith::AndIOp::create(b, sign, b.i32(int32_t(0x80008000u))));
+      Value pair = LLVM::BitcastOp::create(b, vec2, bits);
+      Value scaled = LLVM::FMulOp::create(b, pair, scale);
+      pairs.push_back(LLVM::BitcastOp::create(b, i32, scaled));
+    }
+    return pairs;
   };
   const int64_t blocks = g.kDim / 32;
   const bool kTail = blocks % (kMxfp4StageK / 32) != 0;
@@ -172,8 +187,8 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
   auto mxBlock = [&](LoweringBuilder &b, Value stage, Value kt, Value j,
                      Value scaleWords[2][2], Value acc, bool firstMma) {
     Value tile = mxWeightTile(b, stage);
-    Value quarter = b.toI32(b.mul(arith::AndIOp::create(b, j, b.idx(3)),
-                                  b.idx(8)));
+    Value quarter =
+        b.toI32(b.mul(arith::AndIOp::create(b, j, b.idx(3)), b.idx(8)));
     Value upper = b.cmpi(CmpI::uge, j, b.idx(4));
     Value scale[2], chunk[2][4];
     for (int64_t h = 0; h < 2; ++h) {
@@ -186,32 +201,33 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
       bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
       bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)), b.i32(0x7FC0), bits);
       if (kTail)
-        bits = b.select(b.cmpi(CmpI::ult, b.add(b.mul(kt, b.idx(8)), j),
-                               b.idx(blocks)),
-                        bits, b.i32(0));
+        bits = b.select(
+            b.cmpi(CmpI::ult, b.add(b.mul(kt, b.idx(8)), j), b.idx(blocks)),
+            bits, b.i32(0));
       Value pair = arith::OrIOp::create(
           b, bits, arith::ShLIOp::create(b, bits, b.i32(16)));
       scale[h] = LLVM::BitcastOp::create(b, vec2, pair);
       // Chunk j of the row, at chunk j ^ (row % 8) (128-byte swizzle).
-      Value at =
-          b.add(b.mul(rows[h], b.idx(128)),
-                b.mul(arith::XOrIOp::create(b, swizzle, j), b.idx(16)));
+      Value at = b.add(b.mul(rows[h], b.idx(128)),
+                       b.mul(arith::XOrIOp::create(b, swizzle, j), b.idx(16)));
       Value v = nvvm::loadShared16(b, add64(b, tile, nvvm::toI64(b, at)));
       for (int64_t i = 0; i < 4; ++i)
         chunk[h][i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
     }
+    // Pair i of row h: k16 step i / 2, K half i % 2 (fragment register
+    // 2 (i % 2) + h).
+    SmallVector<Value, 4> pairs[2] = {dequant(b, chunk[0], scale[0]),
+                                      dequant(b, chunk[1], scale[1])};
     SmallVector<Value, 4> a[2];
     for (int64_t t = 0; t < 2; ++t)
-      a[t] = {dequant(b, chunk[0][2 * t], scale[0]),
-              dequant(b, chunk[1][2 * t], scale[1]),
-              dequant(b, chunk[0][2 * t + 1], scale[0]),
-              dequant(b, chunk[1][2 * t + 1], scale[1])};
+      a[t] = {pairs[0][2 * t], pairs[1][2 * t], pairs[0][2 * t + 1],
+              pairs[1][2 * t + 1]};
     // The block's token columns: slice j / 2 of the stage, 64 bytes in
     // for odd j (run-time offsets go into the address, hopper notes P1);
     // +32 bytes (2 in the descriptor) per k16 step.
-    Value at = b.add(b.mul(arith::ShRUIOp::create(b, j, b.idx(1)),
-                           b.idx(sliceBytes())),
-                     b.mul(arith::AndIOp::create(b, j, b.idx(1)), b.idx(64)));
+    Value at = b.add(
+        b.mul(arith::ShRUIOp::create(b, j, b.idx(1)), b.idx(sliceBytes())),
+        b.mul(arith::AndIOp::create(b, j, b.idx(1)), b.idx(64)));
     Value desc = nvvm::wgmmaDescriptor(b, add64(b, stage, nvvm::toI64(b, at)));
     nvvm::wgmmaFence(b);
     for (int64_t t = 0; t < 2; ++t)
@@ -247,11 +263,21 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
           arith::RemUIOp::create(b, b.sub(step, b.idx(1)), b.idx(stages));
       releaseStage(b, ct, prev);
     }
-    return b.forLoop(b.idx(1), b.idx(kMxfp4StageK / 32), {acc},
-                     [&](LoweringBuilder &b, Value j,
+    acc = mxBlock(b, stage, kt, b.idx(1), scaleWords, acc, false);
+    // The blocks in pairs: a wgmma reads its A registers while it runs,
+    // and writing them before its group is waited for is undefined (the
+    // PTX ISA); one group stays in flight, so consecutive blocks need
+    // their own registers (in a rolled loop of single blocks each block
+    // overwrote the running one's fragments: wrong results on an H100
+    // whenever the MMAs queued, with n >= 32 or two consumer warpgroups).
+    return b.forLoop(b.idx(1), b.idx(kMxfp4StageK / 64), {acc},
+                     [&](LoweringBuilder &b, Value pair,
                          ValueRange in) -> SmallVector<Value> {
-                       return {mxBlock(b, stage, kt, j, scaleWords, in[0],
-                                       false)};
+                       Value j = b.mul(pair, b.idx(2));
+                       Value next =
+                           mxBlock(b, stage, kt, j, scaleWords, in[0], false);
+                       return {mxBlock(b, stage, kt, b.add(j, b.idx(1)),
+                                       scaleWords, next, false)};
                      })[0];
   };
   Value acc = mxStep(b, b.idx(0), LLVM::PoisonOp::create(b, accType), true);

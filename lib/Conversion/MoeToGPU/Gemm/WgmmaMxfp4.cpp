@@ -67,7 +67,7 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
   int64_t blocks = g.kDim / 32;
   Value end = add64(
       b, mxScaleRow(b, b.idx(g.numExperts - 1), b.idx(g.gemmN - 1)), blocks);
-  Value i64Type4 = nvvm::i64(b, 4);
+  Value four = nvvm::i64(b, 4);
   Value kBytes = nvvm::toI64(b, b.mul(kt, b.idx(8)));
   // Word w of row r: copy idx = tid + 128 i = 3 r + w.
   int64_t copies = 3 * tileN;
@@ -85,7 +85,7 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
       // Bytes of the word inside the buffer (a word may straddle its end).
       Value left = arith::SubIOp::create(b, end, src);
       Value bytes = arith::MaxSIOp::create(
-          b, arith::MinSIOp::create(b, left, i64Type4), nvvm::i64(b, 0));
+          b, arith::MinSIOp::create(b, left, four), nvvm::i64(b, 0));
       bytes = b.select(ok, bytes, nvvm::i64(b, 0));
       Value dst =
           add64(b, slots,

@@ -115,6 +115,21 @@ def test_another_compiler_gets_its_own_entry(tmp_path, layer, counting, monkeypa
     assert rt.find_cached(key, str(tmp_path)) == b
 
 
+def test_a_rebuilt_runtime_is_another_compiler(tmp_path, monkeypatch):
+    """Every library links the CUDA runtime in: a rebuilt runtime (a fix in
+    it) must not find the libraries linked with the old one."""
+    gpu_toolchain_or_skip()
+    runtime = gpu.find_runtime_library()
+    ident = gpu.compiler_identity()
+    assert ident["runtime_sha256"] == rt.file_sha256(runtime)
+    other = tmp_path / os.path.basename(runtime)
+    with open(runtime, "rb") as f:
+        other.write_bytes(f.read() + b"\n")
+    monkeypatch.setenv("MOE_MLIR_CUDA_RUNTIME", str(other))
+    assert gpu.compiler_identity()["runtime_sha256"] != ident["runtime_sha256"]
+    assert gpu.compiler_identity()["sha256"] == ident["sha256"]
+
+
 def test_bad_name():
     with pytest.raises(ValueError, match="plain file name"):
         gpu.compile_cached("module {}", name="../x")

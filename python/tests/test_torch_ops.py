@@ -181,6 +181,38 @@ def test_compile_fullgraph_dynamic(cpu_op):
     assert "moe_mlir.test_cpu_ffn" in graphs[0].code
 
 
+def test_compile_unbacked_T_one_graph(cpu_op):
+    """T marked unbacked: one graph for every T, 1 included (dynamic=True
+    alone specialises T = 0 and 1); the check that x and logits share T
+    becomes a deferred run-time check."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    @torch.compile(fullgraph=True, dynamic=True, backend=backend)
+    def model(x, logits, w, s):
+        return cpu_op(x + 1, logits, w, s).float().sum(dim=1)
+
+    for T in (1, 7, 64):
+        a = _inputs(T, device="cpu")
+        torch._dynamo.decorators.mark_unbacked(a[0], 0)
+        torch._dynamo.decorators.mark_unbacked(a[1], 0)
+        assert tuple(model(*a).shape) == (T,)
+    assert len(graphs) == 1
+
+
+def test_compile_T_mismatch_is_an_argument_error(cpu_op):
+    """Backed sizes under torch.compile: x and logits with different T fail
+    with the op's ArgumentError while tracing."""
+    c = torch.compile(lambda *a: cpu_op(*a), fullgraph=True, dynamic=True, backend="eager")
+    a = _inputs(8, device="cpu")
+    with pytest.raises(Exception) as info:
+        c(a[0], a[1][:4], a[2], a[3])
+    assert "ArgumentError" in str(info.value) and "dimension 0 (T) is" in str(info.value)
+
+
 def test_compile_rejects_bad_calls_while_tracing(op):
     """The real operator under torch.compile: CPU tensors are rejected by
     the fake implementation while tracing, before anything runs."""

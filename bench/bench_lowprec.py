@@ -821,113 +821,58 @@ def cell_summary(c, keys):
     return ", ".join(parts)
 
 
-COLUMNS = (
-    "layer",
-    "T",
-    "hit",
-    "ours us",
-    "floor us",
-    "%floor",
-    "bf16 us",
-    "fp8/bf16",
-    "vllm us",
-    "sgmm us",
-    "ours/best",
-    "err ours",
-    "err vllm",
-    "err sgmm",
-    "err bf16",
-    "q-err ours",
-    "q-err vllm",
-    "q-err sgmm",
-    "ok",
-)
+# The table of each format: the ours / bf16 ratio's label, the same-run
+# baselines (column label, cell key) and the label of ours over the best.
+TABLES = {
+    "fp8_block": ("fp8/bf16", (("vllm", "vllm"), ("sgmm", "sgmm")), "ours/best", KEYS),
+    "mxfp4": ("mx/bf16", (("tk", "tk_mxfp4"),), "ours/tk", MX_KEYS),
+}
 
 
-def row_of(c):
+def columns_of(weight_format):
+    ratio, baselines, best, _ = TABLES[weight_format]
+    labels = [b for b, _ in baselines]
+    return (
+        ["layer", "T", "hit", "ours us", "floor us", "%floor", "bf16 us", ratio]
+        + ["%s us" % b for b in labels]
+        + [best, "err ours"]
+        + ["err %s" % b for b in labels]
+        + ["err bf16", "q-err ours"]
+        + ["q-err %s" % b for b in labels]
+        + ["ok"]
+    )
+
+
+def row_of(c, weight_format):
+    _, baselines, _, keys = TABLES[weight_format]
     if c.get("skipped"):
-        return [c["layer"], str(c["T"])] + ["-"] * (len(COLUMNS) - 3) + ["skip"]
-    bad = [k for k in KEYS if c.get(k + "_pass") is False]
+        return [c["layer"], str(c["T"])] + ["-"] * (len(columns_of(weight_format)) - 3) + ["skip"]
+    bad = [k for k in keys if c.get(k + "_pass") is False]
     bad += ["%s error" % k for k in c["errors"]]
-    return [
-        c["layer"],
-        str(c["T"]),
-        str(c.get("experts_hit", "-")),
-        BM.fmt_us(c.get("ours_us")),
-        BM.fmt_us(c.get("floor_us")),
-        "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
-        BM.fmt_us(c.get("ours_bf16_us")),
-        "-" if "ours_over_bf16" not in c else "%.2fx" % c["ours_over_bf16"],
-        "n/a" if "vllm_na" in c else BM.fmt_us(c.get("vllm_us")),
-        BM.fmt_us(c.get("sgmm_us")),
-        "-" if "ours_over_best" not in c else "%.2fx" % c["ours_over_best"],
-        BM.fmt_err(c.get("ours_err")),
-        BM.fmt_err(c.get("vllm_err")),
-        BM.fmt_err(c.get("sgmm_err")),
-        BM.fmt_err(c.get("ours_bf16_err")),
-        BM.fmt_err(c.get("ours_err_bf16")),
-        BM.fmt_err(c.get("vllm_err_bf16")),
-        BM.fmt_err(c.get("sgmm_err_bf16")),
-        "; ".join(bad) or "ok",
-    ]
-
-
-MX_COLUMNS = (
-    "layer",
-    "T",
-    "hit",
-    "ours us",
-    "floor us",
-    "%floor",
-    "bf16 us",
-    "mx/bf16",
-    "tk us",
-    "ours/tk",
-    "err ours",
-    "err tk",
-    "err bf16",
-    "q-err ours",
-    "q-err tk",
-    "ok",
-)
-
-
-def row_of_mx(c):
-    if c.get("skipped"):
-        return [c["layer"], str(c["T"])] + ["-"] * (len(MX_COLUMNS) - 3) + ["skip"]
-    bad = [k for k in MX_KEYS if c.get(k + "_pass") is False]
-    bad += ["%s error" % k for k in c["errors"]]
-    return [
-        c["layer"],
-        str(c["T"]),
-        str(c.get("experts_hit", "-")),
-        BM.fmt_us(c.get("ours_us")),
-        BM.fmt_us(c.get("floor_us")),
-        "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
-        BM.fmt_us(c.get("ours_bf16_us")),
-        "-" if "ours_over_bf16" not in c else "%.2fx" % c["ours_over_bf16"],
-        "n/a" if "tk_mxfp4_na" in c else BM.fmt_us(c.get("tk_mxfp4_us")),
-        "-" if "ours_over_best" not in c else "%.2fx" % c["ours_over_best"],
-        BM.fmt_err(c.get("ours_err")),
-        BM.fmt_err(c.get("tk_mxfp4_err")),
-        BM.fmt_err(c.get("ours_bf16_err")),
-        BM.fmt_err(c.get("ours_err_bf16")),
-        BM.fmt_err(c.get("tk_mxfp4_err_bf16")),
-        "; ".join(bad) or "ok",
-    ]
+    ratio = lambda key: "-" if key not in c else "%.2fx" % c[key]  # noqa: E731
+    return (
+        [
+            c["layer"],
+            str(c["T"]),
+            str(c.get("experts_hit", "-")),
+            BM.fmt_us(c.get("ours_us")),
+            BM.fmt_us(c.get("floor_us")),
+            "-" if "pct_of_floor" not in c else "%.1f" % c["pct_of_floor"],
+            BM.fmt_us(c.get("ours_bf16_us")),
+            ratio("ours_over_bf16"),
+        ]
+        + ["n/a" if k + "_na" in c else BM.fmt_us(c.get(k + "_us")) for _, k in baselines]
+        + [ratio("ours_over_best"), BM.fmt_err(c.get("ours_err"))]
+        + [BM.fmt_err(c.get(k + "_err")) for _, k in baselines]
+        + [BM.fmt_err(c.get("ours_bf16_err")), BM.fmt_err(c.get("ours_err_bf16"))]
+        + [BM.fmt_err(c.get(k + "_err_bf16")) for _, k in baselines]
+        + ["; ".join(bad) or "ok"]
+    )
 
 
 def table(cells, markdown, weight_format="fp8_block"):
-    columns, row = (MX_COLUMNS, row_of_mx) if weight_format == "mxfp4" else (COLUMNS, row_of)
-    rows = [row(c) for c in cells]
-    if markdown:
-        out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(columns, *rows)]
-    return [
-        "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
-        for r in [list(columns)] + rows
-    ]
+    rows = [row_of(c, weight_format) for c in cells]
+    return BM.render(columns_of(weight_format), rows, markdown)
 
 
 def main(bm, args):

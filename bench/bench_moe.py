@@ -1076,16 +1076,20 @@ def row_of(c):
     ]
 
 
-def table(cells, markdown):
-    rows = [row_of(c) for c in cells]
+def render(columns, rows, markdown):
+    """Table lines: markdown, or aligned text (first column left)."""
     if markdown:
-        out = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         return out + ["| " + " | ".join(r) + " |" for r in rows]
-    widths = [max(len(x) for x in col) for col in zip(COLUMNS, *rows)]
+    widths = [max(len(x) for x in col) for col in zip(columns, *rows)]
     return [
         "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
-        for r in [list(COLUMNS)] + rows
+        for r in [list(columns)] + rows
     ]
+
+
+def table(cells, markdown):
+    return render(COLUMNS, [row_of(c) for c in cells], markdown)
 
 
 def summary_of(cells):

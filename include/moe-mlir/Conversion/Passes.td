@@ -118,16 +118,19 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target chip (selects the GEMM engines available)">,
     Option<"wgmmaTileM", "wgmma-tile-m", "int64_t", /*default=*/"0",
-           "Hopper GEMM rows per block: 64 or 128 (0: cost model)">,
+           "Hopper GEMM rows per block: 64 or 128 (0: cost model; mxfp4 "
+           "weights: fixed tiles, not applied)">,
     Option<"wgmmaTileN", "wgmma-tile-n", "int64_t", /*default=*/"0",
            "Hopper GEMM rhs columns per block: a multiple of 16 in [64, 256] "
            "(64, 128 or 256 for [E, K, N] weights, a multiple of 32 with a "
-           "concat GLU, 128 for fp8_block weights; 0: cost model)">,
+           "concat GLU, 128 for fp8_block weights; 0: cost model; mxfp4 "
+           "weights: fixed tiles, not applied)">,
     Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
            "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,
     Option<"wgmmaTma", "wgmma-tma", "bool", /*default=*/"true",
            "Hopper GEMM: weight tiles by TMA (tensor maps from the runtime's "
-           "moeRuntimeTensorMap3D); false: by cp.async">,
+           "moeRuntimeTensorMap3D); false: by cp.async (mxfp4 weights: "
+           "the SIMT kernel)">,
     Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "

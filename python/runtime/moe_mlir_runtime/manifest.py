@@ -258,7 +258,7 @@ class FunctionSpec:
             raise ArgumentError("%s: expected dtype %s, got %s" % (what, spec.dtype, dtype))
         # (Symbolic sizes, torch.SymInt while torch.compile traces, stay
         # symbolic: int() would specialise the graph to one T.)
-        shape = tuple(s if type(s).__name__ == "SymInt" else int(s) for s in shape)
+        shape = tuple(s if _symbolic(s) else int(s) for s in shape)
         if len(shape) != len(spec.shape):
             raise ArgumentError(
                 "%s: expected rank %d %s, got shape %s"

@@ -31,6 +31,7 @@ from moe_mlir import gpu  # noqa: E402
 
 P = moe_mlir.PRESETS
 DS_SMALL = dict(hidden=512, intermediate=256, experts=16, n_group=4, topk_group=2)
+MX_SMALL = P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8)
 
 # (name, config, compile options, fuse, reference, bf16 twin for timing)
 CASES = [
@@ -98,7 +99,7 @@ CASES = [
     ),
     (
         "mx-small",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         None,
         True,
         "numpy",
@@ -106,7 +107,7 @@ CASES = [
     ),
     (
         "mx-small-unfused",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         None,
         False,
         "numpy",
@@ -114,7 +115,7 @@ CASES = [
     ),
     (
         "mx-small-simt",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"gemm": "simt"},
         True,
         "numpy",
@@ -125,7 +126,7 @@ CASES = [
     # main kernel alone (64 x 128), 64 x 64, 32 x 64, at every T.
     (
         "mx-swap16",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"wgmma_swap_rows": 4096},
         True,
         "numpy",
@@ -133,7 +134,7 @@ CASES = [
     ),
     (
         "mx-swap16x128",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"wgmma_swap_rows": 4096, "wgmma_swap_tile_n": 128},
         True,
         "numpy",
@@ -141,7 +142,7 @@ CASES = [
     ),
     (
         "mx-main",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"wgmma_swap_rows": 0},
         True,
         "numpy",
@@ -149,7 +150,7 @@ CASES = [
     ),
     (
         "mx-swap64",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 64},
         True,
         "numpy",
@@ -157,7 +158,7 @@ CASES = [
     ),
     (
         "mx-swap32",
-        P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8),
+        MX_SMALL,
         {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 32},
         True,
         "numpy",

@@ -127,9 +127,8 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
   // byte address mod 4; a stage's 8 bytes keep it).
   Value scaleShift[2];
   for (int64_t h = 0; h < 2; ++h) {
-    auto [col, ok] = mxWeightRow(b, item, rows[h]);
-    (void)ok;
-    col = b.minIdx(col, b.idx(g.gemmN - 1));
+    Value col =
+        b.minIdx(mxWeightRow(b, item, rows[h]).first, b.idx(g.gemmN - 1));
     Value first = mxScaleRow(b, item.expert, col);
     scaleShift[h] = arith::ShLIOp::create(
         b,

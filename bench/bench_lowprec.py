@@ -98,7 +98,7 @@ FP8_TFLOPS = 1580  # H200 dense FP8 (2x the bf16 rate of bench_moe.BF16_TFLOPS)
 KEYS = ("vllm", "ours", "ours_bf16", "sgmm")  # timing order
 BASELINES = ("vllm", "sgmm")  # the FP8 baselines of ours/best
 MX_CONFIGS = ("gpt-oss-120b",)
-MX_KEYS = ("tk_mxfp4", "ours", "ours_bf16")  # timing order
+MX_KEYS = ("tk_mxfp4", "ours", "ours_gptoss", "ours_bf16")  # timing order
 MX_BASELINES = ("tk_mxfp4",)
 BIAS_SCALE = 0.1  # the expert biases: randn * this, bf16
 # per --weight-format: the layers' suffix (and the files'), configurations,
@@ -477,11 +477,23 @@ def make_bench_class():
                     self.skip(layer, T, "weights: " + BM.short(ex))
                 self.recover("weights of " + layer.name)
                 return
-            self.art = self.fn = self.art16 = self.fn16 = None
-            self.ours_missing = self.ours16_missing = None
+            self.art = self.fn = self.art16 = self.fn16 = self.artG = self.fnG = None
+            self.ours_missing = self.ours16_missing = self.oursG_missing = None
+            q_hopper = None
             if not self.args.skip_ours:
-                self.art, self.fn, self.ours_missing = self.load(layer.name)
+                # ours: the mxfp4_hopper layer on the codes repacked once
+                # (timed here); ours_gptoss: the checkpoint-order layer
+                self.art, self.fn, self.ours_missing = self.load(layer.config + ".mxfp4h")
+                self.artG, self.fnG, self.oursG_missing = self.load(layer.name)
                 self.art16, self.fn16, self.ours16_missing = self.load(twin.name)
+                from moe_mlir_runtime.mxfp4 import repack_mxfp4_hopper
+
+                torch.cuda.synchronize()
+                t0 = time.time()
+                q_hopper = (repack_mxfp4_hopper(q[0]), repack_mxfp4_hopper(q[2]))
+                torch.cuda.synchronize()
+                self.meta["mxfp4_repack_s"] = round(time.time() - t0, 3)
+                self.log("codes repacked to mxfp4_hopper (%.2fs)" % (time.time() - t0))
             self.tk_layer = self.tk_weights = self.tk_missing = None
             tk_same = False
             if not self.args.skip_baselines:
@@ -529,19 +541,19 @@ def make_bench_class():
                     self.skip(layer, T, self.fatal or "time budget")
                     continue
                 try:
-                    self.run_mxfp4_cell(layer, twin, T, w_up, w_down, biases, q, tk_same)
+                    self.run_mxfp4_cell(layer, twin, T, w_up, w_down, biases, q, q_hopper, tk_same)
                 except Exception as ex:  # noqa: BLE001 - a bug of this script: keep going
                     self.fail(self.cells[-1], "cell", ex)
                 BM.gc.collect()
                 torch.cuda.empty_cache()
                 self.write()
-            del w_up, w_down, biases, q
-            self.fn = self.art = self.fn16 = self.art16 = None
+            del w_up, w_down, biases, q, q_hopper
+            self.fn = self.art = self.fn16 = self.art16 = self.fnG = self.artG = None
             self.tk_layer = self.tk_weights = None
             BM.gc.collect()
             torch.cuda.empty_cache()
 
-        def run_mxfp4_cell(self, layer, twin, T, w_up, w_down, biases, q, tk_same):
+        def run_mxfp4_cell(self, layer, twin, T, w_up, w_down, biases, q, q_hopper, tk_same):
             args = self.args
             cell = self.new_cell(layer, T)
             cell.update(weight_format="mxfp4", target_us=None, bf16_layer=twin.name)
@@ -608,7 +620,7 @@ def make_bench_class():
                 if self.fn is not None:
                     y = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
                     # w_up, w_down, their biases, their scales
-                    ins = (x, logits, q[0], q[2], biases[0], biases[1], q[1], q[3])
+                    ins = (x, logits, q_hopper[0], q_hopper[1], biases[0], biases[1], q[1], q[3])
                     timed("ours", lambda: self.fn(*ins, y), check_mx, y, self.art.synchronize)
                     if "ours_us" in cell:
                         cell["pct_of_floor"] = floor_us / cell["ours_us"] * 100
@@ -619,6 +631,20 @@ def make_bench_class():
                             self.fail(cell, "profile", ex)
                 else:
                     cell["errors"]["ours"] = self.ours_missing
+                if self.fatal:
+                    return
+                if self.fnG is not None:
+                    yG = torch.empty((T, layer.H), dtype=torch.bfloat16, device=BM.DEV)
+                    insG = (x, logits, q[0], q[2], biases[0], biases[1], q[1], q[3])
+                    timed(
+                        "ours_gptoss",
+                        lambda: self.fnG(*insG, yG),
+                        check_mx,
+                        yG,
+                        self.artG.synchronize,
+                    )
+                else:
+                    cell["errors"]["ours_gptoss"] = self.oursG_missing
                 if self.fatal:
                     return
                 if self.fn16 is not None:
@@ -724,14 +750,20 @@ def make_bench_class():
                     ),
                     BIAS_SCALE,
                 ),
-                "- ours: the compiled <config>.mxfp4 layer; bf16: our compiled <config>.oss "
+                "- ours: the compiled <config>.mxfp4h layer (weight_format mxfp4_hopper: the "
+                "codes repacked once by moe_mlir_runtime.mxfp4.repack_mxfp4_hopper, %s s for "
+                "both GEMMs' weights on the card); gpt-oss order: the <config>.mxfp4 layer on "
+                "the checkpoint's bytes; bf16: our compiled <config>.oss "
                 "layer (the same layer in bf16) on the weights before quantization; tk: OpenAI "
                 "triton_kernels %s matmul_ogs with MXFP4 weights (its own downcast_to_mxfp of "
                 "the same bf16 weights, its Hopper value / scale layouts made once outside the "
                 "timed region, scale layout num_warps 4 up to T = 512, else 8, as its "
                 "bench_mlp.py; its routing, gate/up + bias + fused SwiGLU, down + bias + "
                 "routing weights); all one CUDA graph replay"
-                % (m.get("triton_kernels") or "(not run: no --triton-kernels)"),
+                % (
+                    m.get("mxfp4_repack_s", "?"),
+                    m.get("triton_kernels") or "(not run: no --triton-kernels)",
+                ),
                 "- times: median us over N runs (at most %d runs and %g s per implementation "
                 "and cell, the card idle %g s before each), L2 flushed before each; floor = "
                 "max(bytes / %.1f TB/s, 6 T k H I / %d TFLOP/s (bf16: the MMAs of w4a16)), "
@@ -825,7 +857,12 @@ def cell_summary(c, keys):
 # baselines (column label, cell key) and the label of ours over the best.
 TABLES = {
     "fp8_block": ("fp8/bf16", (("vllm", "vllm"), ("sgmm", "sgmm")), "ours/best", KEYS),
-    "mxfp4": ("mx/bf16", (("tk", "tk_mxfp4"),), "ours/tk", MX_KEYS),
+    "mxfp4": (
+        "mx/bf16",
+        (("tk", "tk_mxfp4"), ("gpt-oss order", "ours_gptoss")),
+        "ours/tk",
+        MX_KEYS,
+    ),
 }
 
 

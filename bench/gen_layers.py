@@ -36,6 +36,11 @@ when named with --layers (or --lowprec):
                     E x H); @ffn(x, logits, w_up, w_down, w_up_bias,
                     w_down_bias, w_up_scale, w_down_scale) (the order of the
                     moe_mlir preset gpt-oss-120b-mxfp4). Its bf16 twin is
+                    <config>.oss.
+  <config>.mxfp4h   the same with weight_format mxfp4_hopper: the codes of
+                    each 32-K block in the Hopper kernels' order
+                    (moe_mlir_runtime.mxfp4.repack_mxfp4_hopper of the
+                    checkpoint's bytes, made once at load). Its bf16 twin is
   <config>.oss      that layer in bf16 (interleaved, nn.Linear layout,
                     clamped SwiGLU, expert biases): @ffn(x, logits, w_up,
                     w_down, w_up_bias, w_down_bias).
@@ -72,17 +77,20 @@ VARIANT_CONFIGS = ("qwen3-30b-a3b",)  # configs that also get the variants
 FORMAT_VARIANTS = {
     "fp8": ("concat", True, "fp8_block"),
     "mxfp4": ("interleaved", True, "mxfp4"),
+    "mxfp4h": ("interleaved", True, "mxfp4_hopper"),
 }
 FP8_CONFIGS = ("deepseek-v3", "qwen3-30b-a3b")  # configs that get an .fp8 layer
 MXFP4_CONFIGS = ("gpt-oss-120b",)  # configs that get an .mxfp4 layer
-FORMAT_CONFIGS = {"fp8": FP8_CONFIGS, "mxfp4": MXFP4_CONFIGS}
+FORMAT_CONFIGS = {"fp8": FP8_CONFIGS, "mxfp4": MXFP4_CONFIGS, "mxfp4h": MXFP4_CONFIGS}
+# the variants --lowprec-format selects
+FORMAT_FAMILY = {"fp8": ("fp8",), "mxfp4": ("mxfp4", "mxfp4h")}
 # the bf16 twin of each low-precision variant (bench_moe.py's ours_bf16)
-TWIN_OF = {"fp8": "concat", "mxfp4": "oss"}
+TWIN_OF = {"fp8": "concat", "mxfp4": "oss", "mxfp4h": "oss"}
 # The checkpoint's own GLU (moe.ffn alpha, limit, up_bias), which the
 # .mxfp4 layer and its bf16 twin .oss (interleaved, nn.Linear layout) use
 # together with the expert biases.
 CHECKPOINT_GLU = {"gpt-oss-120b": dict(alpha=1.702, limit=7.0, up_bias=1.0)}
-CHECKPOINT_VARIANTS = ("mxfp4", "oss")
+CHECKPOINT_VARIANTS = ("mxfp4", "mxfp4h", "oss")
 
 
 class Layer:
@@ -142,7 +150,7 @@ class Layer:
         """w_up_scale and w_down_scale shapes (fp8_block: one f32 per 128 x
         128; mxfp4: one E8M0 per 32 K of each row)."""
         E, H, I = self.E, self.H, self.I
-        if self.weight_format == "mxfp4":
+        if self.weight_format.startswith("mxfp4"):
             return (E, 2 * I, H // 32), (E, H, I // 32)
         b = lambda n: -(-n // 128)  # noqa: E731
         return (E, b(2 * I), b(H)), (E, b(H), b(I))
@@ -176,6 +184,12 @@ class Layer:
             "// softmax top-k renormalised, %(glu)s,\n"
             "// layout = %(layout)s, transpose_weights = %(tw)s.\n"
         ),
+        "mxfp4_hopper": (
+            "// MXFP4 weights in mxfp4_hopper order (each 32-K block's e2m1 codes as the\n"
+            "// Hopper kernels' fragments want them; E8M0 scales per 32 K), bf16 expert biases.\n"
+            "// softmax top-k renormalised, %(glu)s,\n"
+            "// layout = %(layout)s, transpose_weights = %(tw)s.\n"
+        ),
     }
 
     def mlir(self):
@@ -188,7 +202,7 @@ class Layer:
 
         E, H, I = self.E, self.H, self.I
         x, logits, y = t((None, H)), t((None, E)), t((None, H))
-        if fmt == "mxfp4":  # bytes of two e2m1 codes along K
+        if fmt.startswith("mxfp4"):  # bytes of two e2m1 codes along K
             w_up, w_down = t((E, 2 * I, H // 2), "i8"), t((E, H, I // 2), "i8")
         else:
             wdt = "f8E4M3FN" if fmt == "fp8_block" else "bf16"
@@ -206,7 +220,7 @@ class Layer:
             args += ["%%w_up_bias: %s" % b_up, "%%w_down_bias: %s" % b_down]
             operands += " expert_bias(%%w_up_bias, %%w_down_bias : %s, %s)" % (b_up, b_down)
         if fmt != "plain":
-            sdt = "f8E8M0FNU" if fmt == "mxfp4" else "f32"
+            sdt = "f8E8M0FNU" if fmt.startswith("mxfp4") else "f32"
             s_up, s_down = (t(sh, sdt) for sh in self.scale_shapes)
             args += ["%%w_up_scale: %s" % s_up, "%%w_down_scale: %s" % s_down]
             operands += " scales(%%w_up_scale, %%w_down_scale : %s, %s)" % (s_up, s_down)
@@ -285,7 +299,7 @@ def main(argv=None):
     )
     ap.add_argument(
         "--lowprec-format",
-        choices=("all",) + tuple(FORMAT_VARIANTS),
+        choices=("all",) + tuple(FORMAT_FAMILY),
         default="all",
         help="with --lowprec: only the layers of this format (fp8, mxfp4) and their twins",
     )
@@ -300,7 +314,11 @@ def main(argv=None):
     if names:
         layers = [LAYERS_BY_NAME[n] for n in names]
     elif args.lowprec:
-        layers = [lp for lp in LOWPREC_LAYERS if args.lowprec_format in ("all", lp.variant)]
+        layers = [
+            lp
+            for lp in LOWPREC_LAYERS
+            if args.lowprec_format == "all" or lp.variant in FORMAT_FAMILY[args.lowprec_format]
+        ]
         layers += [LAYERS_BY_NAME[lp.twin] for lp in layers]
     else:
         layers = [layer for layer in LAYERS if not (args.base_only and layer.variant)]

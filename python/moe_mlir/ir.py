@@ -46,7 +46,7 @@ Scoring = Literal["softmax", "sigmoid"]
 GroupScore = Literal["max", "top2_sum"]
 Activation = Literal["silu", "gelu", "gelu_tanh"]
 GluLayout = Literal["concat", "interleaved"]
-WeightFormat = Literal["plain", "fp8_block", "mxfp4"]
+WeightFormat = Literal["plain", "fp8_block", "mxfp4", "mxfp4_hopper"]
 ScaleFmt = Literal["f32", "ue8m0"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -538,7 +538,8 @@ class FunctionBuilder:
         ``rhs_scale`` f32 ``E x ceil(N/128) x ceil(K/128)``; ``scale_fmt``
         ``"ue8m0"`` rounds the activation scales up to powers of two) or
         ``"mxfp4"`` (i8 ``E x N x K/2``, ``rhs_scale`` f8E8M0FNU ``E x N x
-        K/32``), both with ``transpose_rhs``; the op reference has the
+        K/32``; ``"mxfp4_hopper"`` the same codes in the Hopper kernels'
+        order), all with ``transpose_rhs``; the op reference has the
         arithmetic."""
         return Value(
             self._b.grouped_matmul(

@@ -75,8 +75,11 @@ class MoeConfig:
     ``"plain"`` (the activations' type), ``"fp8_block"`` (e4m3 with f32
     scales per 128 x 128 block, DeepSeek-V3 / Qwen3-FP8; ``scale_fmt``
     ``"ue8m0"`` for DeepSeek-V3.1's power-of-two activation scales) or
-    ``"mxfp4"`` (gpt-oss: two e2m1 a byte, E8M0 scales per 32 values);
-    both need ``transpose_weights`` (the checkpoints' ``[E, N, K]``)."""
+    ``"mxfp4"`` (gpt-oss: two e2m1 a byte, E8M0 scales per 32 values) or
+    ``"mxfp4_hopper"`` (the same codes repacked once by
+    ``moe_mlir_runtime.mxfp4.repack_mxfp4_hopper``: faster on the Hopper
+    kernels); all need ``transpose_weights`` (the checkpoints'
+    ``[E, N, K]``)."""
 
     hidden: int
     intermediate: int
@@ -119,12 +122,13 @@ class MoeConfig:
             raise ValueError(
                 "weight_format %r needs transpose_weights (the checkpoints' E x N x K)" % fmt
             )
-        pack = 2 if fmt == "mxfp4" else 1
+        mx = fmt in ("mxfp4", "mxfp4_hopper")
+        pack = 2 if mx else 1
         if self.transpose_weights:
             w_up, w_down = [E, 2 * I, H // pack], [E, H, I // pack]
         else:
             w_up, w_down = [E, H, 2 * I], [E, I, H]
-        w_dtype = {"plain": dtype, "fp8_block": "f8E4M3FN", "mxfp4": "i8"}[fmt]
+        w_dtype = "i8" if mx else {"plain": dtype, "fp8_block": "f8E4M3FN"}[fmt]
         types = [
             TensorType([T, H], dtype),
             TensorType([T, E], self.logits_dtype or dtype),
@@ -141,7 +145,7 @@ class MoeConfig:
                 TensorType([E, blocks(2 * I), blocks(H)], "f32"),
                 TensorType([E, blocks(H), blocks(I)], "f32"),
             ]
-        elif fmt == "mxfp4":
+        elif mx:
             types += [
                 TensorType([E, 2 * I, H // 32], "f8E8M0FNU"),
                 TensorType([E, H, I // 32], "f8E8M0FNU"),

@@ -87,8 +87,8 @@ static GluLayoutAttr layoutAttr(MLIRContext *ctx, const std::string &v) {
 static WeightFormatAttr weightFormatAttr(MLIRContext *ctx,
                                          const std::string &v) {
   return enumAttr<WeightFormatAttr, WeightFormat>(
-      ctx, v, symbolizeWeightFormat, stringifyWeightFormat, WeightFormat::mxfp4,
-      "weight_format");
+      ctx, v, symbolizeWeightFormat, stringifyWeightFormat,
+      WeightFormat::mxfp4_hopper, "weight_format");
 }
 static ScaleFmtAttr scaleFmtAttr(MLIRContext *ctx, const std::string &v) {
   return enumAttr<ScaleFmtAttr, ScaleFmt>(ctx, v, symbolizeScaleFmt,

@@ -97,3 +97,58 @@ def test_small_layer_matches_reference(name, sizes):
         x, logits, w_up, w_down, "f32", cfg.top_k, cfg.scoring, **reference_ffn_attrs(cfg), **kw
     )
     assert_close(got, want, "f32", scale, defined[:, None])
+
+
+def _runtime_mxfp4():
+    """python/runtime/moe_mlir_runtime/mxfp4.py (standard library + numpy)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "runtime" / "moe_mlir_runtime" / "mxfp4.py"
+    spec = importlib.util.spec_from_file_location("moe_mxfp4", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_mxfp4_hopper_repack_is_a_permutation():
+    M = _runtime_mxfp4()
+    rng = np.random.default_rng(11)
+    blocks = rng.integers(0, 256, size=(3, 5, 4, 16), dtype=np.uint8)
+    packed = M.repack_mxfp4_hopper(blocks, chunk=7)
+    assert packed.shape == blocks.shape and packed.dtype == blocks.dtype
+    assert (M.repack_mxfp4_hopper(packed, inverse=True) == blocks).all()
+    # Value kk of a block, read back from its word as the op documents it.
+    codes = np.stack([blocks & 15, blocks >> 4], axis=-1).reshape(3, 5, 4, 32)
+    b = packed.astype(np.int64)
+    for kk in range(32):
+        q, p, h = (kk // 2) % 4, kk // 8, 16 * (kk % 2)
+        word = sum(b[..., 4 * q + t] << (8 * t) for t in range(4))
+        pos = [6 - 3 * p, 7 - 3 * p, 8 - 3 * p, 15 - 3 * p] if p < 3 else [13, 14, 10, 11]
+        code = sum(((word >> (h + x)) & 1) << r for r, x in enumerate(pos))
+        assert (code == codes[..., kk]).all(), kk
+    with pytest.raises(ValueError, match="multiple of 16"):
+        M.repack_mxfp4_hopper(np.zeros((2, 24), np.uint8))
+
+
+def test_mxfp4_hopper_layer_equals_mxfp4():
+    """weight_format mxfp4_hopper on repacked codes computes what mxfp4
+    computes on the checkpoint's (CPU JIT, bitwise, incl. E8M0 extremes)."""
+    M = _runtime_mxfp4()
+    cfg = moe_mlir.PRESETS["gpt-oss-120b-mxfp4"].replace(hidden=64, intermediate=96, experts=8)
+    hop = cfg.replace(weight_format="mxfp4_hopper")
+    rng = np.random.default_rng(5)
+    args = _random_inputs(rng, cfg.input_types(None, "f32"))
+    # a few extreme scales: 0, 1, 128 and above (the kernels' two-step
+    # multiply), 255 = NaN in one row
+    for s in args[-2:]:
+        raw = s.view(np.uint8)
+        raw[0, 0, :2] = [0, 128]
+        raw[0, 1, :2] = [1, 200]
+        raw[1, 2, 0] = 255
+    want = moe_mlir.ffn_from_config(cfg, T=None, dtype="f32").compile_cpu().call("ffn", *args)
+    hargs = list(args)
+    hargs[2], hargs[3] = M.repack_mxfp4_hopper(args[2]), M.repack_mxfp4_hopper(args[3])
+    got = moe_mlir.ffn_from_config(hop, T=None, dtype="f32").compile_cpu().call("ffn", *hargs)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

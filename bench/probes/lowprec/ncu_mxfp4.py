@@ -40,6 +40,10 @@ def main():
     w_up, w_down = B.make_weights(layer)
     (wu, su), (wd, sd) = LB.quantize_mxfp4(w_up), LB.quantize_mxfp4(w_down)
     del w_up, w_down
+    if layer.weight_format == "mxfp4_hopper":
+        from moe_mlir_runtime.mxfp4 import repack_mxfp4_hopper
+
+        wu, wd = repack_mxfp4_hopper(wu), repack_mxfp4_hopper(wd)
     biases = BL.make_biases(layer)
     x, logits = B.make_inputs(layer, args.T)
     y = torch.empty((args.T, layer.H), dtype=torch.bfloat16, device="cuda")

@@ -183,6 +183,44 @@ static std::pair<Value, Value> quantizeRows(LoweringBuilder &b, Value lhsRows,
   return {quantized, scales};
 }
 
+/// An expert's mxfp4_hopper weights (n x k/2 bytes) in gpt-oss's nibble
+/// order (element 2j in the low nibble of byte j): each byte's two codes
+/// read from the block word that holds them (see e2m1HopperCode).
+static Value mxfp4FromHopperOrder(LoweringBuilder &b, Value weight) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  MLIRContext *ctx = b.getContext();
+  Value init =
+      tensor::EmptyOp::create(b, type.getShape(), type.getElementType());
+  AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
+  SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, TypeRange{type}, ValueRange{}, ValueRange{init},
+             ArrayRef<AffineMap>{id}, iters,
+             [&](OpBuilder &nested, Location loc, ValueRange) {
+               LoweringBuilder b(loc, nested);
+               Value row = linalg::IndexOp::create(b, 0);
+               Value byte = linalg::IndexOp::create(b, 1);
+               Value block = arith::DivUIOp::create(b, byte, b.idx(16));
+               Value kk =
+                   b.mul(arith::RemUIOp::create(b, byte, b.idx(16)), b.idx(2));
+               Value first =
+                   b.add(b.mul(block, b.idx(16)), e2m1HopperWordOffset(b, kk));
+               Value word = b.i32(0);
+               for (int64_t t = 0; t < 4; ++t) {
+                 Value v = tensor::ExtractOp::create(
+                     b, weight, ValueRange{row, b.add(first, b.idx(t))});
+                 Value u = arith::ExtUIOp::create(b, b.getI32Type(), v);
+                 word = b.ori(word, arith::ShLIOp::create(b, u, b.i32(8 * t)));
+               }
+               Value lo = e2m1HopperCode(b, word, kk);
+               Value hi = e2m1HopperCode(b, word, b.add(kk, b.idx(1)));
+               Value packed = b.ori(lo, arith::ShLIOp::create(b, hi, b.i32(4)));
+               Value byte8 = arith::TruncIOp::create(b, b.getI8Type(), packed);
+               linalg::YieldOp::create(b, byte8);
+             })
+      .getResult(0);
+}
+
 /// The f32 products of `rows` rows x `n` columns with expert `expert`'s
 /// low-precision weights (fp8_block or mxfp4; see moe.grouped_matmul),
 /// accumulated in f32 over k.
@@ -209,6 +247,8 @@ static Value lowPrecisionProducts(LoweringBuilder &b, WeightFormat format,
         source, offsets, sizes, strides);
   };
   Value weight = sliceOf(rhs), weightScale = sliceOf(rhsScale);
+  if (format == WeightFormat::mxfp4_hopper)
+    weight = mxfp4FromHopperOrder(b, weight);
   AffineExpr dm = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
              dk = getAffineDimExpr(2, ctx);
   auto accType = RankedTensorType::get({ShapedType::kDynamic, n}, f32);

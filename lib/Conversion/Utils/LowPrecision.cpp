@@ -83,6 +83,29 @@ Value mlir::moe::e2m1Code(LoweringBuilder &b, Value byte, Value odd) {
   return b.select(odd, shr(b, u, 4), b.andi(u, b.i32(15)));
 }
 
+Value mlir::moe::e2m1HopperWordOffset(LoweringBuilder &b, Value kk) {
+  Value q = b.andi(b.toI32(kk), b.i32(6));
+  return b.toIndex(shl(b, q, 1));
+}
+
+Value mlir::moe::e2m1HopperCode(LoweringBuilder &b, Value word, Value kk) {
+  Value k = b.toI32(kk);
+  Value p = shr(b, k, 3);
+  Value half = shl(b, b.andi(k, b.i32(1)), 4);
+  Value last = b.cmpi(CmpI::eq, p, b.i32(3));
+  // Bit position of m for p < 3: 6 - 3 p (then e0, e1 above it, s at +9).
+  Value base = b.add(b.sub(b.i32(6), b.mul(p, b.i32(3))), half);
+  auto at = [&](int64_t offset, int64_t lastPos) {
+    Value pos =
+        b.select(last, b.add(half, b.i32(lastPos)), b.add(base, b.i32(offset)));
+    return b.andi(arith::ShRUIOp::create(b, word, pos), b.i32(1));
+  };
+  Value code = at(0, 13);
+  code = b.ori(code, shl(b, at(1, 14), 1));
+  code = b.ori(code, shl(b, at(2, 10), 2));
+  return b.ori(code, shl(b, at(9, 11), 3));
+}
+
 Value mlir::moe::decodeE8M0(LoweringBuilder &b, Value bits) {
   Value u = bitsI32(b, bits);
   // 2^(s - 127): the f32 exponent field is s itself; s = 0 is 2^-127, an

@@ -36,6 +36,15 @@ Value decodeE2M1(LoweringBuilder &b, Value code);
 /// j (`byte`: i8 or i32 bits): the low nibble holds element 2j, the high
 /// one 2j + 1.
 Value e2m1Code(LoweringBuilder &b, Value byte, Value odd);
+/// mxfp4_hopper (moe.grouped_matmul): the byte offset, within its block's
+/// 16, of the little-endian word that holds value `kk` (index, 0..31) of
+/// the block: 4 * ((kk / 2) % 4).
+Value e2m1HopperWordOffset(LoweringBuilder &b, Value kk);
+/// mxfp4_hopper: the e2m1 code (i32, 0..15) of value `kk` (index, 0..31)
+/// of a block, from the word (i32) that holds it: with p = kk / 8 and
+/// h = 16 * (kk % 2), code bits m, e0, e1, s (bit 0 .. 3) sit at word bits
+/// h + (6, 7, 8, 15) - 3 p for p < 3 and h + (13, 14, 10, 11) for p = 3.
+Value e2m1HopperCode(LoweringBuilder &b, Value word, Value kk);
 /// The f32 value of E8M0 bits `bits` (i8): 2^(s - 127); 255 is NaN.
 Value decodeE8M0(LoweringBuilder &b, Value bits);
 /// The e4m3 bits (i8) of `v` (f32), which must be an e4m3 value (as

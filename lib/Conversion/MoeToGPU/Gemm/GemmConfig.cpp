@@ -122,7 +122,7 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
     return "the wgmma engine needs chip sm_90a (got '" + chip.str() + "')";
   Type lhs = op.getLhs().getType().getElementType();
   Type rhs = op.getRhs().getType().getElementType();
-  if (op.getFormat() == WeightFormat::mxfp4) {
+  if (isMxfp4(op.getFormat())) {
     // The weights are dequantized into bf16 register fragments (e2m1 x
     // 2^k is exact in bf16, not in f16), multiplied with the activations'
     // bf16 tiles. (Transposed and K % 32 == 0: the verifier's rules.)
@@ -214,7 +214,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   if (reason)
     return op.emitOpError("cannot use gemm=wgmma: ") << *reason;
   config.engine = GemmEngine::Wgmma;
-  if (op.getFormat() == WeightFormat::mxfp4)
+  if (isMxfp4(op.getFormat()))
     return chooseMxfp4Config(op, options, config);
   config.tileM = options.wgmmaTileM ? options.wgmmaTileM : 128;
   // 128 x 256 tiles halve the L2 traffic per FLOP of 128 x 128 (measured

@@ -62,7 +62,7 @@ struct GemmOperands {
   Value lhsScale;
 
   bool fp8() const { return format == WeightFormat::fp8_block; }
-  bool mxfp4() const { return format == WeightFormat::mxfp4; }
+  bool mxfp4() const { return isMxfp4(format); }
   /// The f32 value of lhs element (row, k) as the GEMM multiplies it (an
   /// fp8_block activation dequantized: code x its group's scale).
   Value lhsValue(LoweringBuilder &b, Value row, Value k) const;

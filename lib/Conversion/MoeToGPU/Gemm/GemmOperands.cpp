@@ -38,13 +38,27 @@ Value GemmOperands::rhsValue(LoweringBuilder &b, Value expert, Value col,
     return b.mul(w, b.load(rhsScale, {expert, nb, kb}));
   }
   if (mxfp4()) {
-    Value byte =
-        b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))});
-    Value odd =
-        b.cmpi(arith::CmpIPredicate::ne,
-               b.toI32(arith::AndIOp::create(b, k, b.idx(1))), b.i32(0));
-    Value code = e2m1Code(b, byte, odd);
     Value block = arith::DivUIOp::create(b, k, b.idx(32));
+    Value code;
+    if (format == WeightFormat::mxfp4_hopper) {
+      // The block word that holds the value (e2m1HopperCode).
+      Value kk = arith::RemUIOp::create(b, k, b.idx(32));
+      Value first = b.add(b.mul(block, b.idx(16)), e2m1HopperWordOffset(b, kk));
+      Value word = b.i32(0);
+      for (int64_t t = 0; t < 4; ++t) {
+        Value v = b.load(rhs, {expert, col, b.add(first, b.idx(t))});
+        Value u = arith::ExtUIOp::create(b, b.getI32Type(), v);
+        word = b.ori(word, arith::ShLIOp::create(b, u, b.i32(8 * t)));
+      }
+      code = e2m1HopperCode(b, word, kk);
+    } else {
+      Value byte =
+          b.load(rhs, {expert, col, arith::ShRUIOp::create(b, k, b.idx(1))});
+      Value odd =
+          b.cmpi(arith::CmpIPredicate::ne,
+                 b.toI32(arith::AndIOp::create(b, k, b.idx(1))), b.i32(0));
+      code = e2m1Code(b, byte, odd);
+    }
     return b.mul(decodeE2M1(b, code),
                  decodeE8M0(b, b.load(rhsScale, {expert, col, block})));
   }

@@ -249,7 +249,9 @@ void WgmmaKernel::releaseStage(LoweringBuilder &b, Value ct, Value s) {
 void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
                               const WorkItem &item) {
   if (mxfp4)
-    return consumeMxfp4(b, tid, cw, item);
+    return g.format == WeightFormat::mxfp4_hopper
+               ? consumeMxfp4Hopper(b, tid, cw, item)
+               : consumeMxfp4(b, tid, cw, item);
   Value zero = b.idx(0);
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   // Small-M: the MMA is m64 (this warpgroup's 64 rhs rows) x n tileM (the

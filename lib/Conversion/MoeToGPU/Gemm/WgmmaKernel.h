@@ -290,6 +290,10 @@ private:
   /// fragments) and the small-M epilogue of one consumer warpgroup.
   void consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
                     const WorkItem &item);
+  /// mxfp4_hopper, consumer: the same with the weights in register
+  /// fragment order (a word a thread per block row, decoded by rotates).
+  void consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
+                          const WorkItem &item);
   /// The MMA loop and epilogue of one consumer warpgroup on an item.
   /// (Skipping the MMAs of a warpgroup with no rows in a short tile was
   /// measured slower on every compute-bound cell: bench/NOTES.md v9, v45;

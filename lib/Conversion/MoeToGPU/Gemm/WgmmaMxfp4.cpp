@@ -291,3 +291,248 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
   releaseStage(b, ct, last);
   epilogueSwapped(b, tid, cw, item, acc, targets);
 }
+
+// mxfp4_hopper: each 32-K block's nibbles are stored in the register
+// fragment order (moe.grouped_matmul; e2m1HopperCode has the bit map), so
+// a consumer thread's whole A fragment of a block row is the block's word
+// lane % 4 (one 4-byte shared load, no byte gathering), and its four bf16
+// pairs come out of the word by rotates and masks: each pair's codes land
+// as bf16 bits s, e1, e0, m at 15, 8, 7, 6 (and 31, 24, 23, 22), i.e. the
+// bf16 code * 2^-126 (e = 0 is the subnormal 0.5 * 2^-126), three pairs by
+// one rotate each, the fourth by three rotates of its masked bits. One
+// bf16x2 multiply by 2^(s - 1) then gives code * 2^(s - 127) exactly for
+// s < 128; a thread whose stage scales reach 128 (2^(s - 1) is not a bf16)
+// multiplies by 2^126 first and then by 2^(s - 127) as consumeMxfp4 does
+// (255: NaN; blocks past K have their scale bytes zeroed). The MMAs go in
+// groups of two blocks (four wgmmas, one commit), one group in flight.
+void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
+                                     const WorkItem &item) {
+  Type i32 = b.getI32Type();
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+  Type accType = nvvm::wgmmaAccumulatorType(b, tileM);
+  SwapTargets targets = prefetchSwapTargets(b, tid, item);
+  Value rows[2];
+  rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                  arith::ShRUIOp::create(b, lane, b.idx(2)));
+  rows[1] = b.add(rows[0], b.idx(8));
+  Value swizzle = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, lane, b.idx(2)), b.idx(7));
+  // The thread's word of a 16-byte block chunk.
+  Value wordAt = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(4));
+  Value scaleShift[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value col =
+        b.minIdx(mxWeightRow(b, item, rows[h]).first, b.idx(g.gemmN - 1));
+    Value first = mxScaleRow(b, item.expert, col);
+    scaleShift[h] = arith::ShLIOp::create(
+        b,
+        arith::TruncIOp::create(
+            b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
+        b.i32(3));
+  }
+  auto vec2 = VectorType::get({2}, b.getBF16Type());
+  auto mulPair = [&](LoweringBuilder &b, Value bits, Value factor) -> Value {
+    Value pair = LLVM::BitcastOp::create(b, vec2, bits);
+    Value scaled =
+        LLVM::FMulOp::create(b, pair, LLVM::BitcastOp::create(b, vec2, factor));
+    return LLVM::BitcastOp::create(b, i32, scaled);
+  };
+  auto rotl = [&](LoweringBuilder &b, Value x, int32_t s) -> Value {
+    return LLVM::FshlOp::create(b, x, x, b.i32(s));
+  };
+  // The four bf16 pairs (times 2^126) of a block row's word: K 2q (+1),
+  // 2q + 8, 2q + 16, 2q + 24 (q = lane % 4).
+  const Value mask = b.i32(int32_t(0x81C081C0u));
+  auto decode = [&](LoweringBuilder &b, Value x) -> std::array<Value, 4> {
+    Value rest = arith::AndIOp::create(b, x, b.i32(0x6C006C00));
+    Value p3 = arith::OrIOp::create(
+        b, arith::OrIOp::create(b, rotl(b, rest, 25), rotl(b, rest, 30)),
+        rotl(b, rest, 4));
+    return {arith::AndIOp::create(b, x, mask),
+            arith::AndIOp::create(b, rotl(b, x, 3), mask),
+            arith::AndIOp::create(b, rotl(b, x, 6), mask),
+            arith::AndIOp::create(b, p3, mask)};
+  };
+  const int64_t blocks = g.kDim / 32;
+  const bool kTail = blocks % (kMxfp4StageK / 32) != 0;
+  // Blocks j0, j0 + 1 (j0 = 4 half + c0, c0 static: 0 or 2) of K step kt
+  // on `stage`: decode, scale, four MMAs, commit, wait for the previous
+  // group. `words[h]`: row h's four stage scale bytes of this half.
+  // `rowWords[h]`: row h's word of chunk 0 on the stage; `swizzleHalf`:
+  // the chunk swizzle with the half's 4 folded in; `descHalf`: the token
+  // descriptor of the half's first block.
+  auto group = [&](LoweringBuilder &b, Value rowWords[2], Value swizzleHalf,
+                   Value descStage, Value descHalf, int64_t c0, Value words[2],
+                   Value big, Value acc) -> Value {
+    SmallVector<Value> raw;
+    for (int64_t i = 0; i < 2; ++i) {
+      Value chunk = arith::XOrIOp::create(b, swizzleHalf, b.idx(c0 + i));
+      for (int64_t h = 0; h < 2; ++h) {
+        Value x = nvvm::loadShared(
+            b, i32,
+            add64(b, rowWords[h], nvvm::toI64(b, b.mul(chunk, b.idx(16)))));
+        for (Value v : decode(b, x))
+          raw.push_back(v);
+      }
+    }
+    // raw[8 i + 4 h + p]: block i, row h, pair p.
+    SmallVector<Type> types(16, i32);
+    SmallVector<Value> pairs = b.ifElse(
+        big, types,
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          SmallVector<Value> out;
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t h = 0; h < 2; ++h) {
+              Value byte = arith::AndIOp::create(
+                  b, arith::ShRUIOp::create(b, words[h], b.i32(8 * (c0 + i))),
+                  b.i32(0xFF));
+              Value bits = arith::ShLIOp::create(b, byte, b.i32(7));
+              bits =
+                  b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
+              bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)),
+                              b.i32(0x7FC0), bits);
+              Value factor = arith::OrIOp::create(
+                  b, bits, arith::ShLIOp::create(b, bits, b.i32(16)));
+              for (int64_t p = 0; p < 4; ++p)
+                out.push_back(mulPair(
+                    b, mulPair(b, raw[8 * i + 4 * h + p], b.i32(0x7E807E80)),
+                    factor));
+            }
+          return out;
+        },
+        [&](LoweringBuilder &b) -> SmallVector<Value> {
+          SmallVector<Value> out;
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t h = 0; h < 2; ++h) {
+              // 2^(s - 1) in both halves: (s + 126) << 7.
+              Value byte = NVVM::PermuteOp::create(b, i32, words[h], b.i32(0),
+                                                   b.i32(0x4440 | (c0 + i)),
+                                                   NVVM::PermuteMode::DEFAULT);
+              Value factor = arith::AddIOp::create(
+                  b, arith::MulIOp::create(b, byte, b.i32(0x00800080)),
+                  b.i32(0x3F003F00));
+              for (int64_t p = 0; p < 4; ++p)
+                out.push_back(mulPair(b, raw[8 * i + 4 * h + p], factor));
+            }
+          return out;
+        });
+    nvvm::wgmmaFence(b);
+    for (int64_t i = 0; i < 2; ++i) {
+      // The block's token columns: slice (c0 + i) / 2 of the half, 64 bytes
+      // in for odd blocks; +32 bytes (2 in the descriptor) per k16 step.
+      int64_t c = c0 + i;
+      int64_t offset = ((c / 2) * sliceBytes() + (c % 2) * 64) / 16;
+      for (int64_t t = 0; t < 2; ++t) {
+        // The address field (bits 0-13) never carries out: only the low
+        // word changes, the high one is wgmmaDescriptor's constant.
+        Value low = arith::AddIOp::create(b, descHalf, b.i32(offset + 2 * t));
+        Value desc = arith::OrIOp::create(
+            b, arith::ExtUIOp::create(b, b.getI64Type(), low),
+            arith::AndIOp::create(b, descStage,
+                                  nvvm::i64(b, int64_t(~0xFFFFFFFFull))));
+        SmallVector<Value, 4> a = {
+            pairs[8 * i + 2 * t], pairs[8 * i + 4 + 2 * t],
+            pairs[8 * i + 2 * t + 1], pairs[8 * i + 4 + 2 * t + 1]};
+        acc = nvvm::wgmmaRegisterA(b, acc, a, desc, tileM,
+                                   /*accumulate=*/true);
+      }
+    }
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 1);
+    return acc;
+  };
+  // One K step (256 K, 8 blocks, four groups) on its stage.
+  auto step = [&](LoweringBuilder &b, Value kt,
+                  ValueRange accs) -> SmallVector<Value> {
+    Value globalStep = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, globalStep);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage = stageAddress(b, s);
+    Value slots = mxScaleSlots(b, stage);
+    Value tile = mxWeightTile(b, stage);
+    Value descStage = nvvm::wgmmaDescriptor(b, stage);
+    Value rowWords[2];
+    for (int64_t h = 0; h < 2; ++h)
+      rowWords[h] = add64(
+          b, tile, nvvm::toI64(b, b.add(b.mul(rows[h], b.idx(128)), wordAt)));
+    Value scaleWords[2][2];
+    for (int64_t h = 0; h < 2; ++h) {
+      Value v = nvvm::loadShared16(
+          b, add64(b, slots, nvvm::toI64(b, b.mul(rows[h], b.idx(16)))));
+      Value w[3];
+      for (int64_t i = 0; i < 3; ++i)
+        w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
+      scaleWords[h][0] = LLVM::FshrOp::create(b, w[1], w[0], scaleShift[h]);
+      scaleWords[h][1] = LLVM::FshrOp::create(b, w[2], w[1], scaleShift[h]);
+    }
+    return b.forLoop(
+        b.idx(0), b.idx(2), accs,
+        [&](LoweringBuilder &b, Value half,
+            ValueRange in) -> SmallVector<Value> {
+          Value upper = b.cmpi(CmpI::ne, half, b.idx(0));
+          Value words[2];
+          for (int64_t h = 0; h < 2; ++h)
+            words[h] = b.select(upper, scaleWords[h][1], scaleWords[h][0]);
+          if (kTail) {
+            // Scale bytes of blocks past K: zero (their weights are).
+            Value left =
+                b.toI32(b.sub(b.idx(blocks), b.add(b.mul(kt, b.idx(8)),
+                                                   b.mul(half, b.idx(4)))));
+            left = arith::MaxSIOp::create(
+                b, arith::MinSIOp::create(b, left, b.i32(4)), b.i32(0));
+            Value keep = b.select(
+                b.cmpi(CmpI::sge, left, b.i32(4)), b.i32(-1),
+                arith::SubIOp::create(
+                    b,
+                    arith::ShLIOp::create(
+                        b, b.i32(1),
+                        arith::MulIOp::create(
+                            b, arith::MinSIOp::create(b, left, b.i32(3)),
+                            b.i32(8))),
+                    b.i32(1)));
+            for (int64_t h = 0; h < 2; ++h)
+              words[h] = arith::AndIOp::create(b, words[h], keep);
+          }
+          Value big = b.cmpi(CmpI::ne,
+                             arith::AndIOp::create(
+                                 b, arith::OrIOp::create(b, words[0], words[1]),
+                                 b.i32(int32_t(0x80808080u))),
+                             b.i32(0));
+          Value swizzleHalf =
+              arith::XOrIOp::create(b, swizzle, b.mul(half, b.idx(4)));
+          Value descHalf = arith::AddIOp::create(
+              b, arith::TruncIOp::create(b, i32, descStage),
+              b.toI32(b.mul(half, b.idx(2 * sliceBytes() / 16))));
+          Value acc = group(b, rowWords, swizzleHalf, descStage, descHalf, 0,
+                            words, big, in[0]);
+          // After the stage's first group: the previous stage's last
+          // group has completed (one group in flight).
+          Value release =
+              arith::AndIOp::create(b, b.cmpi(CmpI::eq, half, b.idx(0)),
+                                    b.cmpi(CmpI::ne, kt, b.idx(0)));
+          b.ifThen(release, {}, [&](LoweringBuilder &b) -> SmallVector<Value> {
+            Value prev = arith::RemUIOp::create(b, b.sub(globalStep, b.idx(1)),
+                                                b.idx(stages));
+            releaseStage(b, ct, prev);
+            return {};
+          });
+          return {group(b, rowWords, swizzleHalf, descStage, descHalf, 2, words,
+                        big, acc)};
+        });
+  };
+  // (Two accumulators alternating between the groups, so that consecutive
+  // groups' MMAs are independent, measured no faster: bench/NOTES.md v72.)
+  Value acc = b.forLoop(
+      b.idx(0), b.idx(kSteps), {LLVM::ZeroOp::create(b, accType)},
+      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
+        return step(b, kt, in);
+      })[0];
+  nvvm::wgmmaWait(b, 0);
+  Value last = arith::RemUIOp::create(
+      b, b.sub(b.add(item.step, b.idx(kSteps)), b.idx(1)), b.idx(stages));
+  releaseStage(b, ct, last);
+  epilogueSwapped(b, tid, cw, item, acc, targets);
+}

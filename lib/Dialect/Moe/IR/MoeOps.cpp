@@ -593,9 +593,9 @@ static LogicalResult verifyWeightFormat(Operation *op, WeightFormat format,
            << " with weight_format " << formatName << ", got " << w;
   int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(1);
   if (!fp8 && k % 32 != 0)
-    return op->emitOpError() << "expected K a multiple of 32 with "
-                                "weight_format mxfp4 (32-value blocks), got "
-                             << k;
+    return op->emitOpError()
+           << "expected K a multiple of 32 with weight_format " << formatName
+           << " (32-value blocks), got " << k;
   int64_t storedK = fp8 ? k : k / 2;
   if (rhsType.getDimSize(2) != storedK)
     return op->emitOpError()
@@ -892,7 +892,7 @@ int64_t FfnOp::getIntermediateSize() {
   auto wDown = getWDown().getType();
   int64_t stored = wDown.getDimSize(getTransposeWeights() ? 2 : 1);
   // mxfp4: two values a byte along K.
-  return getFormat() == WeightFormat::mxfp4 ? 2 * stored : stored;
+  return isMxfp4(getFormat()) ? 2 * stored : stored;
 }
 
 LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
@@ -961,10 +961,10 @@ LogicalResult FfnOp::verify() {
                          << stringifyWeightFormat(format)
                          << " (the checkpoints' E x N x K layout)";
   // mxfp4: two values a byte along K (H of w_up, I of w_down).
-  int64_t pack = format == WeightFormat::mxfp4 ? 2 : 1;
+  int64_t pack = isMxfp4(format) ? 2 : 1;
   if (h % pack != 0)
-    return emitOpError() << "expected an even H with weight_format mxfp4, got "
-                         << h;
+    return emitOpError() << "expected an even H with weight_format "
+                         << stringifyWeightFormat(format) << ", got " << h;
   // w_up: E x H x 2I (E x 2I x H when transposed).
   auto wUp = getWUp().getType();
   if (wUp.hasStaticShape() == false)
@@ -981,8 +981,8 @@ LogicalResult FfnOp::verify() {
                          << " and an even 2I, got " << wUp;
   int64_t i = twoI / 2;
   if (i % pack != 0)
-    return emitOpError() << "expected an even I with weight_format mxfp4, got "
-                         << i;
+    return emitOpError() << "expected an even I with weight_format "
+                         << stringifyWeightFormat(format) << ", got " << i;
   auto wDown = getWDown().getType();
   SmallVector<int64_t> downShape =
       t ? SmallVector<int64_t>{e, h, i / pack} : SmallVector<int64_t>{e, i, h};

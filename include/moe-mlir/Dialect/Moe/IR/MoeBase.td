@@ -94,7 +94,8 @@ def Moe_WeightFormat : I32EnumAttr<"WeightFormat",
     "how the expert weights of a GEMM are stored", [
     I32EnumAttrCase<"plain", 0>,
     I32EnumAttrCase<"fp8_block", 1>,
-    I32EnumAttrCase<"mxfp4", 2>
+    I32EnumAttrCase<"mxfp4", 2>,
+    I32EnumAttrCase<"mxfp4_hopper", 3>
   ]> {
   let cppNamespace = "::mlir::moe";
   let genSpecializedAttr = 0;

@@ -14,6 +14,15 @@
 
 #include "moe-mlir/Dialect/Moe/IR/MoeEnums.h.inc"
 
+namespace mlir::moe {
+/// mxfp4 weights in either nibble order (gpt-oss's, or mxfp4_hopper's
+/// register-fragment order of each 32-value block): the same types,
+/// shapes and scales.
+inline bool isMxfp4(WeightFormat format) {
+  return format == WeightFormat::mxfp4 || format == WeightFormat::mxfp4_hopper;
+}
+} // namespace mlir::moe
+
 #define GET_ATTRDEF_CLASSES
 #include "moe-mlir/Dialect/Moe/IR/MoeAttrDefs.h.inc"
 

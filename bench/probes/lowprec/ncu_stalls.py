@@ -79,8 +79,44 @@ def main():
             pass
     total = sum(v for v, _ in data) or 1
     print("SASS lines by stall samples (%d lines, %.0f samples):" % (len(data), total))
-    for v, s in sorted(data, reverse=True)[: a.top]:
-        print("  %5.1f%%  %s" % (100 * v / total, s[:110]))
+    lines = [r[srci] if len(r) > srci else "" for r in rows[hi + 1 :]]
+    samples = {}
+    for i, r in enumerate(rows[hi + 1 :]):
+        try:
+            samples[i] = float(r[col].replace(",", ""))
+        except (ValueError, IndexError, TypeError):
+            samples[i] = 0.0
+    for i in sorted(samples, key=samples.get, reverse=True)[: a.top]:
+        print("  %5.1f%%  %s" % (100 * samples[i] / total, lines[i][:100]))
+        for j in range(max(0, i - 3), i):
+            print("            | %s" % lines[j][:96])
+    ex = next((k for k, h in enumerate(head) if h.startswith("Instructions Executed")), None)
+    if ex is None:
+        return
+    counts = []
+    for r in rows[hi + 1 :]:
+        try:
+            counts.append(float(r[ex].replace(",", "")))
+        except (ValueError, IndexError, TypeError):
+            counts.append(0.0)
+    whole = sum(counts) or 1
+    print("executed warp instructions by 48-line window (%.0f in all):" % whole)
+    for w in range(0, len(counts), 48):
+        part = sum(counts[w : w + 48])
+        if part / whole < 0.01:
+            continue
+        tags = sorted(
+            {
+                t
+                for t in ("HGMMA", "LDGSTS", "UTMALDG", "SYNCS", "LDS", "HMUL2", "STG", "NANOSLEEP")
+                for x in lines[w : w + 48]
+                if t in x
+            }
+        )
+        print(
+            "  lines %4d-%4d %5.1f%%  %s  | %s"
+            % (w, w + 47, 100 * part / whole, ",".join(tags), lines[w][:60])
+        )
 
 
 if __name__ == "__main__":

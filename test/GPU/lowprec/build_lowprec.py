@@ -32,6 +32,7 @@ from moe_mlir import gpu  # noqa: E402
 P = moe_mlir.PRESETS
 DS_SMALL = dict(hidden=512, intermediate=256, experts=16, n_group=4, topk_group=2)
 MX_SMALL = P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=128, experts=8)
+MXH_SMALL = MX_SMALL.replace(weight_format="mxfp4_hopper")
 
 # (name, config, compile options, fuse, reference, bf16 twin for timing)
 CASES = [
@@ -178,6 +179,40 @@ CASES = [
     (
         "mx-concat",
         P["gpt-oss-120b-mxfp4"].replace(hidden=256, intermediate=192, experts=8, layout="concat"),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
+    # weight_format mxfp4_hopper (codes repacked in fragment order): the
+    # small layer, each tier forced, K tails (the edge inputs include
+    # E8M0 >= 128, the two-step multiply).
+    ("mxh-small", MXH_SMALL, None, True, "numpy", None),
+    ("mxh-small-unfused", MXH_SMALL, None, False, "numpy", None),
+    ("mxh-small-simt", MXH_SMALL, {"gemm": "simt"}, True, "numpy", None),
+    ("mxh-swap16", MXH_SMALL, {"wgmma_swap_rows": 4096}, True, "numpy", None),
+    (
+        "mxh-swap16x128",
+        MXH_SMALL,
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_n": 128},
+        True,
+        "numpy",
+        None,
+    ),
+    ("mxh-main", MXH_SMALL, {"wgmma_swap_rows": 0}, True, "numpy", None),
+    (
+        "mxh-swap32",
+        MXH_SMALL,
+        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 32},
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "mxh-tail",
+        P["gpt-oss-120b-mxfp4"].replace(
+            hidden=352, intermediate=160, experts=8, weight_format="mxfp4_hopper"
+        ),
         None,
         True,
         "numpy",

@@ -133,7 +133,8 @@ def main(argv=None):
         fused chain's GLU epilogue reads its f32 accumulators; only its
         output is bf16). With round_up it equals reference.ffn."""
         ue8m0 = cfg["scale_fmt"] == "ue8m0"
-        fmt = cfg["weight_format"]
+        # (mxfp4_hopper: the reference reads the checkpoint-order codes.)
+        fmt = "mxfp4" if cfg["weight_format"] == "mxfp4_hopper" else cfg["weight_format"]
         bf = lambda a: R.round_to(a, "bf16")  # noqa: E731
 
         def fq(a):
@@ -231,7 +232,10 @@ def main(argv=None):
         fn = load(case)
         spec = fn.spec
         H, I, E, k = cfg["hidden"], cfg["intermediate"], cfg["experts"], cfg["top_k"]
-        fmt = cfg["weight_format"]
+        # mxfp4_hopper: quantized as mxfp4 (the reference's codes), the
+        # kernel gets them repacked (moe_mlir_runtime.mxfp4).
+        hopper = cfg["weight_format"] == "mxfp4_hopper"
+        fmt = "mxfp4" if hopper else cfg["weight_format"]
         # bf16 weights, then the checkpoint format.
         t0 = time.time()
         wu16 = gen("%s/wu" % name, (E, 2 * I, H), torch.bfloat16, 1.0 / math.sqrt(H))
@@ -287,6 +291,11 @@ def main(argv=None):
                 u8(sd_c)[3, 5, 0] = 255
                 wu_c[4, :, 0:16] = 0
                 u8(su_c)[5, :, -1] = 0
+                # E8M0 of 128 and above (2^(s - 1) is no bf16: the
+                # register-A kernels' two-step multiply) on experts 0 / 1
+                u8(su_c)[0, 0:4, :] = 128
+                u8(su_c)[1, 2, 0:2] = 140
+                u8(sd_c)[0, 1, 1] = 129
                 lg = gen("%s/lg/edge" % name, (T, E), lg_dtype, 2.0)
                 lg[torch.arange(T), torch.arange(T)] += 20
             elif edge:
@@ -309,7 +318,12 @@ def main(argv=None):
             try:
                 # The output poisoned: every element must be written.
                 y = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device=dev)
-                fn(x, lg, wu_c, wd_c, *extra, su_c, sd_c, y)
+                wu_k, wd_k = wu_c, wd_c
+                if hopper:
+                    from moe_mlir_runtime.mxfp4 import repack_mxfp4_hopper
+
+                    wu_k, wd_k = repack_mxfp4_hopper(wu_c), repack_mxfp4_hopper(wd_c)
+                fn(x, lg, wu_k, wd_k, *extra, su_c, sd_c, y)
                 torch.cuda.synchronize()
             except Exception as ex:  # noqa: BLE001
                 record(
@@ -347,6 +361,8 @@ def main(argv=None):
             spec_err, ok = None, True
             if case["reference"] == "numpy":
                 kw = dict(case["reference_attrs"])
+                if kw.get("weight_format") == "mxfp4_hopper":
+                    kw["weight_format"] = "mxfp4"
                 want, scale, defined = R.ffn(
                     x.double().cpu().numpy(),
                     lg.double().cpu().numpy(),

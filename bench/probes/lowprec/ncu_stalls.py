@@ -100,10 +100,11 @@ def main():
         except (ValueError, IndexError, TypeError):
             counts.append(0.0)
     whole = sum(counts) or 1
-    print("executed warp instructions by 48-line window (%.0f in all):" % whole)
+    print("executed warp instructions and stall samples by 48-line window (%.0f in all):" % whole)
     for w in range(0, len(counts), 48):
         part = sum(counts[w : w + 48])
-        if part / whole < 0.01:
+        stalled = sum(samples.get(i, 0.0) for i in range(w, w + 48))
+        if part / whole < 0.01 and stalled / total < 0.01:
             continue
         tags = sorted(
             {
@@ -114,8 +115,8 @@ def main():
             }
         )
         print(
-            "  lines %4d-%4d %5.1f%%  %s  | %s"
-            % (w, w + 47, 100 * part / whole, ",".join(tags), lines[w][:60])
+            "  lines %4d-%4d inst %5.1f%% stall %5.1f%%  %s  | %s"
+            % (w, w + 47, 100 * part / whole, 100 * stalled / total, ",".join(tags), lines[w][:50])
         )
 
 

@@ -300,6 +300,9 @@ void mlir::moe::buildMoeLowerToNvvmPipeline(
   // Kernels that wait for their predecessor on the device (griddepcontrol)
   // get the name the runtime launches with programmatic serialization.
   pm.addPass(createMoeGpuProgrammaticLaunchPass());
+  // Kernels planned for several blocks per SM with setmaxnreg: the entry
+  // register count ptxas needs (nvvm.minctasm).
+  pm.addPass(createMoeGpuRegisterBudgetPass());
   addHostDeallocation(pm, options.deallocate);
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   // Checked before any launch; a failed check returns (no kernel runs, no

@@ -294,6 +294,32 @@ def MoeGpuProgrammaticLaunchPass
   }];
 }
 
+def MoeGpuRegisterBudgetPass
+    : Pass<"moe-gpu-register-budget", "::mlir::ModuleOp"> {
+  let summary = "Blocks per SM for kernels that move registers with "
+                "setmaxnreg";
+  let description = [{
+    A kernel (`gpu.func` with `gpu.kernel` and a known block size of T
+    threads, 128 a warpgroup) in which one warpgroup lowers its registers
+    to P (`nvvm.setmaxregister decrease`) and the others raise theirs to C
+    (`increase`) needs E = (P + n C) / (1 + n) registers a thread at entry
+    (n = T / 128 - 1, rounded up to 8): ptxas takes its count at entry from
+    the blocks per SM it is told, so the pass sets `nvvm.minctasm` to
+    65536 / (T E) where that is 2 or more (one block per SM is ptxas's
+    default; such kernels are left alone). moe-mlir's Hopper kernels plan
+    their register budgets with it: three blocks per SM of 256 threads
+    enter with 80 registers, a producer at 40 and a consumer at 120.
+
+    ```mlir
+    gpu.func @k() kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      nvvm.setmaxregister decrease 40  // producer
+      nvvm.setmaxregister increase 120 // consumer
+    }
+    // gets {nvvm.minctasm = 3 : i32}
+    ```
+  }];
+}
+
 def MoeForwardOutParamsPass : Pass<"moe-forward-out-params",
                                     "::mlir::func::FuncOp"> {
   let summary = "Write results straight into out-parameter buffers";

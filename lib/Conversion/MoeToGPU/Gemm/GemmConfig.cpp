@@ -354,6 +354,12 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   // SM (more loads in flight per SM); 128: two consumers, one block per SM
   // (their token-tile accumulators need no setmaxnreg).
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
+  // mxfp4, 16 tokens x 64 weight rows: three blocks per SM (more warps to
+  // hide the decode's latency: 16-18% faster at T = 1 - 64 than two,
+  // bench/NOTES.md v72), the producer giving registers to the consumer
+  // (setmaxnreg: 80 a thread at entry, 48 / 112; WgmmaKernel.h).
+  if (config.mxfp4 && tileM == 16 && config.tileN == 64)
+    config.ctasPerSM = 3;
   config.l2PromotionBytes = 0;
   config.stageK = config.mxfp4 ? kMxfp4StageK : 128;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the

@@ -66,6 +66,16 @@ static_assert((kEntryRegs - kFp8ProducerRegs) * 128 >=
                   (kFp8ConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
+/// The same for the small-M kernel with one consumer warpgroup at three
+/// blocks of 256 threads per SM: 80 registers a thread at entry (the
+/// blocks per SM that moe-gpu-register-budget gives ptxas), the producer
+/// keeps 48 (at 40 it spilled 4 bytes), the consumer takes 112.
+inline constexpr int64_t kSmallEntryRegs = 80, kSmallProducerRegs = 48,
+                         kSmallConsumerRegs = 112;
+static_assert((kSmallEntryRegs - kSmallProducerRegs) * 128 >=
+                  (kSmallConsumerRegs - kSmallEntryRegs) * 128,
+              "setmaxnreg would deadlock");
+
 /// One work item of the persistent loop.
 struct WorkItem {
   Value expert, rowStart, tileRows, colTile, step;
@@ -84,8 +94,9 @@ public:
         cluster(config.cluster), swap(config.swapAB),
         ctasPerSM(config.ctasPerSM), programmatic(config.programmatic),
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
-        registerSplit(consumers > 1 &&
-                      (config.swapAB ? config.tileM : config.tileN) >= 128),
+        registerSplit((consumers > 1 &&
+                       (config.swapAB ? config.tileM : config.tileN) >= 128) ||
+                      (consumers == 1 && config.ctasPerSM == 3)),
         producerRegisters(config.producerRegisters),
         kSlices(config.stageK / (g.fp8() ? 128 : kTileK)),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
@@ -111,6 +122,10 @@ private:
   std::pair<int64_t, int64_t> registerBudget() const {
     // Explicit (wgmma-producer-registers): the consumers take what the
     // producer gives up, (kEntryRegs - P) * 128 = (C - kEntryRegs) * 256.
+    // One consumer warpgroup, three blocks per SM (80 a thread at entry:
+    // moe-gpu-register-budget).
+    if (consumers == 1)
+      return {kSmallProducerRegs, kSmallConsumerRegs};
     if (producerRegisters)
       return {producerRegisters,
               std::min<int64_t>(

@@ -1,4 +1,5 @@
-//===- RegisterBudget.cpp - blocks per SM of setmaxnreg kernels ------------===//
+//===- RegisterBudget.cpp - blocks per SM of setmaxnreg kernels
+//------------===//
 //
 // Part of the moe-mlir project.
 //
@@ -58,9 +59,9 @@ struct MoeGpuRegisterBudgetPass
       int64_t blocks = kRegistersPerSM / (threads * entry);
       if (blocks < 2)
         return;
-      func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                    IntegerAttr::get(IntegerType::get(&getContext(), 32),
-                                     blocks));
+      func->setAttr(
+          NVVM::NVVMDialect::getMinctasmAttrName(),
+          IntegerAttr::get(IntegerType::get(&getContext(), 32), blocks));
     });
   }
 };

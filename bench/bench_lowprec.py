@@ -682,10 +682,7 @@ def make_bench_class():
             if self.format == "mxfp4":
                 return self.markdown_mxfp4()
             m = self.meta
-            lines = [
-                "# moe.ffn benchmark, FP8 block weights, at %s" % m["commit"],
-                "",
-                "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+            bullets = [
                 "- layer: softmax top-k renormalised, SwiGLU (concat gate/up), nn.Linear "
                 "weights; FP8 block = e4m3 weights with f32 scales per 128 x 128 block, "
                 "activations quantized per token per 128 channels at run time",
@@ -711,33 +708,45 @@ def make_bench_class():
                 "of the unquantized bf16 layer (what quantization costs); ours/best: ours over "
                 "the fastest checked FP8 baseline (vllm, sgmm); fp8/bf16: ours over our bf16 "
                 "layer" % BM.TOL,
+            ]
+            vcfg = [c for c in self.cells if c.get("vllm_config")]
+            extra = []
+            if vcfg:
+                extra += ["", "vLLM tile configs:", ""]
+                extra += ["- %s T=%d: %s" % (c["layer"], c["T"], c["vllm_config"]) for c in vcfg]
+            return self.report("FP8 block weights", "FP8", bullets, extra)
+
+        def report(self, what, rate, bullets, extra):
+            """The run's markdown: title, card, `bullets`, compile times, the
+            not-the-target note (the floor's `rate`), the table, `extra`,
+            errors and profiles."""
+            m = self.meta
+            lines = [
+                "# moe.ffn benchmark, %s, at %s" % (what, m["commit"]),
+                "",
+                "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+            ]
+            if BM.TARGET_GPU not in m["gpu"]:
+                lines.append(
+                    "- **not an %s**: the floor uses the %s's bandwidth / %s rate, so %%floor "
+                    "does not describe this card; the same-run comparisons do"
+                    % (BM.TARGET_GPU, BM.TARGET_GPU, rate)
+                )
+            lines += bullets
+            lines.append(
                 "- compile (moe-aot, s): %s"
                 % ", ".join(
                     "%s %s" % (n, "?" if s is None else "%.2f" % s)
                     for n, s in m["compile_s"].items()
-                ),
-                "",
-            ]
-            if BM.TARGET_GPU not in m["gpu"]:
-                lines[3:3] = [
-                    "- **not an %s**: the floor uses the %s's bandwidth / FP8 rate, so %%floor "
-                    "does not describe this card; the same-run comparisons do"
-                    % (BM.TARGET_GPU, BM.TARGET_GPU)
-                ]
+                )
+            )
+            lines.append("")
             lines += table(self.cells, markdown=True, weight_format=self.format)
-            vcfg = [c for c in self.cells if c.get("vllm_config")]
-            if vcfg:
-                lines += ["", "vLLM tile configs:", ""]
-                lines += ["- %s T=%d: %s" % (c["layer"], c["T"], c["vllm_config"]) for c in vcfg]
-            lines += self.errors_and_profiles()
-            return lines
+            return lines + extra + self.errors_and_profiles()
 
         def markdown_mxfp4(self):
             m = self.meta
-            lines = [
-                "# moe.ffn benchmark, MXFP4 weights, at %s" % m["commit"],
-                "",
-                "- GPU: %s; torch %s (CUDA %s); %s" % (m["gpu"], m["torch"], m["cuda"], m["date"]),
+            bullets = [
                 "- layer: gpt-oss's own: softmax top-k renormalised, clamped SwiGLU (%s; "
                 "interleaved gate/up), bf16 expert biases (randn * %g), nn.Linear weights; "
                 "MXFP4 = e2m1 weights, two a byte along K, with an E8M0 scale per 32 K; bf16 "
@@ -783,30 +792,17 @@ def make_bench_class():
                 "weights), tolerance %.0e; q-err: against the reference of the unquantized "
                 "bf16 layer (what quantization costs); ours/tk: ours over tk; mx/bf16: ours "
                 "over our bf16 layer" % BM.TOL,
-                "- compile (moe-aot, s): %s"
-                % ", ".join(
-                    "%s %s" % (n, "?" if s is None else "%.2f" % s)
-                    for n, s in m["compile_s"].items()
-                ),
-                "",
             ]
-            if BM.TARGET_GPU not in m["gpu"]:
-                lines[3:3] = [
-                    "- **not an %s**: the floor uses the %s's bandwidth / bf16 rate, so %%floor "
-                    "does not describe this card; the same-run comparisons do"
-                    % (BM.TARGET_GPU, BM.TARGET_GPU)
-                ]
-            lines += table(self.cells, markdown=True, weight_format=self.format)
             flags = [c for c in self.cells if c.get("tk_mxfp4_flags")]
+            extra = []
             if flags:
-                lines += ["", "triton_kernels tiles (first GEMM ; second GEMM):", ""]
-                lines += [
+                extra += ["", "triton_kernels tiles (first GEMM ; second GEMM):", ""]
+                extra += [
                     "- %s T=%d: %s (scale layout num_warps %s)"
                     % (c["layer"], c["T"], " ; ".join(c["tk_mxfp4_flags"]), c["tk_mxfp4_num_warps"])
                     for c in flags
                 ]
-            lines += self.errors_and_profiles()
-            return lines
+            return self.report("MXFP4 weights", "bf16", bullets, extra)
 
         def errors_and_profiles(self):
             lines = []

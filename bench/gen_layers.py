@@ -319,7 +319,8 @@ def main(argv=None):
             for lp in LOWPREC_LAYERS
             if args.lowprec_format == "all" or lp.variant in FORMAT_FAMILY[args.lowprec_format]
         ]
-        layers += [LAYERS_BY_NAME[lp.twin] for lp in layers]
+        # (the twins once each: .mxfp4 and .mxfp4h share theirs)
+        layers += [LAYERS_BY_NAME[t] for t in dict.fromkeys(lp.twin for lp in layers)]
     else:
         layers = [layer for layer in LAYERS if not (args.base_only and layer.variant)]
     if args.list:

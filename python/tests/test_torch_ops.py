@@ -164,7 +164,9 @@ def test_bad_calls_fail_while_tracing(op, bad, message):
             op(*args)
 
 
-def test_compile_fullgraph_dynamic(cpu_op):
+def _compiled_model(op):
+    """(model, graphs): the op in a torch.compile(fullgraph, dynamic) model
+    whose backend records each graph it is given."""
     graphs = []
 
     def backend(gm, example_inputs):
@@ -173,8 +175,13 @@ def test_compile_fullgraph_dynamic(cpu_op):
 
     @torch.compile(fullgraph=True, dynamic=True, backend=backend)
     def model(x, logits, w, s):
-        return cpu_op(x + 1, logits, w, s).float().sum(dim=1)
+        return op(x + 1, logits, w, s).float().sum(dim=1)
 
+    return model, graphs
+
+
+def test_compile_fullgraph_dynamic(cpu_op):
+    model, graphs = _compiled_model(cpu_op)
     for T in (5, 9, 33):
         assert tuple(model(*_inputs(T, device="cpu")).shape) == (T,)
     assert len(graphs) == 1, "one graph for every token count"
@@ -185,16 +192,7 @@ def test_compile_unbacked_T_one_graph(cpu_op):
     """T marked unbacked: one graph for every T, 1 included (dynamic=True
     alone specialises T = 0 and 1); the check that x and logits share T
     becomes a deferred run-time check."""
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm
-
-    @torch.compile(fullgraph=True, dynamic=True, backend=backend)
-    def model(x, logits, w, s):
-        return cpu_op(x + 1, logits, w, s).float().sum(dim=1)
-
+    model, graphs = _compiled_model(cpu_op)
     for T in (1, 7, 64):
         a = _inputs(T, device="cpu")
         torch._dynamo.decorators.mark_unbacked(a[0], 0)

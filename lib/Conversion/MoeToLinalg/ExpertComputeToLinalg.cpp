@@ -205,13 +205,10 @@ static Value mxfp4FromHopperOrder(LoweringBuilder &b, Value weight) {
                    b.mul(arith::RemUIOp::create(b, byte, b.idx(16)), b.idx(2));
                Value first =
                    b.add(b.mul(block, b.idx(16)), e2m1HopperWordOffset(b, kk));
-               Value word = b.i32(0);
-               for (int64_t t = 0; t < 4; ++t) {
-                 Value v = tensor::ExtractOp::create(
+               Value word = littleEndianWord(b, [&](int64_t t) -> Value {
+                 return tensor::ExtractOp::create(
                      b, weight, ValueRange{row, b.add(first, b.idx(t))});
-                 Value u = arith::ExtUIOp::create(b, b.getI32Type(), v);
-                 word = b.ori(word, arith::ShLIOp::create(b, u, b.i32(8 * t)));
-               }
+               });
                Value lo = e2m1HopperCode(b, word, kk);
                Value hi = e2m1HopperCode(b, word, b.add(kk, b.idx(1)));
                Value packed = b.ori(lo, arith::ShLIOp::create(b, hi, b.i32(4)));

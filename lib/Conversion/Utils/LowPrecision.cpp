@@ -88,6 +88,14 @@ Value mlir::moe::e2m1HopperWordOffset(LoweringBuilder &b, Value kk) {
   return b.toIndex(shl(b, q, 1));
 }
 
+Value mlir::moe::littleEndianWord(LoweringBuilder &b,
+                                  llvm::function_ref<Value(int64_t)> byte) {
+  Value word = b.i32(0);
+  for (int64_t t = 0; t < 4; ++t)
+    word = b.ori(word, shl(b, bitsI32(b, byte(t)), 8 * t));
+  return word;
+}
+
 Value mlir::moe::e2m1HopperCode(LoweringBuilder &b, Value word, Value kk) {
   Value k = b.toI32(kk);
   Value p = shr(b, k, 3);

@@ -40,6 +40,10 @@ Value e2m1Code(LoweringBuilder &b, Value byte, Value odd);
 /// 16, of the little-endian word that holds value `kk` (index, 0..31) of
 /// the block: 4 * ((kk / 2) % 4).
 Value e2m1HopperWordOffset(LoweringBuilder &b, Value kk);
+/// mxfp4_hopper: the little-endian i32 of the four bytes `byte(0..3)`
+/// returns (i8) from the word's first byte on.
+Value littleEndianWord(LoweringBuilder &b,
+                       llvm::function_ref<Value(int64_t)> byte);
 /// mxfp4_hopper: the e2m1 code (i32, 0..15) of value `kk` (index, 0..31)
 /// of a block, from the word (i32) that holds it: with p = kk / 8 and
 /// h = 16 * (kk % 2), code bits m, e0, e1, s (bit 0 .. 3) sit at word bits

@@ -44,12 +44,9 @@ Value GemmOperands::rhsValue(LoweringBuilder &b, Value expert, Value col,
       // The block word that holds the value (e2m1HopperCode).
       Value kk = arith::RemUIOp::create(b, k, b.idx(32));
       Value first = b.add(b.mul(block, b.idx(16)), e2m1HopperWordOffset(b, kk));
-      Value word = b.i32(0);
-      for (int64_t t = 0; t < 4; ++t) {
-        Value v = b.load(rhs, {expert, col, b.add(first, b.idx(t))});
-        Value u = arith::ExtUIOp::create(b, b.getI32Type(), v);
-        word = b.ori(word, arith::ShLIOp::create(b, u, b.i32(8 * t)));
-      }
+      Value word = littleEndianWord(b, [&](int64_t t) {
+        return b.load(rhs, {expert, col, b.add(first, b.idx(t))});
+      });
       code = e2m1HopperCode(b, word, kk);
     } else {
       Value byte =

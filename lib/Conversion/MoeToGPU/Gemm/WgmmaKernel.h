@@ -301,6 +301,19 @@ private:
   /// mxfp4, producer: the stage's scale words of every weight row.
   void loadMxScales(LoweringBuilder &b, Value tid, Value stage, Value kt,
                     const WorkItem &item);
+  /// mxfp4, consumer: a thread's two fragment rows of the tile (16 warp +
+  /// lane / 4, + 8), their 16-byte chunks' swizzle (row % 8, the same for
+  /// both) and where their stage scale bytes start in their slots (the
+  /// scales' byte address mod 4, in bits; a stage's 8 bytes keep it).
+  struct MxThread {
+    Value ct, lane, rows[2], swizzle, scaleShift[2];
+  };
+  MxThread mxThread(LoweringBuilder &b, Value tid, Value cw,
+                    const WorkItem &item);
+  /// mxfp4, consumer: row h's eight scale bytes of the stage as two words
+  /// (blocks 0-3, 4-7), from the three aligned words its slot holds.
+  void mxStageScaleWords(LoweringBuilder &b, Value stage, const MxThread &t,
+                         Value words[2][2]);
   /// mxfp4, consumer: the MMA loop (weights dequantized into register
   /// fragments) and the small-M epilogue of one consumer warpgroup.
   void consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,

@@ -100,22 +100,63 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
   }
 }
 
+/// The bf16 of E8M0 byte `byte` (i32, 0..255), 2^(s - 127), in both halves
+/// of an i32: s = 0 is the subnormal 2^-127 (0x0040), 255 NaN (0x7FC0).
+static Value e8m0Bf16Pair(LoweringBuilder &b, Value byte) {
+  Value bits = arith::ShLIOp::create(b, byte, b.i32(7));
+  bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
+  bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)), b.i32(0x7FC0), bits);
+  return arith::OrIOp::create(b, bits,
+                              arith::ShLIOp::create(b, bits, b.i32(16)));
+}
+
+WgmmaKernel::MxThread WgmmaKernel::mxThread(LoweringBuilder &b, Value tid,
+                                            Value cw, const WorkItem &item) {
+  MxThread t;
+  t.ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Value warp = arith::ShRUIOp::create(b, t.ct, b.idx(5));
+  t.lane = arith::AndIOp::create(b, t.ct, b.idx(31));
+  t.rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
+                    arith::ShRUIOp::create(b, t.lane, b.idx(2)));
+  t.rows[1] = b.add(t.rows[0], b.idx(8));
+  t.swizzle = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, t.lane, b.idx(2)), b.idx(7));
+  for (int64_t h = 0; h < 2; ++h) {
+    Value col =
+        b.minIdx(mxWeightRow(b, item, t.rows[h]).first, b.idx(g.gemmN - 1));
+    Value first = mxScaleRow(b, item.expert, col);
+    t.scaleShift[h] = arith::ShLIOp::create(
+        b,
+        arith::TruncIOp::create(
+            b, b.getI32Type(),
+            arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
+        b.i32(3));
+  }
+  return t;
+}
+
+void WgmmaKernel::mxStageScaleWords(LoweringBuilder &b, Value stage,
+                                    const MxThread &t, Value words[2][2]) {
+  Value slots = mxScaleSlots(b, stage);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value v = nvvm::loadShared16(
+        b, add64(b, slots, nvvm::toI64(b, b.mul(t.rows[h], b.idx(16)))));
+    Value w[3];
+    for (int64_t i = 0; i < 3; ++i)
+      w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
+    words[h][0] = LLVM::FshrOp::create(b, w[1], w[0], t.scaleShift[h]);
+    words[h][1] = LLVM::FshrOp::create(b, w[2], w[1], t.scaleShift[h]);
+  }
+}
+
 void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
                                const WorkItem &item) {
   Type i32 = b.getI32Type();
-  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
-  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
-  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Type accType = nvvm::wgmmaAccumulatorType(b, tileM);
   SwapTargets targets = prefetchSwapTargets(b, tid, item);
-  // The thread's fragment rows (tile weight rows) and the swizzle of their
-  // 16-byte chunks (row % 8: the same for both).
-  Value rows[2];
-  rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
-                  arith::ShRUIOp::create(b, lane, b.idx(2)));
-  rows[1] = b.add(rows[0], b.idx(8));
-  Value swizzle = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, lane, b.idx(2)), b.idx(7));
+  MxThread thread = mxThread(b, tid, cw, item);
+  Value ct = thread.ct, lane = thread.lane, swizzle = thread.swizzle;
+  ArrayRef<Value> rows = thread.rows;
   // Byte lane % 4 of every word is the thread's: the selector that
   // gathers it from two words (prmt).
   Value quad = b.toI32(arith::AndIOp::create(b, lane, b.idx(3)));
@@ -123,19 +164,6 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
       b, quad,
       arith::ShLIOp::create(b, arith::AddIOp::create(b, quad, b.i32(4)),
                             b.i32(4)));
-  // Where the rows' stage scale bytes start in their slots (the scales'
-  // byte address mod 4; a stage's 8 bytes keep it).
-  Value scaleShift[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    Value col =
-        b.minIdx(mxWeightRow(b, item, rows[h]).first, b.idx(g.gemmN - 1));
-    Value first = mxScaleRow(b, item.expert, col);
-    scaleShift[h] = arith::ShLIOp::create(
-        b,
-        arith::TruncIOp::create(
-            b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
-        b.i32(3));
-  }
   // The e2m1 magnitude tables (bytes 0-7: codes 0-7), low and high byte of
   // their bf16: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
   Value loA = b.i32(int32_t(0xC0800000u)), loB = b.i32(int32_t(0xC0804000u));
@@ -194,17 +222,13 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
       // The block's scale as bf16 2^(s - 127): s = 0 is the subnormal
       // 2^-127, s = 255 NaN; blocks past K multiply zeros by zero.
       Value word = b.select(upper, scaleWords[h][1], scaleWords[h][0]);
-      Value byte = arith::AndIOp::create(
-          b, arith::ShRUIOp::create(b, word, quarter), b.i32(0xFF));
-      Value bits = arith::ShLIOp::create(b, byte, b.i32(7));
-      bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
-      bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)), b.i32(0x7FC0), bits);
+      Value pair = e8m0Bf16Pair(
+          b, arith::AndIOp::create(b, arith::ShRUIOp::create(b, word, quarter),
+                                   b.i32(0xFF)));
       if (kTail)
-        bits = b.select(
+        pair = b.select(
             b.cmpi(CmpI::ult, b.add(b.mul(kt, b.idx(8)), j), b.idx(blocks)),
-            bits, b.i32(0));
-      Value pair = arith::OrIOp::create(
-          b, bits, arith::ShLIOp::create(b, bits, b.i32(16)));
+            pair, b.i32(0));
       scale[h] = LLVM::BitcastOp::create(b, vec2, pair);
       // Chunk j of the row, at chunk j ^ (row % 8) (128-byte swizzle).
       Value at = b.add(b.mul(rows[h], b.idx(128)),
@@ -243,18 +267,8 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
     Value stage = stageAddress(b, s);
-    Value slots = mxScaleSlots(b, stage);
-    // The stage's 8 scale bytes of each row: two words.
     Value scaleWords[2][2];
-    for (int64_t h = 0; h < 2; ++h) {
-      Value v = nvvm::loadShared16(
-          b, add64(b, slots, nvvm::toI64(b, b.mul(rows[h], b.idx(16)))));
-      Value w[3];
-      for (int64_t i = 0; i < 3; ++i)
-        w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
-      scaleWords[h][0] = LLVM::FshrOp::create(b, w[1], w[0], scaleShift[h]);
-      scaleWords[h][1] = LLVM::FshrOp::create(b, w[2], w[1], scaleShift[h]);
-    }
+    mxStageScaleWords(b, stage, thread, scaleWords);
     acc = mxBlock(b, stage, kt, b.idx(0), scaleWords, acc, first);
     // The previous stage's last group has now completed.
     if (!first) {
@@ -308,30 +322,14 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
 void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
                                      const WorkItem &item) {
   Type i32 = b.getI32Type();
-  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
-  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
-  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
   Type accType = nvvm::wgmmaAccumulatorType(b, tileM);
   SwapTargets targets = prefetchSwapTargets(b, tid, item);
-  Value rows[2];
-  rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
-                  arith::ShRUIOp::create(b, lane, b.idx(2)));
-  rows[1] = b.add(rows[0], b.idx(8));
-  Value swizzle = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, lane, b.idx(2)), b.idx(7));
+  MxThread thread = mxThread(b, tid, cw, item);
+  Value ct = thread.ct, swizzle = thread.swizzle;
+  ArrayRef<Value> rows = thread.rows;
   // The thread's word of a 16-byte block chunk.
-  Value wordAt = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(4));
-  Value scaleShift[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    Value col =
-        b.minIdx(mxWeightRow(b, item, rows[h]).first, b.idx(g.gemmN - 1));
-    Value first = mxScaleRow(b, item.expert, col);
-    scaleShift[h] = arith::ShLIOp::create(
-        b,
-        arith::TruncIOp::create(
-            b, i32, arith::AndIOp::create(b, first, nvvm::i64(b, 3))),
-        b.i32(3));
-  }
+  Value wordAt =
+      b.mul(arith::AndIOp::create(b, thread.lane, b.idx(3)), b.idx(4));
   auto vec2 = VectorType::get({2}, b.getBF16Type());
   auto mulPair = [&](LoweringBuilder &b, Value bits, Value factor) -> Value {
     Value pair = LLVM::BitcastOp::create(b, vec2, bits);
@@ -390,16 +388,12 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
           SmallVector<Value> out;
           for (int64_t i = 0; i < 2; ++i)
             for (int64_t h = 0; h < 2; ++h) {
-              Value byte = arith::AndIOp::create(
-                  b, arith::ShRUIOp::create(b, words[h], b.i32(8 * (c0 + i))),
-                  b.i32(0xFF));
-              Value bits = arith::ShLIOp::create(b, byte, b.i32(7));
-              bits =
-                  b.select(b.cmpi(CmpI::eq, byte, b.i32(0)), b.i32(0x40), bits);
-              bits = b.select(b.cmpi(CmpI::eq, byte, b.i32(0xFF)),
-                              b.i32(0x7FC0), bits);
-              Value factor = arith::OrIOp::create(
-                  b, bits, arith::ShLIOp::create(b, bits, b.i32(16)));
+              Value factor = e8m0Bf16Pair(
+                  b,
+                  arith::AndIOp::create(
+                      b,
+                      arith::ShRUIOp::create(b, words[h], b.i32(8 * (c0 + i))),
+                      b.i32(0xFF)));
               for (int64_t p = 0; p < 4; ++p)
                 out.push_back(mulPair(
                     b, mulPair(b, raw[8 * i + 4 * h + p], b.i32(0x7E807E80)),
@@ -449,14 +443,12 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
     return acc;
   };
   // One K step (256 K, 8 blocks, four groups) on its stage.
-  auto step = [&](LoweringBuilder &b, Value kt,
-                  ValueRange accs) -> SmallVector<Value> {
+  auto step = [&](LoweringBuilder &b, Value kt, Value acc) -> Value {
     Value globalStep = b.add(item.step, kt);
     auto [s, round] = stageOf(b, globalStep);
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
     Value stage = stageAddress(b, s);
-    Value slots = mxScaleSlots(b, stage);
     Value tile = mxWeightTile(b, stage);
     Value descStage = nvvm::wgmmaDescriptor(b, stage);
     Value rowWords[2];
@@ -464,17 +456,9 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
       rowWords[h] = add64(
           b, tile, nvvm::toI64(b, b.add(b.mul(rows[h], b.idx(128)), wordAt)));
     Value scaleWords[2][2];
-    for (int64_t h = 0; h < 2; ++h) {
-      Value v = nvvm::loadShared16(
-          b, add64(b, slots, nvvm::toI64(b, b.mul(rows[h], b.idx(16)))));
-      Value w[3];
-      for (int64_t i = 0; i < 3; ++i)
-        w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
-      scaleWords[h][0] = LLVM::FshrOp::create(b, w[1], w[0], scaleShift[h]);
-      scaleWords[h][1] = LLVM::FshrOp::create(b, w[2], w[1], scaleShift[h]);
-    }
+    mxStageScaleWords(b, stage, thread, scaleWords);
     return b.forLoop(
-        b.idx(0), b.idx(2), accs,
+        b.idx(0), b.idx(2), {acc},
         [&](LoweringBuilder &b, Value half,
             ValueRange in) -> SmallVector<Value> {
           Value upper = b.cmpi(CmpI::ne, half, b.idx(0));
@@ -526,14 +510,14 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
           });
           return {group(b, rowWords, swizzleHalf, descStage, descHalf, 2, words,
                         big, acc)};
-        });
+        })[0];
   };
   // (Two accumulators alternating between the groups, so that consecutive
   // groups' MMAs are independent, measured no faster: bench/NOTES.md v72.)
   Value acc = b.forLoop(
       b.idx(0), b.idx(kSteps), {LLVM::ZeroOp::create(b, accType)},
       [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-        return step(b, kt, in);
+        return {step(b, kt, in[0])};
       })[0];
   nvvm::wgmmaWait(b, 0);
   Value last = arith::RemUIOp::create(

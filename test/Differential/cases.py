@@ -22,6 +22,7 @@ OPS = [
     "gather",
     "grouped_matmul",
     "glu",
+    "glu_grad",
     "scatter",
     "combine",
     "indices_to_multihot",
@@ -416,6 +417,16 @@ def gen_glu(rng, seed):
     F = _dtype(rng)
     x = _floats(rng, (M, 2 * N), F, scale=_pick(rng, [1.0, 3.0, 10.0]))
     return Case("glu", seed, [Tensor("input", F, x, rng.random() < 0.5)], _glu_attrs(rng), [F])
+
+
+def gen_glu_grad(rng, seed):
+    M = _T(rng)
+    N = int(_pick(rng, [1, 2, 3, 8, 16]))
+    F = _dtype(rng)
+    x = _floats(rng, (M, 2 * N), F, scale=_pick(rng, [1.0, 3.0, 10.0]))
+    dA = _floats(rng, (M, N), F, scale=_pick(rng, [1.0, 0.1]))
+    inputs = [Tensor("grad", F, dA, rng.random() < 0.5), Tensor("input", F, x, rng.random() < 0.5)]
+    return Case("glu_grad", seed, inputs, _glu_attrs(rng), [F])
 
 
 def gen_combine(rng, seed):

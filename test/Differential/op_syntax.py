@@ -158,6 +158,18 @@ class Syntax:
                 t["input"],
                 rt,
             )
+        if op == "glu_grad":
+            return "%s = moe.glu_grad %s, %s %s %s%s : %s, %s -> %s" % (
+                lhs,
+                v["grad"],
+                v["input"],
+                a["activation"],
+                a["layout"],
+                attr_dict(self.glu_items(a)),
+                t["grad"],
+                t["input"],
+                rt,
+            )
         if op == "combine":
             return "%s = moe.combine %s%s : %s -> %s" % (
                 lhs,

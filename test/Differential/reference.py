@@ -656,6 +656,82 @@ def glu(x, act, layout, alpha=1.0, limit=None, up_bias=0.0, x_scale=None):
     return val, scale
 
 
+def _glu_halves(x, layout):
+    N = x.shape[1] // 2
+    if layout == "concat":
+        return x[:, :N], x[:, N:]
+    if layout == "interleaved":
+        return x[:, 0::2], x[:, 1::2]
+    raise ValueError(layout)
+
+
+def _glu_join(gate, up, layout):
+    out = np.zeros((gate.shape[0], 2 * gate.shape[1]))
+    if layout == "concat":
+        out[:, : gate.shape[1]], out[:, gate.shape[1] :] = gate, up
+    else:
+        out[:, 0::2], out[:, 1::2] = gate, up
+    return out
+
+
+def activation_grad(g, act, alpha):
+    """(act(g), act'(g), the sum of |terms| of act'(g) and of act(g) in f32's
+    evaluation, as error scales) in float64."""
+    g = np.asarray(g, dtype=np.float64)
+    cancel = 2.0**-21 / TOLERANCE["f32"][0]  # a few 2^-24 absolute, as in glu
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        if act == "silu":
+            sg = 1.0 / (1.0 + np.exp(-alpha * g))
+            t = alpha * g * sg * (1.0 - sg)
+            return g * sg, sg + t, np.abs(sg) + np.abs(t), np.abs(g * sg)
+        if act == "gelu":
+            cdf = 0.5 * (1.0 + _erf(g / math.sqrt(2.0)))
+            t = g * _phi(g)
+            return (
+                g * cdf,
+                cdf + t,
+                np.abs(cdf) + np.abs(t) + cancel,
+                np.abs(g) * (np.abs(cdf) + cancel),
+            )
+        if act == "gelu_tanh":
+            c = math.sqrt(2.0 / math.pi)
+            k = 0.044715
+            th = np.tanh(c * (g + k * g**3))
+            outer = 0.5 * g * c * (1.0 + 3 * k * g * g)
+            t = outer * (1.0 - th * th)
+            d = 0.5 * (1.0 + th) + t
+            terms = np.abs(0.5 * (1.0 + th)) + np.abs(t) + cancel * (1.0 + np.abs(outer))
+            return 0.5 * g * (1.0 + th), d, terms, np.abs(g) * (np.abs(0.5 * (1.0 + th)) + cancel)
+    raise ValueError(act)
+
+
+def glu_grad(dA, x, act, layout, alpha=1.0, limit=None, up_bias=0.0):
+    """moe.glu_grad: (value [M,2N], scale [M,2N]) in the input's layout;
+    inputs exact (only f32 evaluation error). A clamp passes the gradient
+    inside its closed interval; a NaN gate / up keeps its NaN."""
+    x = np.asarray(x, dtype=np.float64)
+    dA = np.asarray(dA, dtype=np.float64)
+    g0, u0 = _glu_halves(x, layout)
+    g, u = g0, u0
+    if limit is not None:
+        g = np.minimum(g0, limit)
+        u = np.clip(u0, -limit, limit)
+    a, d, d_scale, a_scale = activation_grad(g, act, alpha)
+    ub = u + up_bias
+    with np.errstate(invalid="ignore", over="ignore"):
+        dg = dA * ub * d
+        du = dA * a
+        sg = np.abs(dA) * (np.abs(u) + abs(up_bias) + np.abs(ub)) * d_scale
+        su = np.abs(dA) * a_scale
+    if limit is not None:
+        with np.errstate(invalid="ignore"):
+            gate_on = (g0 <= limit) | np.isnan(g0)
+            up_on = ((u0 >= -limit) & (u0 <= limit)) | np.isnan(u0)
+        dg, sg = np.where(gate_on, dg, 0.0), np.where(gate_on, sg, 0.0)
+        du, su = np.where(up_on, du, 0.0), np.where(up_on, su, 0.0)
+    return _glu_join(dg, du, layout), _glu_join(sg, su, layout)
+
+
 def combine(x, w=None):
     """moe.combine: (value [T,H], scale [T,H]); slot-order sum."""
     x = np.asarray(x, dtype=np.float64)
@@ -979,6 +1055,42 @@ def self_test():
         _close("gelu_tanh", v, [[gt(1.0) * 3.0, gt(-2.0) * 0.5]])
         v, _ = glu(np.array([[9.0, -9.0]]), "silu", "concat", limit=7.0)
         _close("limit", v, [[sil(7.0) * -7.0]])
+
+    @check
+    def glu_grad_vs_finite_differences():
+        # glu_grad is the vector-Jacobian product of glu: central differences
+        # of <dA, glu(x)> in float64, away from the clamp's kinks.
+        rng = np.random.default_rng(3)
+        for act in ("silu", "gelu", "gelu_tanh"):
+            for layout in ("concat", "interleaved"):
+                for kw in ({}, {"alpha": 1.702, "limit": 7.0, "up_bias": 1.0}, {"limit": 1.5}):
+                    x = rng.uniform(-9, 9, (3, 8))
+                    if "limit" in kw:
+                        x[np.abs(np.abs(x) - kw["limit"]) < 1e-3] += 0.01
+                    dA = rng.normal(size=(3, 4))
+                    got, _ = glu_grad(dA, x, act, layout, **kw)
+                    want = np.zeros_like(x)
+                    h = 1e-6
+                    for i in np.ndindex(x.shape):
+                        xp, xm = x.copy(), x.copy()
+                        xp[i] += h
+                        xm[i] -= h
+                        fp = np.sum(dA * glu(xp, act, layout, **kw)[0])
+                        fm = np.sum(dA * glu(xm, act, layout, **kw)[0])
+                        want[i] = (fp - fm) / (2 * h)
+                    assert np.allclose(got, want, rtol=1e-6, atol=1e-7), (
+                        act,
+                        layout,
+                        kw,
+                        got,
+                        want,
+                    )
+        # The clamp passes the gradient inside its closed interval only:
+        # gate 9 > 7 none, gate 7 and up -7 at the edges do, up 9 none.
+        x = np.array([[9.0, 7.0, 9.0, -7.0]])
+        got, _ = glu_grad(np.array([[1.0, 1.0]]), x, "silu", "concat", limit=7.0)
+        sg = 1 / (1 + math.exp(-7.0))
+        _close("clamp", got, [[0.0, -7.0 * (sg + 7.0 * sg * (1 - sg)), 0.0, 7.0 * sg]])
 
     @check
     def gather_scatter_combine():

@@ -109,6 +109,9 @@ def result_shapes(case):
         return [((sh[0], N), dyn)]
     if op == "glu":
         return [((sh[0], sh[1] // 2), dyn)]
+    if op == "glu_grad":
+        inp = case.inp("input")
+        return [(inp.value.shape, inp.dyn)]
     if op == "combine":
         return [((sh[0], sh[2]), dyn)]
     if op == "indices_to_multihot":
@@ -447,6 +450,17 @@ def check_case(case, results):
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
     elif op == "glu":
         val, sc = R.glu(
+            v["input"],
+            a["activation"],
+            a["layout"],
+            a.get("alpha", 1.0),
+            a.get("limit"),
+            a.get("up_bias", 0.0),
+        )
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "glu_grad":
+        val, sc = R.glu_grad(
+            v["grad"],
             v["input"],
             a["activation"],
             a["layout"],

@@ -115,6 +115,14 @@ struct ConvertMoeToGPUPass
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();
     }
+    // The backward ops run on the CPU pipeline only (so far).
+    WalkResult unsupported = getOperation()->walk([](GluGradOp op) {
+      op.emitOpError("has no GPU lowering yet: the backward ops run with "
+                     "--moe-lower-to-cpu");
+      return WalkResult::interrupt();
+    });
+    if (unsupported.wasInterrupted())
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<MoeDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -492,9 +492,65 @@ struct LowerGlu : OpRewritePattern<GluOp> {
   }
 };
 
+/// moe.glu_grad => one generic over the (row, pair) grid computing both
+/// halves' gradients (gluGradValues), inserted into the input's layout.
+struct LowerGluGrad : OpRewritePattern<GluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
+    Value input = op.getInput(), grad = op.getGrad();
+    Type f = resultType.getElementType();
+    int64_t n = resultType.getDimSize(1) / 2;
+    SmallVector<Value> dyn = b.dynRowsOf(resultType, input);
+    if (resultType.getDimSize(0) == 0) {
+      rewriter.replaceOp(op, b.empty(resultType, dyn));
+      return success();
+    }
+    GluParams p = gluParamsOf(op);
+    bool concat = p.layout == GluLayout::concat;
+    SmallVector<OpFoldResult> halfSizes = b.sizes(input);
+    halfSizes[1] = b.getIndexAttr(n);
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
+                                         b.getIndexAttr(concat ? 1 : 2)};
+    auto offsetsAt = [&](int64_t column) {
+      return SmallVector<OpFoldResult>{b.getIndexAttr(0),
+                                       b.getIndexAttr(column)};
+    };
+    int64_t upColumn = concat ? n : 1;
+    Value gateView = tensor::ExtractSliceOp::create(b, input, offsetsAt(0),
+                                                    halfSizes, strides);
+    Value upView = tensor::ExtractSliceOp::create(b, input, offsetsAt(upColumn),
+                                                  halfSizes, strides);
+    auto halfType = RankedTensorType::get({resultType.getDimSize(0), n}, f);
+    AffineMap id = b.getMultiDimIdentityMap(2);
+    auto generic = linalg::GenericOp::create(
+        b, TypeRange{halfType, halfType}, ValueRange{grad, gateView, upView},
+        ValueRange{b.empty(halfType, dyn), b.empty(halfType, dyn)},
+        ArrayRef<AffineMap>{id, id, id, id, id}, b.parallel(2),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          LoweringBuilder b(loc, nested);
+          auto [dGate, dUp] = gluGradValues(b, p, b.toF32(args[0]),
+                                            b.toF32(args[1]), b.toF32(args[2]));
+          linalg::YieldOp::create(
+              b, ValueRange{b.fromF32(dGate, f), b.fromF32(dUp, f)});
+        });
+    Value result = b.empty(resultType, dyn);
+    result = tensor::InsertSliceOp::create(b, generic.getResult(0), result,
+                                           offsetsAt(0), halfSizes, strides);
+    result =
+        tensor::InsertSliceOp::create(b, generic.getResult(1), result,
+                                      offsetsAt(upColumn), halfSizes, strides);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerExpertGemm, LowerGlu>(patterns.getContext());
+  patterns.add<LowerExpertGemm, LowerGlu, LowerGluGrad>(patterns.getContext());
 }

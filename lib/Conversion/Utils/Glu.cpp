@@ -29,6 +29,15 @@ GluParams mlir::moe::gluParamsOf(ExpertGemmOp op) {
                    op.getUpBias().convertToFloat()};
 }
 
+GluParams mlir::moe::gluParamsOf(GluGradOp op) {
+  std::optional<float> limit;
+  if (auto l = op.getLimit())
+    limit = l->convertToFloat();
+  return GluParams{op.getActivation(), op.getLayout(),
+                   op.getAlpha().convertToFloat(), limit,
+                   op.getUpBias().convertToFloat()};
+}
+
 Value mlir::moe::applyActivation(LoweringBuilder &b, Activation activation,
                                  float alpha, Value x, bool approximate) {
   switch (activation) {
@@ -66,4 +75,72 @@ Value mlir::moe::gluValue(LoweringBuilder &b, const GluParams &p, Value gate,
   }
   Value act = applyActivation(b, p.activation, p.alpha, gate, approximate);
   return b.mul(act, b.add(up, b.f32(p.upBias)));
+}
+
+/// act'(x) in f32 (exact forms).
+static Value activationDerivative(LoweringBuilder &b, Activation activation,
+                                  float alpha, Value x) {
+  switch (activation) {
+  case Activation::silu: {
+    // s + a x s (1 - s), s = sigmoid(a x).
+    Value ax = b.mul(b.f32(alpha), x);
+    Value e = math::ExpOp::create(b, arith::NegFOp::create(b, ax));
+    Value s = arith::DivFOp::create(b, b.f32(1.0), b.add(b.f32(1.0), e));
+    Value oneMinus = arith::SubFOp::create(b, b.f32(1.0), s);
+    return b.add(s, b.mul(b.mul(ax, s), oneMinus));
+  }
+  case Activation::gelu: {
+    // Phi(x) + x phi(x).
+    Value erf = math::ErfOp::create(b, b.mul(x, b.f32(M_SQRT1_2)));
+    Value cdf = b.mul(b.f32(0.5), b.add(b.f32(1.0), erf));
+    Value pdf = b.mul(b.f32(0.5 * M_2_SQRTPI * M_SQRT1_2),
+                      math::ExpOp::create(b, b.mul(b.f32(-0.5), b.mul(x, x))));
+    return b.add(cdf, b.mul(x, pdf));
+  }
+  case Activation::gelu_tanh: {
+    // 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2), t = tanh(c (x + k x^3)).
+    const float c = std::sqrt(2.0 / M_PI), k = 0.044715f;
+    Value x2 = b.mul(x, x);
+    Value inner = b.mul(b.f32(c), b.add(x, b.mul(b.f32(k), b.mul(x2, x))));
+    Value t = math::TanhOp::create(b, inner);
+    Value sech2 = arith::SubFOp::create(b, b.f32(1.0), b.mul(t, t));
+    Value dInner = b.mul(b.f32(c), b.add(b.f32(1.0), b.mul(b.f32(3 * k), x2)));
+    return b.add(b.mul(b.f32(0.5), b.add(b.f32(1.0), t)),
+                 b.mul(b.mul(b.mul(b.f32(0.5), x), sech2), dInner));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+std::pair<Value, Value> mlir::moe::gluGradValues(LoweringBuilder &b,
+                                                 const GluParams &p, Value grad,
+                                                 Value gate, Value up) {
+  Value g = gate, u = up;
+  Value gatePasses, upPasses;
+  if (p.limit) {
+    // A clamp passes the gradient inside its closed interval (torch.clamp).
+    Value lim = b.f32(*p.limit), negLim = b.f32(-*p.limit);
+    g = arith::MinimumFOp::create(b, gate, lim);
+    u = arith::MaximumFOp::create(b, arith::MinimumFOp::create(b, up, lim),
+                                  negLim);
+    gatePasses = arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, gate, lim);
+    upPasses =
+        b.andi(arith::CmpFOp::create(b, arith::CmpFPredicate::OLE, up, lim),
+               arith::CmpFOp::create(b, arith::CmpFPredicate::OGE, up, negLim));
+  }
+  Value act = applyActivation(b, p.activation, p.alpha, g);
+  Value dAct = activationDerivative(b, p.activation, p.alpha, g);
+  Value dGate = b.mul(b.mul(grad, b.add(u, b.f32(p.upBias))), dAct);
+  Value dUp = b.mul(grad, act);
+  if (p.limit) {
+    // NaN inputs keep their NaN (the comparisons are ordered: a NaN gate
+    // fails them, so select the product, which is NaN, back in).
+    Value zero = b.f32(0.0);
+    Value gateNan =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, gate, gate);
+    Value upNan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, up, up);
+    dGate = b.select(b.ori(gatePasses, gateNan), dGate, zero);
+    dUp = b.select(b.ori(upPasses, upNan), dUp, zero);
+  }
+  return {dGate, dUp};
 }

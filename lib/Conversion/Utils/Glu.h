@@ -35,6 +35,8 @@ struct GluParams {
 GluParams gluParamsOf(GluOp op);
 /// GLU parameters of an expert_gemm's epilogue (requires one).
 GluParams gluParamsOf(ExpertGemmOp op);
+/// GLU parameters of a moe.glu_grad op.
+GluParams gluParamsOf(GluGradOp op);
 
 /// act(gate) in f32 for the GLU activations of moe.glu. `approximate`
 /// lets silu use approximate exp and division (`afn`; the GPU epilogues:
@@ -47,6 +49,11 @@ Value applyActivation(LoweringBuilder &b, Activation activation, float alpha,
 /// act(clamped gate) * (clamped up + up_bias), all f32.
 Value gluValue(LoweringBuilder &b, const GluParams &p, Value gate, Value up,
                bool approximate = false);
+
+/// moe.glu_grad on one pair, all f32: {d gate, d up} from the result's
+/// gradient `grad` and the glu's input pair (exact forms, no `afn`).
+std::pair<Value, Value> gluGradValues(LoweringBuilder &b, const GluParams &p,
+                                      Value grad, Value gate, Value up);
 
 } // namespace moe
 } // namespace mlir

@@ -46,6 +46,26 @@ func.func @glu(%h: tensor<?x64xf32>) -> tensor<?x32xf32> {
   return %r : tensor<?x32xf32>
 }
 
+// moe.glu_grad, the same attributes: one generic with two results (the
+// gate's and the up's gradient, each zeroed past its clamp with a select),
+// inserted into the input's interleaved columns.
+// CHECK-LABEL: func.func @glu_grad(
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [%{{.*}}, 32] [1, 2]
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [%{{.*}}, 32] [1, 2]
+// CHECK: %[[G:.*]]:2 = linalg.generic
+// CHECK: arith.cmpf ole
+// CHECK: math.exp
+// CHECK: arith.select
+// CHECK: arith.select
+// CHECK: linalg.yield
+// CHECK: %[[I0:.*]] = tensor.insert_slice %[[G]]#0 into %{{.*}}[0, 0] [%{{.*}}, 32] [1, 2]
+// CHECK: %[[I1:.*]] = tensor.insert_slice %[[G]]#1 into %[[I0]][0, 1] [%{{.*}}, 32] [1, 2]
+// CHECK: return %[[I1]]
+func.func @glu_grad(%d: tensor<?x32xf32>, %h: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = moe.glu_grad %d, %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x32xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}
+
 // moe.ffn: decomposed and lowered in the same pass, nothing of moe is
 // left (implicit check); the two expert matmuls remain, one per GEMM.
 // CHECK-LABEL: func.func @ffn(

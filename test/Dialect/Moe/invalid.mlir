@@ -1616,3 +1616,59 @@ func.func @ffn_result_static_t_for_dynamic_t(%x: tensor<?x16xf32>, %l: tensor<?x
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<?x16xf32>, tensor<?x8xf32>, tensor<8x16x64xf32>, tensor<8x32x16xf32> -> tensor<4x16xf32>
   return
 }
+
+// -----
+
+func.func @glu_grad_odd_columns(%d: tensor<4x3xf32>, %h: tensor<4x7xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected an even number of input columns (2N), got 7}}
+  %r = moe.glu_grad %d, %h silu interleaved : tensor<4x3xf32>, tensor<4x7xf32> -> tensor<4x7xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_dynamic_columns(%d: tensor<4x4xf32>, %h: tensor<4x?xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected 2N (dimension 1 of 'input') to be static}}
+  %r = moe.glu_grad %d, %h silu concat : tensor<4x4xf32>, tensor<4x?xf32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_rows(%d: tensor<3x4xf32>, %h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected dimension 0 of 'grad' (M) to match dimension 0 of 'input', got 3 vs 4}}
+  %r = moe.glu_grad %d, %h silu concat : tensor<3x4xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_columns(%d: tensor<4x8xf32>, %h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected 'grad' to have 4 columns (N, half of the input's), got 8}}
+  %r = moe.glu_grad %d, %h silu concat : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_element_type(%d: tensor<4x4xbf16>, %h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected 'grad' element type 'f32' (as 'input'), got 'bf16'}}
+  %r = moe.glu_grad %d, %h silu concat : tensor<4x4xbf16>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_limit(%d: tensor<4x4xf32>, %h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected limit to be finite and > 0, got -1.000000e+00}}
+  %r = moe.glu_grad %d, %h silu concat {limit = -1.0 : f32} : tensor<4x4xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_result(%d: tensor<4x4xf32>, %h: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.glu_grad' op expected result #0 to be 'tensor<4x8xf32>', got 'tensor<4x4xf32>'}}
+  %r = moe.glu_grad %d, %h silu concat : tensor<4x4xf32>, tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}

@@ -337,6 +337,16 @@ func.func @glu_silu_concat(%h: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
   return %r : tensor<?x128xbf16>
 }
 
+// moe.glu_grad: the gradient and the glu's input, the glu's attributes.
+// CHECK-LABEL: func.func @glu_grad
+// CHECK-SAME: (%[[D:[a-z0-9_]+]]: tensor<?x128xbf16>, %[[H:[a-z0-9_]+]]: tensor<?x256xbf16>)
+func.func @glu_grad(%d: tensor<?x128xbf16>, %h: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  // CHECK: moe.glu_grad %[[D]], %[[H]] silu interleaved {alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, up_bias = 1.000000e+00 : f32} : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+  %r = moe.glu_grad %d, %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32}
+      : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+  return %r : tensor<?x256xbf16>
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

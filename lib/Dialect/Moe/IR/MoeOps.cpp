@@ -751,6 +751,51 @@ LogicalResult GluOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// GluGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GluGradOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location>,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto input = tensorOfRank(adaptor.getInput(), 2);
+  if (!input)
+    return failure();
+  types.push_back(input);
+  return success();
+}
+
+LogicalResult GluGradOp::verify() {
+  if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
+    return failure();
+  int64_t cols = dimOf(getInput(), 1);
+  if (cols % 2 != 0)
+    return emitOpError() << "expected an even number of input columns (2N), "
+                            "got "
+                         << cols;
+  if (failed(verifySameDim(*this, getInput(), 0, "input", getGrad(), 0, "grad",
+                           "M")))
+    return failure();
+  int64_t gradCols = dimOf(getGrad(), 1);
+  if (gradCols != cols / 2)
+    return emitOpError() << "expected 'grad' to have " << cols / 2
+                         << " columns (N, half of the input's), got "
+                         << dimStr(gradCols);
+  Type f = cast<ShapedType>(getInput().getType()).getElementType();
+  Type gf = cast<ShapedType>(getGrad().getType()).getElementType();
+  if (gf != f)
+    return emitOpError() << "expected 'grad' element type " << f
+                         << " (as 'input'), got " << gf;
+  std::optional<float> limit;
+  if (auto l = getLimit())
+    limit = l->convertToFloat();
+  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
+                            getUpBias().convertToFloat())))
+    return failure();
+  return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
 // CombineOp
 //===----------------------------------------------------------------------===//
 

@@ -447,6 +447,50 @@ def Moe_GluOp : Moe_InferredOp<"glu"> {
   }];
 }
 
+def Moe_GluGradOp : Moe_InferredOp<"glu_grad"> {
+  let summary = "gradient of moe.glu with respect to its input";
+  let description = [{
+    The backward of `moe.glu` with the same attributes: given `grad` (`M x
+    N`, the gradient of the loss with respect to the glu's result) and the
+    glu's `input` (`M x 2N`, the pre-activation, saved by the forward),
+    returns the gradient with respect to `input` (`M x 2N`, the same
+    layout), computed in f32. With `gate`, `up` the halves of a row as
+    `moe.glu` splits them and, when `limit` is given, `g = min(gate, limit)`,
+    `u = clamp(up, -limit, limit)` (else `g = gate`, `u = up`):
+
+    - `d gate = grad * (u + up_bias) * act'(g)`, zero where `gate > limit`;
+    - `d up = grad * act(g)`, zero where `up` is outside `[-limit, limit]`
+
+    (a clamp passes the gradient where its input is inside the closed
+    interval, as `torch.clamp` does). `act'`: silu `s(a x) + a x s(a x)
+    (1 - s(a x))` with `s` the sigmoid and `a = alpha`; gelu `Phi(x) + x
+    phi(x)`; gelu_tanh the derivative of its tanh form.
+
+    Constraints: those of `moe.glu`; `grad` has the input's rows, half its
+    columns and its element type.
+
+    Example (gpt-oss's SwiGLU):
+
+    ```mlir
+    %dh = moe.glu_grad %da, %h silu interleaved {alpha = 1.702 : f32,
+                                                 limit = 7.0 : f32,
+                                                 up_bias = 1.0 : f32}
+        : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+    ```
+  }];
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$grad,
+                            Moe_FloatTensorOfRank<2>:$input,
+                            Moe_ActivationAttr:$activation,
+                            Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $grad `,` $input custom<EnumKeyword>($activation)
+    custom<EnumKeyword>($layout) attr-dict `:` type($grad) `,` type($input)
+    `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Combine and converters
 //===----------------------------------------------------------------------===//

@@ -58,31 +58,23 @@ static_assert((kEntryRegs - kCpAsyncProducerRegs) * 128 >=
                   (kCpAsyncConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
-/// The same for scaled weights with TMA: fp8_block, whose producer also
-/// holds its rows' scale addresses (at 56 it spilled 28-96 bytes,
-/// Qwen3-30B-A3B) and whose consumers need two m64n128 accumulator sets
-/// (128 registers); the mxfp4 main kernel (128 tokens), whose producer
-/// gathers 128 token rows and copies the scale words (at 56 it spilled 52
-/// bytes, gpt-oss-120b).
-inline constexpr int64_t kScaledProducerRegs = 88, kScaledConsumerRegs = 208;
-static_assert((kEntryRegs - kScaledProducerRegs) * 128 >=
-                  (kScaledConsumerRegs - kEntryRegs) * 256,
+/// The same for fp8_block with TMA weights, whose producer also holds its
+/// rows' scale addresses (at 56 it spilled 28-96 bytes, Qwen3-30B-A3B);
+/// its consumers need two m64n128 accumulator sets (128 registers).
+inline constexpr int64_t kFp8ProducerRegs = 88, kFp8ConsumerRegs = 208;
+static_assert((kEntryRegs - kFp8ProducerRegs) * 128 >=
+                  (kFp8ConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
-/// The same for the small-M kernel with one consumer warpgroup at three or
-/// four blocks of 256 threads per SM: 80 or 64 registers a thread at entry
-/// (the blocks per SM that moe-gpu-register-budget gives ptxas); the
-/// producer keeps 48 (at 40 it spilled 4 bytes), the consumer takes the
-/// rest, 112 or 80.
-inline constexpr int64_t kSmallProducerRegs = 48;
-constexpr int64_t smallEntryRegs(int64_t ctasPerSM) {
-  return 65536 / (256 * ctasPerSM) / 8 * 8;
-}
-constexpr int64_t smallConsumerRegs(int64_t ctasPerSM) {
-  return 2 * smallEntryRegs(ctasPerSM) - kSmallProducerRegs;
-}
-static_assert(smallConsumerRegs(4) == 80 && smallConsumerRegs(3) == 112,
-              "the budgets ptxas was measured at");
+/// The same for the small-M kernel with one consumer warpgroup at three
+/// blocks of 256 threads per SM: 80 registers a thread at entry (the
+/// blocks per SM that moe-gpu-register-budget gives ptxas), the producer
+/// keeps 48 (at 40 it spilled 4 bytes), the consumer takes 112.
+inline constexpr int64_t kSmallEntryRegs = 80, kSmallProducerRegs = 48,
+                         kSmallConsumerRegs = 112;
+static_assert((kSmallEntryRegs - kSmallProducerRegs) * 128 >=
+                  (kSmallConsumerRegs - kSmallEntryRegs) * 128,
+              "setmaxnreg would deadlock");
 
 /// One work item of the persistent loop.
 struct WorkItem {
@@ -104,7 +96,7 @@ public:
         consumers(config.swapAB ? config.tileN / 64 : config.tileM / 64),
         registerSplit((consumers > 1 &&
                        (config.swapAB ? config.tileM : config.tileN) >= 128) ||
-                      (consumers == 1 && config.ctasPerSM >= 3)),
+                      (consumers == 1 && config.ctasPerSM == 3)),
         producerRegisters(config.producerRegisters),
         kSlices(config.stageK / (g.fp8() ? 128 : kTileK)),
         kSteps((g.kDim + config.stageK - 1) / config.stageK),
@@ -130,10 +122,10 @@ private:
   std::pair<int64_t, int64_t> registerBudget() const {
     // Explicit (wgmma-producer-registers): the consumers take what the
     // producer gives up, (kEntryRegs - P) * 128 = (C - kEntryRegs) * 256.
-    // One consumer warpgroup, three or four blocks per SM (80 or 64 a
-    // thread at entry: moe-gpu-register-budget).
+    // One consumer warpgroup, three blocks per SM (80 a thread at entry:
+    // moe-gpu-register-budget).
     if (consumers == 1)
-      return {kSmallProducerRegs, smallConsumerRegs(ctasPerSM)};
+      return {kSmallProducerRegs, kSmallConsumerRegs};
     if (producerRegisters)
       return {producerRegisters,
               std::min<int64_t>(
@@ -141,8 +133,8 @@ private:
                   (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
     if (!rhsMap)
       return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
-    if (fp8 || mxfp4)
-      return {kScaledProducerRegs, kScaledConsumerRegs};
+    if (fp8)
+      return {kFp8ProducerRegs, kFp8ConsumerRegs};
     return {kProducerRegs, kConsumerRegs};
   }
   /// Bytes per operand element (e4m3 codes: 1) and K elements per

@@ -608,54 +608,6 @@ def _phi(x):  # standard normal pdf
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def activation(g, act, alpha):
-    """(act(g), |act'(g)|) in float64."""
-    g = np.asarray(g, dtype=np.float64)
-    with np.errstate(over="ignore", under="ignore"):
-        if act == "silu":
-            sg = 1.0 / (1.0 + np.exp(-alpha * g))
-            return g * sg, np.abs(sg + alpha * g * sg * (1.0 - sg))
-        if act == "gelu":
-            cdf = 0.5 * (1.0 + _erf(g / math.sqrt(2.0)))
-            return g * cdf, np.abs(cdf + g * _phi(g))
-        if act == "gelu_tanh":
-            c = math.sqrt(2.0 / math.pi)
-            th = np.tanh(c * (g + 0.044715 * g**3))
-            val = 0.5 * g * (1.0 + th)
-            d = 0.5 * (1.0 + th) + 0.5 * g * (1.0 - th * th) * c * (1.0 + 3 * 0.044715 * g * g)
-            return val, np.abs(d)
-    raise ValueError(act)
-
-
-def glu(x, act, layout, alpha=1.0, limit=None, up_bias=0.0, x_scale=None):
-    """moe.glu: (value [M,N], scale [M,N]).  `x_scale` is the error scale
-    of the input (defaults to |x|: inputs exact, only f32 evaluation error)."""
-    x = np.asarray(x, dtype=np.float64)
-    xs = np.abs(x) if x_scale is None else x_scale
-    N = x.shape[1] // 2
-    if layout == "concat":
-        g, u = x[:, :N], x[:, N:]
-        gs, us = xs[:, :N], xs[:, N:]
-    elif layout == "interleaved":
-        g, u = x[:, 0::2], x[:, 1::2]
-        gs, us = xs[:, 0::2], xs[:, 1::2]
-    else:
-        raise ValueError(layout)
-    if limit is not None:
-        g = np.minimum(g, limit)
-        u = np.clip(u, -limit, limit)
-    a, da = activation(g, act, alpha)
-    ub = u + up_bias
-    val = a * ub
-    scale = da * gs * np.abs(ub) + np.abs(a) * us + np.abs(val)
-    if act in ("gelu", "gelu_tanh"):
-        # 0.5*g*(1 + erf|tanh(..)) cancels for negative g: in f32 the
-        # bracket carries an absolute error of a few 2^-24, so the result
-        # is off by |g*ub| * 2^-22 or so (the erf form promises no more).
-        scale = scale + np.abs(g) * np.abs(ub) * (2.0**-21 / TOLERANCE["f32"][0])
-    return val, scale
-
-
 def _glu_halves(x, layout):
     N = x.shape[1] // 2
     if layout == "concat":
@@ -703,6 +655,34 @@ def activation_grad(g, act, alpha):
             terms = np.abs(0.5 * (1.0 + th)) + np.abs(t) + cancel * (1.0 + np.abs(outer))
             return 0.5 * g * (1.0 + th), d, terms, np.abs(g) * (np.abs(0.5 * (1.0 + th)) + cancel)
     raise ValueError(act)
+
+
+def activation(g, act, alpha):
+    """(act(g), |act'(g)|) in float64."""
+    a, d, _, _ = activation_grad(g, act, alpha)
+    return a, np.abs(d)
+
+
+def glu(x, act, layout, alpha=1.0, limit=None, up_bias=0.0, x_scale=None):
+    """moe.glu: (value [M,N], scale [M,N]).  `x_scale` is the error scale
+    of the input (defaults to |x|: inputs exact, only f32 evaluation error)."""
+    x = np.asarray(x, dtype=np.float64)
+    xs = np.abs(x) if x_scale is None else x_scale
+    g, u = _glu_halves(x, layout)
+    gs, us = _glu_halves(xs, layout)
+    if limit is not None:
+        g = np.minimum(g, limit)
+        u = np.clip(u, -limit, limit)
+    a, da = activation(g, act, alpha)
+    ub = u + up_bias
+    val = a * ub
+    scale = da * gs * np.abs(ub) + np.abs(a) * us + np.abs(val)
+    if act in ("gelu", "gelu_tanh"):
+        # 0.5*g*(1 + erf|tanh(..)) cancels for negative g: in f32 the
+        # bracket carries an absolute error of a few 2^-24, so the result
+        # is off by |g*ub| * 2^-22 or so (the erf form promises no more).
+        scale = scale + np.abs(g) * np.abs(ub) * (2.0**-21 / TOLERANCE["f32"][0])
+    return val, scale
 
 
 def glu_grad(dA, x, act, layout, alpha=1.0, limit=None, up_bias=0.0):

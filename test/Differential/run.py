@@ -448,26 +448,18 @@ def check_case(case, results):
             v["lhs"], v["rhs"], v["offsets"], v.get("bias"), a["transpose_rhs"]
         )
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
-    elif op == "glu":
-        val, sc = R.glu(
-            v["input"],
+    elif op in ("glu", "glu_grad"):
+        glu_args = (
             a["activation"],
             a["layout"],
             a.get("alpha", 1.0),
             a.get("limit"),
             a.get("up_bias", 0.0),
         )
-        add(cmp_float("result", results[0], val, od[0], sc))
-    elif op == "glu_grad":
-        val, sc = R.glu_grad(
-            v["grad"],
-            v["input"],
-            a["activation"],
-            a["layout"],
-            a.get("alpha", 1.0),
-            a.get("limit"),
-            a.get("up_bias", 0.0),
-        )
+        if op == "glu":
+            val, sc = R.glu(v["input"], *glu_args)
+        else:
+            val, sc = R.glu_grad(v["grad"], v["input"], *glu_args)
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op == "combine":
         val, sc = R.combine(v["input"], v.get("weights"))

@@ -38,6 +38,35 @@ using namespace mlir::moe;
 /// (`rows x 2N`), computed in f32 and rounded to `resultType`'s element
 /// type. concat: columns [0, N) and [N, 2N); interleaved: even and odd
 /// columns (stride-2 slices).
+namespace {
+/// Where the gate and the up half of a glu input (`M x 2N`) lie: column
+/// offsets 0 and `upColumn`, sizes M x N, column stride 1 (concat) or 2
+/// (interleaved); to slice them out of the input or insert them into a
+/// tensor of its shape.
+struct GluHalves {
+  SmallVector<OpFoldResult> sizes, strides;
+  int64_t upColumn;
+
+  GluHalves(LoweringBuilder &b, Value input, int64_t n, GluLayout layout)
+      : sizes(b.sizes(input)), upColumn(layout == GluLayout::concat ? n : 1) {
+    sizes[1] = b.getIndexAttr(n);
+    strides = {b.getIndexAttr(1),
+               b.getIndexAttr(layout == GluLayout::concat ? 1 : 2)};
+  }
+  SmallVector<OpFoldResult> offsets(LoweringBuilder &b, bool up) const {
+    return {b.getIndexAttr(0), b.getIndexAttr(up ? upColumn : 0)};
+  }
+  Value extract(LoweringBuilder &b, Value input, bool up) const {
+    return tensor::ExtractSliceOp::create(b, input, offsets(b, up), sizes,
+                                          strides);
+  }
+  Value insert(LoweringBuilder &b, Value half, Value into, bool up) const {
+    return tensor::InsertSliceOp::create(b, half, into, offsets(b, up), sizes,
+                                         strides);
+  }
+};
+} // namespace
+
 static Value buildGlu(LoweringBuilder &b, Value input,
                       RankedTensorType resultType, const GluParams &p) {
   Type f = resultType.getElementType();
@@ -46,18 +75,9 @@ static Value buildGlu(LoweringBuilder &b, Value input,
   // a zero-size dim would not verify).
   if (cast<RankedTensorType>(input.getType()).getDimSize(0) == 0)
     return b.empty(resultType, {});
-  bool concat = p.layout == GluLayout::concat;
-  SmallVector<OpFoldResult> viewSizes = b.sizes(input);
-  viewSizes[1] = b.getIndexAttr(n);
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
-                                       b.getIndexAttr(concat ? 1 : 2)};
-  auto viewAt = [&](int64_t column) -> Value {
-    return tensor::ExtractSliceOp::create(
-        b, input,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(column)},
-        viewSizes, strides);
-  };
-  Value gateView = viewAt(0), upView = viewAt(concat ? n : 1);
+  GluHalves halves(b, input, n, p.layout);
+  Value gateView = halves.extract(b, input, /*up=*/false);
+  Value upView = halves.extract(b, input, /*up=*/true);
   AffineMap id = b.getMultiDimIdentityMap(2);
   SmallVector<Value> dyn = b.dynRowsOf(resultType, input);
   Value init = b.empty(resultType, dyn);
@@ -510,20 +530,9 @@ struct LowerGluGrad : OpRewritePattern<GluGradOp> {
       return success();
     }
     GluParams p = gluParamsOf(op);
-    bool concat = p.layout == GluLayout::concat;
-    SmallVector<OpFoldResult> halfSizes = b.sizes(input);
-    halfSizes[1] = b.getIndexAttr(n);
-    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1),
-                                         b.getIndexAttr(concat ? 1 : 2)};
-    auto offsetsAt = [&](int64_t column) {
-      return SmallVector<OpFoldResult>{b.getIndexAttr(0),
-                                       b.getIndexAttr(column)};
-    };
-    int64_t upColumn = concat ? n : 1;
-    Value gateView = tensor::ExtractSliceOp::create(b, input, offsetsAt(0),
-                                                    halfSizes, strides);
-    Value upView = tensor::ExtractSliceOp::create(b, input, offsetsAt(upColumn),
-                                                  halfSizes, strides);
+    GluHalves halves(b, input, n, p.layout);
+    Value gateView = halves.extract(b, input, /*up=*/false);
+    Value upView = halves.extract(b, input, /*up=*/true);
     auto halfType = RankedTensorType::get({resultType.getDimSize(0), n}, f);
     AffineMap id = b.getMultiDimIdentityMap(2);
     auto generic = linalg::GenericOp::create(
@@ -538,11 +547,8 @@ struct LowerGluGrad : OpRewritePattern<GluGradOp> {
               b, ValueRange{b.fromF32(dGate, f), b.fromF32(dUp, f)});
         });
     Value result = b.empty(resultType, dyn);
-    result = tensor::InsertSliceOp::create(b, generic.getResult(0), result,
-                                           offsetsAt(0), halfSizes, strides);
-    result =
-        tensor::InsertSliceOp::create(b, generic.getResult(1), result,
-                                      offsetsAt(upColumn), halfSizes, strides);
+    result = halves.insert(b, generic.getResult(0), result, /*up=*/false);
+    result = halves.insert(b, generic.getResult(1), result, /*up=*/true);
     rewriter.replaceOp(op, result);
     return success();
   }

@@ -11,7 +11,8 @@
 using namespace mlir;
 using namespace mlir::moe;
 
-GluParams mlir::moe::gluParamsOf(GluOp op) {
+/// The attributes of moe.glu and moe.glu_grad (the same ODS list).
+template <typename OpTy> static GluParams gluOpParams(OpTy op) {
   std::optional<float> limit;
   if (auto l = op.getLimit())
     limit = l->convertToFloat();
@@ -19,21 +20,16 @@ GluParams mlir::moe::gluParamsOf(GluOp op) {
                    op.getAlpha().convertToFloat(), limit,
                    op.getUpBias().convertToFloat()};
 }
+
+GluParams mlir::moe::gluParamsOf(GluOp op) { return gluOpParams(op); }
+
+GluParams mlir::moe::gluParamsOf(GluGradOp op) { return gluOpParams(op); }
 
 GluParams mlir::moe::gluParamsOf(ExpertGemmOp op) {
   std::optional<float> limit;
   if (auto l = op.getLimit())
     limit = l->convertToFloat();
   return GluParams{*op.getActivation(), *op.getLayout(),
-                   op.getAlpha().convertToFloat(), limit,
-                   op.getUpBias().convertToFloat()};
-}
-
-GluParams mlir::moe::gluParamsOf(GluGradOp op) {
-  std::optional<float> limit;
-  if (auto l = op.getLimit())
-    limit = l->convertToFloat();
-  return GluParams{op.getActivation(), op.getLayout(),
                    op.getAlpha().convertToFloat(), limit,
                    op.getUpBias().convertToFloat()};
 }

@@ -733,19 +733,25 @@ LogicalResult GluOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-LogicalResult GluOp::verify() {
-  if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
+/// moe.glu's and moe.glu_grad's input (`M x 2N`, 2N static and even) and
+/// their GLU attributes.
+template <typename OpTy> static LogicalResult verifyGluInput(OpTy op) {
+  if (failed(verifyStaticDim(op, op.getInput(), 1, "input", "2N")))
     return failure();
-  int64_t cols = dimOf(getInput(), 1);
+  int64_t cols = dimOf(op.getInput(), 1);
   if (cols % 2 != 0)
-    return emitOpError() << "expected an even number of input columns (2N), "
-                            "got "
-                         << cols;
+    return op.emitOpError() << "expected an even number of input columns "
+                               "(2N), got "
+                            << cols;
   std::optional<float> limit;
-  if (auto l = getLimit())
+  if (auto l = op.getLimit())
     limit = l->convertToFloat();
-  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
-                            getUpBias().convertToFloat())))
+  return verifyGluAttrs(op, op.getAlpha().convertToFloat(), limit,
+                        op.getUpBias().convertToFloat());
+}
+
+LogicalResult GluOp::verify() {
+  if (failed(verifyGluInput(*this)))
     return failure();
   return verifyResultTypesExactly(*this);
 }
@@ -766,13 +772,9 @@ LogicalResult GluGradOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult GluGradOp::verify() {
-  if (failed(verifyStaticDim(*this, getInput(), 1, "input", "2N")))
+  if (failed(verifyGluInput(*this)))
     return failure();
   int64_t cols = dimOf(getInput(), 1);
-  if (cols % 2 != 0)
-    return emitOpError() << "expected an even number of input columns (2N), "
-                            "got "
-                         << cols;
   if (failed(verifySameDim(*this, getInput(), 0, "input", getGrad(), 0, "grad",
                            "M")))
     return failure();
@@ -786,12 +788,6 @@ LogicalResult GluGradOp::verify() {
   if (gf != f)
     return emitOpError() << "expected 'grad' element type " << f
                          << " (as 'input'), got " << gf;
-  std::optional<float> limit;
-  if (auto l = getLimit())
-    limit = l->convertToFloat();
-  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
-                            getUpBias().convertToFloat())))
-    return failure();
   return verifyResultTypesExactly(*this);
 }
 

@@ -308,7 +308,7 @@ def MoeGpuRegisterBudgetPass
     65536 / (T E) where that is 2 or more (one block per SM is ptxas's
     default; such kernels are left alone). moe-mlir's Hopper kernels plan
     their register budgets with it: three blocks per SM of 256 threads
-    enter with 80 registers, a producer at 40 and a consumer at 120.
+    enter with 80 registers, a producer at 48 and a consumer at 112.
 
     ```mlir
     gpu.func @k() kernel attributes {known_block_size = array<i32: 256, 1, 1>} {

@@ -12,7 +12,7 @@
 // wide m64n32k32, e4m3) run instead, promoted the same way with the
 // tokens' scales; the SIMT kernel is the fallback.
 // mxfp4 (bf16 activations): every tier is the small-M form (m64n16k16,
-// m64n32k16, the main m64n64k16) with the weights as wgmma's register A
+// m64n32k16, the main m64n128k16) with the weights as wgmma's register A
 // operand (inline PTX): the packed e2m1 pairs by TMA as bytes (box 128
 // bytes = 256 K), the E8M0 scale words by 4-byte cp.async, decoded by
 // byte permutes (nvvm.prmt) and one bf16x2 multiply; other activation
@@ -92,7 +92,7 @@ func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, 
 
 // -----
 
-// mxfp4: three register-A kernels (16, 32, 64 tokens; the tensor maps:
+// mxfp4: three register-A kernels (16, 32, 128 tokens; the tensor maps:
 // UINT8, K / 2 = 32 bytes a row, 48 rows, 4 experts, boxes of 128 bytes x
 // 32 / 64 rows), each with the scale-word copies, the e2m1 decoding and
 // its wgmmas; the SIMT kernel is the fallback (with gemm=simt the SIMT kernel
@@ -107,7 +107,7 @@ func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, 
 // CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c32_i64
 // CHECK: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
 // CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c64_i64
-// CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: return
 // SIMT-LABEL: func.func @mxfp4(

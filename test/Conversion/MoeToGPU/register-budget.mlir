@@ -2,7 +2,7 @@
 
 // A kernel of 256 threads whose producer warpgroup lowers its registers to
 // 48 and whose consumer raises them to 112 needs 80 at entry: three blocks
-// per SM. The main kernel's budget (384 threads, 56 / 224: 168 at entry)
+// per SM; 48 / 80 needs 64: four blocks. The main kernel's budget (384 threads, 56 / 224: 168 at entry)
 // is one block per SM and gets nothing; nor do kernels without setmaxnreg
 // or without a known block size.
 
@@ -13,6 +13,13 @@ module attributes {gpu.container_module} {
     gpu.func @small_m() kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
       nvvm.setmaxregister decrease 48
       nvvm.setmaxregister increase 112
+      gpu.return
+    }
+    // CHECK-LABEL: gpu.func @small_m_four
+    // CHECK-SAME: nvvm.minctasm = 4 : i32
+    gpu.func @small_m_four() kernel attributes {known_block_size = array<i32: 256, 1, 1>} {
+      nvvm.setmaxregister decrease 48
+      nvvm.setmaxregister increase 80
       gpu.return
     }
     // CHECK-LABEL: gpu.func @main_kernel

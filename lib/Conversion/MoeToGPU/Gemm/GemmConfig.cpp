@@ -172,10 +172,11 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
 
 /// mxfp4 weights: every tier is the small-M form (the weights are wgmma's
 /// A operand, dequantized in registers: only A may come from registers).
-/// The main kernel: 64 tokens x 128 weight rows (two consumer warpgroups,
-/// one block per SM); the 16- and 32-token tiers of chooseSwapConfigs
-/// below it, at 64 weight rows. The weight tiles come by TMA (with
-/// wgmma-tma=false the SIMT kernel runs); the main kernel's tile options
+/// The main kernel: 128 tokens x 128 weight rows (two consumer
+/// warpgroups, one block per SM, two stages; each weight tile decoded once
+/// per 128 tokens, m64n128k16); the 16- and 32-token tiers of
+/// chooseSwapConfigs below it, at 64 weight rows. The weight tiles come by TMA
+/// (with wgmma-tma=false the SIMT kernel runs); the main kernel's tile options
 /// (wgmma-tile-m / -n, wgmma-cluster) do not apply.
 static FailureOr<GemmKernelConfig>
 chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
@@ -192,7 +193,7 @@ chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
   config.programmatic = options.programmaticLaunch;
   ConvertMoeToGPUPassOptions mainOptions = options;
   mainOptions.wgmmaSwapTileN = 128;
-  config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/64);
+  config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/128);
   if (options.wgmmaStages > config.stages)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the mxfp4 kernel's "
@@ -312,10 +313,11 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   return config;
 }
 
-/// The small-M kernel's epilogue staging: tileM token rows of tileN + 4 f32
-/// (WgmmaEngine.cpp, the padding keeps the fragment stores conflict-free).
+/// The small-M kernel's epilogue staging: up to 64 token rows (wider
+/// tiles store in passes of 64 tokens) of tileN + 4 f32 (WgmmaEpilogue.cpp,
+/// the padding keeps the fragment stores conflict-free).
 int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
-  return tileM * (tileN + 4) * 4;
+  return std::min<int64_t>(tileM, kSwapStagingTokens) * (tileN + 4) * 4;
 }
 
 /// Average rows per expert up to which the host picks the small-M kernel
@@ -354,11 +356,12 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   // SM (more loads in flight per SM); 128: two consumers, one block per SM
   // (their token-tile accumulators need no setmaxnreg).
   config.ctasPerSM = config.tileN == 64 ? 2 : 1;
-  // mxfp4, 16 tokens x 64 weight rows: three blocks per SM (more warps to
-  // hide the decode's latency: 16-18% faster at T = 1 - 64 than two,
-  // bench/NOTES.md v72), the producer giving registers to the consumer
-  // (setmaxnreg: 80 a thread at entry, 48 / 112; WgmmaKernel.h).
-  if (config.mxfp4 && tileM == 16 && config.tileN == 64)
+  // mxfp4 at 64 weight rows, 16 or 32 tokens: three blocks per SM (more
+  // warps to hide the decode's latency; bench/NOTES.md v72, v74: four
+  // blocks of 16 tokens at 48 / 80 registers lost 5-15%), the producer
+  // giving registers to the consumer (setmaxnreg, WgmmaKernel.h: 80 a
+  // thread at entry, 48 / 112).
+  if (config.mxfp4 && config.tileN == 64 && (tileM == 16 || tileM == 32))
     config.ctasPerSM = 3;
   config.l2PromotionBytes = 0;
   config.stageK = config.mxfp4 ? kMxfp4StageK : 128;

@@ -255,7 +255,8 @@ WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
   const int64_t threads = 128 * consumers;
   const int64_t chunks = swapChunks();
   SwapTargets targets;
-  if ((tileM * chunks) % threads != 0)
+  // (Each staging pass's chunks split evenly over the threads.)
+  if ((std::min(tileM, kSwapStagingTokens) * chunks) % threads != 0)
     return targets;
   Value u0 = b.sub(tid, b.idx(128));
   for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
@@ -292,96 +293,111 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
   Value column0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
                         arith::ShRUIOp::create(b, lane, b.idx(2)));
   Value token0 = b.mul(quad, b.idx(2));
-  for (int64_t j = 0; j < tileM / 8; ++j)
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t p = 0; p < 2; ++p) {
-        Value v = LLVM::ExtractValueOp::create(
-            b, acc, ArrayRef<int64_t>{4 * j + 2 * h + p});
-        nvvm::storeShared(b,
-                          stagedAt(b, b.add(token0, b.idx(8 * j + p)),
-                                   b.add(column0, b.idx(8 * h))),
-                          {v});
-      }
-  nvvm::namedBarrier(b, b.i32(1), threads);
+  // Tiles of more than kSwapStagingTokens tokens: the staging holds one
+  // pass of that many tokens at a time.
+  const int64_t passTokens = std::min(tileM, kSwapStagingTokens);
+  const int64_t passes = tileM / passTokens;
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    for (int64_t j = 0; j < passTokens / 8; ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t p = 0; p < 2; ++p) {
+          Value v = LLVM::ExtractValueOp::create(
+              b, acc,
+              ArrayRef<int64_t>{4 * (j + pass * passTokens / 8) + 2 * h + p});
+          nvvm::storeShared(b,
+                            stagedAt(b, b.add(token0, b.idx(8 * j + p)),
+                                     b.add(column0, b.idx(8 * h))),
+                            {v});
+        }
+    nvvm::namedBarrier(b, b.i32(1), threads);
 
-  // 2. Thread u of the consumers takes output chunks (token, vec columns)
-  // u, u + threads, ...: the rhs columns of output column c are 2c, 2c + 1
-  // (interleaved GLU), c and tileN / 2 + c (concat), c (plain).
-  const int64_t chunks = swapChunks();
-  Value colBase = b.mul(item.colTile, b.idx(outPerTile));
-  // Output chunk `chunk` of `token`, whose row goes to `target` (valid).
-  auto storeChunk = [&](LoweringBuilder &b, Value token, Value chunk,
-                        const RowTarget &target) {
-    Value local0 = b.mul(chunk, b.idx(vec));
-    Value col0 = b.add(colBase, local0);
-    SmallVector<Value> values;
-    for (int64_t e = 0; e < vec; ++e) {
-      Value local = b.add(local0, b.idx(e));
-      SmallVector<Value, 2> accs;
-      if (interleaved()) {
-        Value pair = b.mul(local, b.idx(2));
-        accs = {nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, pair)),
-                nvvm::loadShared(b, b.getF32Type(),
-                                 stagedAt(b, token, b.add(pair, b.idx(1))))};
-      } else {
-        accs.push_back(
-            nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
-        if (concat)
-          accs.push_back(nvvm::loadShared(
-              b, b.getF32Type(),
-              stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+    // 2. Thread u of the consumers takes output chunks (token, vec columns)
+    // u, u + threads, ...: the rhs columns of output column c are 2c, 2c + 1
+    // (interleaved GLU), c and tileN / 2 + c (concat), c (plain).
+    const int64_t chunks = swapChunks();
+    Value colBase = b.mul(item.colTile, b.idx(outPerTile));
+    // Output chunk `chunk` of `token` (the pass's staged token), whose row
+    // goes to `target` (valid).
+    auto storeChunk = [&](LoweringBuilder &b, Value token, Value chunk,
+                          const RowTarget &target) {
+      Value local0 = b.mul(chunk, b.idx(vec));
+      Value col0 = b.add(colBase, local0);
+      SmallVector<Value> values;
+      for (int64_t e = 0; e < vec; ++e) {
+        Value local = b.add(local0, b.idx(e));
+        SmallVector<Value, 2> accs;
+        if (interleaved()) {
+          Value pair = b.mul(local, b.idx(2));
+          accs = {nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, pair)),
+                  nvvm::loadShared(b, b.getF32Type(),
+                                   stagedAt(b, token, b.add(pair, b.idx(1))))};
+        } else {
+          accs.push_back(
+              nvvm::loadShared(b, b.getF32Type(), stagedAt(b, token, local)));
+          if (concat)
+            accs.push_back(nvvm::loadShared(
+                b, b.getF32Type(),
+                stagedAt(b, token, b.add(local, b.idx(tileN / 2)))));
+        }
+        Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
+        values.push_back(
+            outputValue(b, g, target.factor, item.expert, c, accs));
       }
-      Value c = b.minIdx(b.add(col0, b.idx(e)), b.idx(g.outN - 1));
-      values.push_back(outputValue(b, g, target.factor, item.expert, c, accs));
-    }
-    Value whole = b.andi(
-        outVectorOk, b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
-    scf::IfOp::create(
-        b, whole,
-        [&](OpBuilder &nested, Location loc) {
-          LoweringBuilder b(loc, nested);
-          nvvm::storeGlobal(b, outputAddress(b, target.dest, col0), values);
-          scf::YieldOp::create(b);
-        },
-        [&](OpBuilder &nested, Location loc) {
-          LoweringBuilder b(loc, nested);
-          for (int64_t e = 0; e < vec; ++e) {
-            Value c = b.add(col0, b.idx(e));
-            when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
-                 [&](LoweringBuilder &b) {
-                   b.store(values[e], g.out, {target.dest, c});
-                 });
-          }
-          scf::YieldOp::create(b);
-        });
-  };
-  Value u0 = b.sub(tid, b.idx(128));
-  if (!targets.dest.empty()) {
-    // The targets came before the MMAs (prefetchSwapTargets).
-    for (auto [i, dest] : llvm::enumerate(targets.dest)) {
-      Value u = b.add(u0, b.idx(static_cast<int64_t>(i) * threads));
-      Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
-      Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
-      when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
-        RowTarget target{b.toIndex(dest), Value(), targets.factor[i]};
-        storeChunk(b, token, chunk, target);
-      });
-    }
-  } else {
-    forEach(b, u0, b.idx(tileM * chunks), b.idx(threads),
-            [&](LoweringBuilder &b, Value u) {
-              Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
-              Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
-              when(b, b.cmpi(CmpI::ult, token, item.tileRows),
+      Value whole =
+          b.andi(outVectorOk,
+                 b.cmpi(CmpI::ule, b.add(col0, b.idx(vec)), b.idx(g.outN)));
+      scf::IfOp::create(
+          b, whole,
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            nvvm::storeGlobal(b, outputAddress(b, target.dest, col0), values);
+            scf::YieldOp::create(b);
+          },
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder b(loc, nested);
+            for (int64_t e = 0; e < vec; ++e) {
+              Value c = b.add(col0, b.idx(e));
+              when(b, b.cmpi(CmpI::ult, c, b.idx(g.outN)),
                    [&](LoweringBuilder &b) {
-                     RowTarget target =
-                         rowTarget(b, g, b.add(item.rowStart, token));
-                     when(b, target.valid, [&](LoweringBuilder &b) {
-                       storeChunk(b, token, chunk, target);
-                     });
+                     b.store(values[e], g.out, {target.dest, c});
                    });
-            });
+            }
+            scf::YieldOp::create(b);
+          });
+    };
+    Value u0 = b.sub(tid, b.idx(128));
+    Value passStart = b.idx(pass * passTokens);
+    if (!targets.dest.empty()) {
+      // The targets came before the MMAs (prefetchSwapTargets); the pass's
+      // are a contiguous share of them.
+      int64_t perPass = static_cast<int64_t>(targets.dest.size()) / passes;
+      for (int64_t i = pass * perPass; i < (pass + 1) * perPass; ++i) {
+        Value dest = targets.dest[i];
+        Value u = b.add(u0, b.idx((i - pass * perPass) * threads));
+        Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+        Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+        when(b, b.cmpi(CmpI::sge, dest, b.i32(0)), [&](LoweringBuilder &b) {
+          RowTarget target{b.toIndex(dest), Value(), targets.factor[i]};
+          storeChunk(b, token, chunk, target);
+        });
+      }
+    } else {
+      forEach(b, u0, b.idx(passTokens * chunks), b.idx(threads),
+              [&](LoweringBuilder &b, Value u) {
+                Value token = arith::DivUIOp::create(b, u, b.idx(chunks));
+                Value chunk = arith::RemUIOp::create(b, u, b.idx(chunks));
+                Value row = b.add(passStart, token);
+                when(b, b.cmpi(CmpI::ult, row, item.tileRows),
+                     [&](LoweringBuilder &b) {
+                       RowTarget target =
+                           rowTarget(b, g, b.add(item.rowStart, row));
+                       when(b, target.valid, [&](LoweringBuilder &b) {
+                         storeChunk(b, token, chunk, target);
+                       });
+                     });
+              });
+    }
+    // The next pass's (or item's) fragments overwrite the staging.
+    nvvm::namedBarrier(b, b.i32(1), threads);
   }
-  // The next item's fragments overwrite the staging.
-  nvvm::namedBarrier(b, b.i32(1), threads);
 }

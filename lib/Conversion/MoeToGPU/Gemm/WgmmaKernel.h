@@ -58,12 +58,15 @@ static_assert((kEntryRegs - kCpAsyncProducerRegs) * 128 >=
                   (kCpAsyncConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
-/// The same for fp8_block with TMA weights, whose producer also holds its
-/// rows' scale addresses (at 56 it spilled 28-96 bytes, Qwen3-30B-A3B);
-/// its consumers need two m64n128 accumulator sets (128 registers).
-inline constexpr int64_t kFp8ProducerRegs = 88, kFp8ConsumerRegs = 208;
-static_assert((kEntryRegs - kFp8ProducerRegs) * 128 >=
-                  (kFp8ConsumerRegs - kEntryRegs) * 256,
+/// The same for scaled weights with TMA: fp8_block, whose producer also
+/// holds its rows' scale addresses (at 56 it spilled 28-96 bytes,
+/// Qwen3-30B-A3B) and whose consumers need two m64n128 accumulator sets
+/// (128 registers); the mxfp4 main kernel (128 tokens), whose producer
+/// gathers 128 token rows and copies the scale words (at 56 it spilled 52
+/// bytes, gpt-oss-120b).
+inline constexpr int64_t kScaledProducerRegs = 88, kScaledConsumerRegs = 208;
+static_assert((kEntryRegs - kScaledProducerRegs) * 128 >=
+                  (kScaledConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
 /// The same for the small-M kernel with one consumer warpgroup at three
@@ -133,8 +136,8 @@ private:
                   (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
     if (!rhsMap)
       return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
-    if (fp8)
-      return {kFp8ProducerRegs, kFp8ConsumerRegs};
+    if (fp8 || mxfp4)
+      return {kScaledProducerRegs, kScaledConsumerRegs};
     return {kProducerRegs, kConsumerRegs};
   }
   /// Bytes per operand element (e4m3 codes: 1) and K elements per

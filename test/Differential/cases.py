@@ -21,6 +21,7 @@ OPS = [
     "get_indptr",
     "gather",
     "grouped_matmul",
+    "grouped_matmul_wgrad",
     "glu",
     "glu_grad",
     "scatter",
@@ -391,6 +392,27 @@ def gen_grouped_matmul(rng, seed):
     if rng.random() < 0.1:  # the default, written out
         attrs["weight_format"] = "plain"
     return Case("grouped_matmul", seed, inputs, attrs, [O], note)
+
+
+def gen_grouped_matmul_wgrad(rng, seed):
+    M = _T(rng)
+    E = _E(rng)
+    K = int(_pick(rng, [1, 4, 8, 13, 32]))
+    N = int(_pick(rng, [1, 2, 5, 8, 16]))
+    F = _dtype(rng)
+    off, note = _offsets(rng, M, E)
+    dyn = rng.random() < 0.5
+    inputs = [
+        Tensor("lhs", F, _floats(rng, (M, K), F), dyn),
+        Tensor("rhs", F, _floats(rng, (M, N), F), dyn),
+        Tensor("offsets", "i32", off),
+    ]
+    if rng.random() < 0.35:  # main_grad-style accumulation, f32
+        inputs.append(Tensor("acc", "f32", _floats(rng, (E, K, N), "f32")))
+        O = "f32"
+    else:
+        O = _pick(rng, [F, "f32"])
+    return Case("grouped_matmul_wgrad", seed, inputs, {}, [O], note)
 
 
 def _glu_attrs(rng):

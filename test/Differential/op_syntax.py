@@ -148,6 +148,18 @@ class Syntax:
                 t["rhs"],
                 rt,
             )
+        if op == "grouped_matmul_wgrad":
+            return "%s = moe.grouped_matmul_wgrad %s, %s offsets(%s : %s)%s : %s, %s -> %s" % (
+                lhs,
+                v["lhs"],
+                v["rhs"],
+                v["offsets"],
+                t["offsets"],
+                opt("accumulate", "acc"),
+                t["lhs"],
+                t["rhs"],
+                rt,
+            )
         if op == "glu":
             return "%s = moe.glu %s %s %s%s : %s -> %s" % (
                 lhs,

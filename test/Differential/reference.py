@@ -395,6 +395,25 @@ def grouped_matmul(lhs, rhs, offsets, bias=None, transpose_rhs=False):
     return out, scale, defined
 
 
+def grouped_matmul_wgrad(lhs, rhs, offsets, acc=None):
+    """moe.grouped_matmul_wgrad: (value [E,K,N], scale [E,K,N]); group e is
+    rows [clamp(offsets[e]), clamp(offsets[e+1])), empty when decreasing."""
+    lhs = np.asarray(lhs, dtype=np.float64)
+    rhs = np.asarray(rhs, dtype=np.float64)
+    M, K = lhs.shape
+    N = rhs.shape[1]
+    E = len(offsets) - 1
+    out = np.zeros((E, K, N)) if acc is None else np.array(acc, dtype=np.float64)
+    scale = np.abs(out)
+    for e in range(E):
+        lo = min(max(int(offsets[e]), 0), M)
+        hi = min(max(int(offsets[e + 1]), 0), M)
+        if hi > lo:
+            out[e] += lhs[lo:hi].T @ rhs[lo:hi]
+            scale[e] += np.abs(lhs[lo:hi]).T @ np.abs(rhs[lo:hi])
+    return out, scale
+
+
 # ----------------------------------------------------------------------------
 # Low-precision expert weights (weight_format fp8_block / mxfp4)
 # ----------------------------------------------------------------------------
@@ -1018,6 +1037,28 @@ def self_test():
             lhs, np.transpose(rhs, (0, 2, 1)), [0, 1, 1, 2], bias=bias, transpose_rhs=True
         )
         _close("gmm T", out, [[1, 0], [6.5, 9.5], [0, 0], [0, 0], [0, 0]])
+
+    @check
+    def grouped_matmul_wgrad_is_the_weights_vjp():
+        # <dY, grouped_matmul(X, W)> is linear in W: its gradient is
+        # wgrad(X, dY) (wgrad(dY, X) for the transposed layout), checked on
+        # a random direction V; empty, clamped and decreasing groups too.
+        rng = np.random.default_rng(5)
+        for off in ([0, 2, 2, 5, 7], [-3, 1, 4, 4, 99], [0, 4, 1, 6, 7]):
+            x, dy = rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
+            v = rng.normal(size=(4, 3, 2))
+            y, _, d = grouped_matmul(x, v, off)
+            want = np.sum((dy * y)[d])
+            if sorted(off) == list(off):  # monotone: every row defined
+                got, _ = grouped_matmul_wgrad(x, dy, off)
+                assert abs(np.sum(got * v) - want) < 1e-9, off
+                got, _ = grouped_matmul_wgrad(dy, x, off)  # x @ w^T layout
+                yt, _, _ = grouped_matmul(x, np.transpose(v, (0, 2, 1)), off, transpose_rhs=True)
+                assert abs(np.sum(got * np.transpose(v, (0, 2, 1))) - np.sum(dy * yt)) < 1e-9
+        got, _ = grouped_matmul_wgrad(
+            np.ones((3, 1)), np.ones((3, 1)), [2, 1, 3], np.full((2, 1, 1), 0.5)
+        )
+        _close("wgrad decreasing + acc", got[:, 0, 0], [0.5, 2.5])
 
     @check
     def glu_variants():

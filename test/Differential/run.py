@@ -107,6 +107,9 @@ def result_shapes(case):
         rhs = case.inp("rhs").value.shape
         N = rhs[1] if a["transpose_rhs"] else rhs[2]
         return [((sh[0], N), dyn)]
+    if op == "grouped_matmul_wgrad":
+        E = case.inp("offsets").value.shape[0] - 1
+        return [((E, sh[1], case.inp("rhs").value.shape[1]), False)]
     if op == "glu":
         return [((sh[0], sh[1] // 2), dyn)]
     if op == "glu_grad":
@@ -448,6 +451,9 @@ def check_case(case, results):
             v["lhs"], v["rhs"], v["offsets"], v.get("bias"), a["transpose_rhs"]
         )
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
+    elif op == "grouped_matmul_wgrad":
+        val, sc = R.grouped_matmul_wgrad(v["lhs"], v["rhs"], v["offsets"], v.get("acc"))
+        add(cmp_float("result", results[0], val, od[0], sc))
     elif op in ("glu", "glu_grad"):
         glu_args = (
             a["activation"],

@@ -116,9 +116,11 @@ struct ConvertMoeToGPUPass
       return signalPassFailure();
     }
     // The backward ops run on the CPU pipeline only (so far).
-    WalkResult unsupported = getOperation()->walk([](GluGradOp op) {
-      op.emitOpError("has no GPU lowering yet: the backward ops run with "
-                     "--moe-lower-to-cpu");
+    WalkResult unsupported = getOperation()->walk([](Operation *op) {
+      if (!isa<GluGradOp, GroupedMatmulWgradOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("has no GPU lowering yet: the backward ops run with "
+                      "--moe-lower-to-cpu");
       return WalkResult::interrupt();
     });
     if (unsupported.wasInterrupted())

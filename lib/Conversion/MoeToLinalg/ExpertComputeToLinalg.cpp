@@ -499,6 +499,82 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
   }
 };
 
+/// moe.grouped_matmul_wgrad => scf.for over experts: the group's row slices
+/// of lhs and rhs contracted over their rows (an f32 generic initialised
+/// with acc[e] or zero), rounded and inserted as result[e]. Empty groups
+/// leave acc[e] or zero.
+struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedMatmulWgradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value lhs = op.getLhs(), rhs = op.getRhs(), offsets = op.getOffsets();
+    Value acc = op.getAcc();
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    int64_t e = resultType.getDimSize(0), k = resultType.getDimSize(1),
+            n = resultType.getDimSize(2);
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    Value m = b.dim(lhs, 0);
+    Value result = acc ? acc : b.filled(resultType, {}, b.scalar(o));
+    auto blockType = RankedTensorType::get({k, n}, f32);
+    AffineExpr dk = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
+               dm = getAffineDimExpr(2, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {dm, dk}, ctx),
+                                   AffineMap::get(3, 0, {dm, dn}, ctx),
+                                   AffineMap::get(3, 0, {dk, dn}, ctx)};
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    SmallVector<OpFoldResult> one3 = {b.getIndexAttr(1), b.getIndexAttr(1),
+                                      b.getIndexAttr(1)};
+    SmallVector<OpFoldResult> blockSizes = {
+        b.getIndexAttr(1), b.getIndexAttr(k), b.getIndexAttr(n)};
+    result = b.forLoop(
+        b.idx(0), b.idx(e), {result},
+        [&](LoweringBuilder &b, Value expert,
+            ValueRange out) -> SmallVector<Value> {
+          auto offsetAt = [&](Value i) {
+            return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
+          };
+          Value lo = offsetAt(expert);
+          Value hi = offsetAt(b.add(expert, b.idx(1)));
+          Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
+          auto rowsOf = [&](Value v, int64_t cols) -> Value {
+            return tensor::ExtractSliceOp::create(
+                b, v, ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
+                ArrayRef<OpFoldResult>{rows, b.getIndexAttr(cols)}, one2);
+          };
+          SmallVector<OpFoldResult> at = {expert, b.getIndexAttr(0),
+                                          b.getIndexAttr(0)};
+          Value init = acc ? tensor::ExtractSliceOp::create(
+                                 b, blockType, acc, at, blockSizes, one3)
+                                 .getResult()
+                           : b.filled(blockType, {}, b.f32(0.0));
+          Value block =
+              linalg::GenericOp::create(
+                  b, TypeRange{blockType},
+                  ValueRange{rowsOf(lhs, k), rowsOf(rhs, n)}, ValueRange{init},
+                  maps, iters,
+                  [&](OpBuilder &nested, Location loc, ValueRange args) {
+                    LoweringBuilder b(loc, nested);
+                    Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
+                    linalg::YieldOp::create(b, b.add(args[2], p));
+                  })
+                  .getResult(0);
+          block = b.convertElements(block, o);
+          return {tensor::InsertSliceOp::create(b, block, out[0], at,
+                                                blockSizes, one3)
+                      .getResult()};
+        })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// moe.glu => buildGlu on the whole input.
 struct LowerGlu : OpRewritePattern<GluOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -558,5 +634,7 @@ struct LowerGluGrad : OpRewritePattern<GluGradOp> {
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerExpertGemm, LowerGlu, LowerGluGrad>(patterns.getContext());
+  patterns
+      .add<LowerExpertGemm, LowerGroupedMatmulWgrad, LowerGlu, LowerGluGrad>(
+          patterns.getContext());
 }

@@ -1,4 +1,4 @@
-// RUN: moe-opt %s --convert-moe-to-gpu -verify-diagnostics
+// RUN: moe-opt %s --convert-moe-to-gpu -verify-diagnostics -split-input-file
 
 // The backward ops have no GPU lowering yet: the pass reports the op and
 // fails before rewriting anything (--moe-lower-to-cpu executes them).
@@ -6,4 +6,12 @@ func.func @glu_grad(%d: tensor<?x32xbf16>, %h: tensor<?x64xbf16>) -> tensor<?x64
   // expected-error @+1 {{'moe.glu_grad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
   %r = moe.glu_grad %d, %h silu interleaved : tensor<?x32xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>
   return %r : tensor<?x64xbf16>
+}
+
+// -----
+
+func.func @grouped_matmul_wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi32>) -> tensor<4x32x16xf32> {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<5xi32>) : tensor<?x32xbf16>, tensor<?x16xbf16> -> tensor<4x32x16xf32>
+  return %r : tensor<4x32x16xf32>
 }

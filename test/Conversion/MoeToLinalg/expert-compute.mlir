@@ -66,6 +66,23 @@ func.func @glu_grad(%d: tensor<?x32xf32>, %h: tensor<?x64xf32>) -> tensor<?x64xf
   return %r : tensor<?x64xf32>
 }
 
+// moe.grouped_matmul_wgrad: per expert, the group's rows of both operands
+// contracted over the rows (d2) into a K x N block initialised from the
+// accumulator's slice, then inserted at the expert.
+// CHECK-LABEL: func.func @grouped_matmul_wgrad(
+// CHECK-SAME: %[[L:[a-z0-9_]+]]: tensor<?x96xbf16>, %[[R:[a-z0-9_]+]]: tensor<?x64xbf16>, %{{.*}}: tensor<9xi32>, %[[A:[a-z0-9_]+]]: tensor<8x96x64xf32>
+// CHECK: scf.for %[[E:.*]] = %{{.*}} iter_args(%[[OUT:.*]] = %[[A]])
+// CHECK: %[[INIT:.*]] = tensor.extract_slice %[[A]][%[[E]], 0, 0] [1, 96, 64]
+// CHECK: %[[LR:.*]] = tensor.extract_slice %[[L]][%{{.*}}, 0] [%{{.*}}, 96]
+// CHECK: %[[RR:.*]] = tensor.extract_slice %[[R]][%{{.*}}, 0] [%{{.*}}, 64]
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%[[LR]], %[[RR]] : tensor<?x96xbf16>, tensor<?x64xbf16>) outs(%[[INIT]] : tensor<96x64xf32>)
+// CHECK: tensor.insert_slice %[[B]] into %[[OUT]][%[[E]], 0, 0] [1, 96, 64]
+func.func @grouped_matmul_wgrad(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %off: tensor<9xi32>, %acc: tensor<8x96x64xf32>) -> tensor<8x96x64xf32> {
+  %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>) accumulate(%acc : tensor<8x96x64xf32>) : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xf32>
+  return %r : tensor<8x96x64xf32>
+}
+
 // moe.ffn: decomposed and lowered in the same pass, nothing of moe is
 // left (implicit check); the two expert matmuls remain, one per GEMM.
 // CHECK-LABEL: func.func @ffn(

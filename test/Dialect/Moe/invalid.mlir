@@ -1672,3 +1672,83 @@ func.func @glu_grad_result(%d: tensor<4x4xf32>, %h: tensor<4x8xf32>) {
   %r = moe.glu_grad %d, %h silu concat : tensor<4x4xf32>, tensor<4x8xf32> -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @wgrad_k_dynamic(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected K (dimension 1 of 'lhs') to be static}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<4x?xf32>, tensor<4x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_n_zero(%a: tensor<4x2xf32>, %b: tensor<4x0xf32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected N (dimension 1 of 'rhs') to be non-zero}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<4x2xf32>, tensor<4x0xf32> -> tensor<2x2x0xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_element_types(%a: tensor<4x2xf32>, %b: tensor<4x3xbf16>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected 'rhs' element type 'f32' (as 'lhs'), got 'bf16'}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<4x2xf32>, tensor<4x3xbf16> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_rows(%a: tensor<4x2xf32>, %b: tensor<5x3xf32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected dimension 0 of 'rhs' (M) to match dimension 0 of 'lhs', got 5 vs 4}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<4x2xf32>, tensor<5x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_offsets_dynamic(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected 'offsets' to have E + 1 >= 2 static elements, got ?}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<?xi32>) : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_offsets_one(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>, %o: tensor<1xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected 'offsets' to have E + 1 >= 2 static elements, got 1}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<1xi32>) : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<0x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_result_type(%a: tensor<4x2xbf16>, %b: tensor<4x3xbf16>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected result element type 'bf16' or f32, got 'f16'}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<4x2xbf16>, tensor<4x3xbf16> -> tensor<2x2x3xf16>
+  return
+}
+
+// -----
+
+func.func @wgrad_result_shape(%a: tensor<?x2xf32>, %b: tensor<?x3xf32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected the result to be 2x2x3 (E x K x N), got 'tensor<2x3x2xf32>'}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) : tensor<?x2xf32>, tensor<?x3xf32> -> tensor<2x3x2xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_acc_shape(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>, %o: tensor<3xi32>, %c: tensor<2x3x2xf32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected 'acc' to be 2x2x3xf32 (E x K x N), got 'tensor<2x3x2xf32>'}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) accumulate(%c : tensor<2x3x2xf32>) : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_acc_result(%a: tensor<4x2xbf16>, %b: tensor<4x3xbf16>, %o: tensor<3xi32>, %c: tensor<2x2x3xf32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected an f32 result with 'acc', got 'bf16'}}
+  %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) accumulate(%c : tensor<2x2x3xf32>) : tensor<4x2xbf16>, tensor<4x3xbf16> -> tensor<2x2x3xbf16>
+  return
+}

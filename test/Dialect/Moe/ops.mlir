@@ -347,6 +347,20 @@ func.func @glu_grad(%d: tensor<?x128xbf16>, %h: tensor<?x256xbf16>) -> tensor<?x
   return %r : tensor<?x256xbf16>
 }
 
+// moe.grouped_matmul_wgrad: the ragged-contracting mode, with and without
+// the f32 accumulate-into operand.
+// CHECK-LABEL: func.func @grouped_matmul_wgrad
+// CHECK-SAME: (%[[D:[a-z0-9_]+]]: tensor<?x96xbf16>, %[[X:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[O:[a-z0-9_]+]]: tensor<9xi32>, %[[A:[a-z0-9_]+]]: tensor<8x96x64xf32>)
+func.func @grouped_matmul_wgrad(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %off: tensor<9xi32>, %acc: tensor<8x96x64xf32>) -> (tensor<8x96x64xbf16>, tensor<8x96x64xf32>) {
+  // CHECK: moe.grouped_matmul_wgrad %[[D]], %[[X]] offsets(%[[O]] : tensor<9xi32>) : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xbf16>
+  %a = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>)
+      : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xbf16>
+  // CHECK: moe.grouped_matmul_wgrad %[[D]], %[[X]] offsets(%[[O]] : tensor<9xi32>) accumulate(%[[A]] : tensor<8x96x64xf32>) : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xf32>
+  %b = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>) accumulate(%acc : tensor<8x96x64xf32>)
+      : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xf32>
+  return %a, %b : tensor<8x96x64xbf16>, tensor<8x96x64xf32>
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

@@ -717,6 +717,47 @@ LogicalResult GroupedMatmulOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// GroupedMatmulWgradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupedMatmulWgradOp::verify() {
+  Value lhs = getLhs(), rhs = getRhs();
+  if (failed(verifyStaticDim(*this, lhs, 1, "lhs", "K")) ||
+      failed(verifyStaticDim(*this, rhs, 1, "rhs", "N")))
+    return failure();
+  Type f = getLhs().getType().getElementType();
+  if (getRhs().getType().getElementType() != f)
+    return emitOpError() << "expected 'rhs' element type " << f
+                         << " (as 'lhs'), got "
+                         << getRhs().getType().getElementType();
+  if (failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
+    return failure();
+  int64_t offsetsLen = dimOf(getOffsets(), 0);
+  if (isDyn(offsetsLen) || offsetsLen < 2)
+    return emitOpError() << "expected 'offsets' to have E + 1 >= 2 static "
+                            "elements, got "
+                         << dimStr(offsetsLen);
+  int64_t e = offsetsLen - 1, k = dimOf(lhs, 1), n = dimOf(rhs, 1);
+  auto resultType = getResult().getType();
+  Type o = resultType.getElementType();
+  if (o != f && !o.isF32())
+    return emitOpError() << "expected result element type " << f
+                         << " or f32, got " << o;
+  if (resultType.getShape() != ArrayRef<int64_t>{e, k, n})
+    return emitOpError() << "expected the result to be " << e << "x" << k << "x"
+                         << n << " (E x K x N), got " << resultType;
+  if (Value acc = getAcc()) {
+    if (cast<RankedTensorType>(acc.getType()).getShape() !=
+        resultType.getShape())
+      return emitOpError() << "expected 'acc' to be " << e << "x" << k << "x"
+                           << n << "xf32 (E x K x N), got " << acc.getType();
+    if (!o.isF32())
+      return emitOpError() << "expected an f32 result with 'acc', got " << o;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // GluOp
 //===----------------------------------------------------------------------===//
 

@@ -491,6 +491,51 @@ def Moe_GluGradOp : Moe_InferredOp<"glu_grad"> {
   }];
 }
 
+def Moe_GroupedMatmulWgradOp : Moe_Op<"grouped_matmul_wgrad"> {
+  let summary = "the grouped matmul's ragged-contracting mode: weight gradients";
+  let description = [{
+    The weight gradient of `moe.grouped_matmul`: the rows of `lhs` (`M x
+    K`) and `rhs` (`M x N`) are grouped by `offsets` (`E+1`, i32, as
+    `moe.grouped_matmul` takes them) and each group's rows are contracted:
+
+    `result[e] = acc[e] + sum_{lo_e <= m < hi_e} lhs[m]^T rhs[m]`
+
+    (`E x K x N`), with `lo_e = clamp(offsets[e], 0, M)`, `hi_e =
+    clamp(offsets[e+1], 0, M)` and an empty group where `hi_e <= lo_e`: its
+    slice is exactly `acc[e]`, or zero. Products are accumulated in f32; the
+    result has element type `O`, the operands' type `F` or `f32`.
+    `moe.grouped_matmul` is the ragged-noncontracting mode (the forward and,
+    with the weights transposed, the input gradient); this op is XLA
+    `ragged_dot`'s ragged-contracting one.
+
+    For the forward `y = moe.grouped_matmul x, w` with `w` `E x K x N`,
+    `dw = moe.grouped_matmul_wgrad x, dy`; with `transpose_rhs` (`w` `E x
+    N x K`, the `x @ w^T` layout), `dw = moe.grouped_matmul_wgrad dy, x`.
+
+    `accumulate(%acc : tensor<E x K x N x f32>)`, optional, adds into a
+    running f32 gradient (Megatron's `main_grad`); the result is f32 then.
+
+    Constraints: `K`, `N`, `E` static; `lhs` and `rhs` share `F` and `M`.
+
+    Example (nn.Linear layout, 8 experts):
+
+    ```mlir
+    %dw = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>)
+        : tensor<?x256xbf16>, tensor<?x64xbf16> -> tensor<8x256x64xf32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Moe_FloatTensorOfRank<2>:$rhs,
+                       Moe_IndexTensorOfRank<1>:$offsets,
+                       Optional<TensorRankOf<[F32], [3]>>:$acc);
+  let results = (outs Moe_FloatTensorOfRank<3>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `offsets` `(` $offsets `:` type($offsets) `)`
+    (`accumulate` `(` $acc^ `:` type($acc) `)`)? attr-dict `:` type($lhs)
+    `,` type($rhs) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Combine and converters
 //===----------------------------------------------------------------------===//

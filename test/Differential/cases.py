@@ -26,6 +26,7 @@ OPS = [
     "glu_grad",
     "scatter",
     "combine",
+    "combine_grad",
     "indices_to_multihot",
     "multihot_to_indices",
     "ffn",
@@ -462,6 +463,20 @@ def gen_combine(rng, seed):
         W = _pick(rng, ["f32", F])
         inputs.append(Tensor("weights", W, ref.round_to(rng.uniform(-1, 1, (T, k)), W), dyn))
     return Case("combine", seed, inputs, {}, [F])
+
+
+def gen_combine_grad(rng, seed):
+    T = _T(rng)
+    k = int(_pick(rng, [1, 2, 3, 4, 8]))
+    H = int(_pick(rng, [1, 3, 8, 16]))
+    F = _dtype(rng)
+    dyn = rng.random() < 0.5
+    inputs = [Tensor("grad", F, _floats(rng, (T, H), F), dyn)]
+    if rng.random() < 0.75:
+        W = _pick(rng, ["f32", F])
+        inputs.append(Tensor("weights", W, ref.round_to(rng.uniform(-1, 1, (T, k)), W), dyn))
+    # k: the result's slot count (the op has no attribute; not printed).
+    return Case("combine_grad", seed, inputs, {"k": k}, [F])
 
 
 def gen_indices_to_multihot(rng, seed):

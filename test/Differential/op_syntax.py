@@ -182,6 +182,14 @@ class Syntax:
                 t["input"],
                 rt,
             )
+        if op == "combine_grad":
+            return "%s = moe.combine_grad %s%s : %s -> %s" % (
+                lhs,
+                v["grad"],
+                opt("weights", "weights"),
+                t["grad"],
+                rt,
+            )
         if op == "combine":
             return "%s = moe.combine %s%s : %s -> %s" % (
                 lhs,

@@ -743,6 +743,14 @@ def combine(x, w=None):
     return val, scale
 
 
+def combine_grad(grad, k, w=None):
+    """moe.combine_grad: (value [T,k,H], scale [T,k,H]); w[t,j] * grad[t]."""
+    g = np.asarray(grad, dtype=np.float64)
+    w = np.ones((g.shape[0], k)) if w is None else np.asarray(w, dtype=np.float64)
+    val = w[:, :, None] * g[:, None, :]
+    return val, np.abs(val)
+
+
 # ----------------------------------------------------------------------------
 # Converters
 # ----------------------------------------------------------------------------
@@ -1059,6 +1067,15 @@ def self_test():
             np.ones((3, 1)), np.ones((3, 1)), [2, 1, 3], np.full((2, 1, 1), 0.5)
         )
         _close("wgrad decreasing + acc", got[:, 0, 0], [0.5, 2.5])
+
+    @check
+    def combine_grad_is_the_inputs_vjp():
+        # <g, combine(v, w)> = <combine_grad(g, w), v> for every v.
+        rng = np.random.default_rng(6)
+        g, v, w = rng.normal(size=(5, 3)), rng.normal(size=(5, 2, 3)), rng.normal(size=(5, 2))
+        for ww in (w, None):
+            lhs = np.sum(g * combine(v, ww)[0])
+            assert abs(lhs - np.sum(combine_grad(g, 2, ww)[0] * v)) < 1e-12
 
     @check
     def glu_variants():

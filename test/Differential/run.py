@@ -115,6 +115,8 @@ def result_shapes(case):
     if op == "glu_grad":
         inp = case.inp("input")
         return [(inp.value.shape, inp.dyn)]
+    if op == "combine_grad":
+        return [((sh[0], a["k"], sh[1]), dyn)]
     if op == "combine":
         return [((sh[0], sh[2]), dyn)]
     if op == "indices_to_multihot":
@@ -466,6 +468,9 @@ def check_case(case, results):
             val, sc = R.glu(v["input"], *glu_args)
         else:
             val, sc = R.glu_grad(v["grad"], v["input"], *glu_args)
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "combine_grad":
+        val, sc = R.combine_grad(v["grad"], a["k"], v.get("weights"))
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op == "combine":
         val, sc = R.combine(v["input"], v.get("weights"))

@@ -143,6 +143,43 @@ struct LowerCombine : OpRewritePattern<CombineOp> {
   }
 };
 
+/// moe.combine_grad => one parallel linalg.generic over (t, j, h):
+/// weights[t][j] * grad[t][h] in f32 (grad[t][h] without weights), rounded.
+struct LowerCombineGrad : OpRewritePattern<CombineGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CombineGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value grad = op.getGrad(), weights = op.getWeights();
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    Value init = b.empty(resultType, b.dynRowsOf(resultType, grad));
+    MLIRContext *ctx = b.getContext();
+    AffineExpr t = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+               h = getAffineDimExpr(2, ctx);
+    SmallVector<Value> ins = {grad};
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {t, h}, ctx)};
+    if (weights) {
+      ins.push_back(weights);
+      maps.push_back(AffineMap::get(3, 0, {t, j}, ctx));
+    }
+    maps.push_back(b.getMultiDimIdentityMap(3));
+    bool weighted = static_cast<bool>(weights);
+    auto generic = linalg::GenericOp::create(
+        b, TypeRange{resultType}, ins, ValueRange{init}, maps, b.parallel(3),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          LoweringBuilder b(loc, nested);
+          Value x = b.toF32(args[0]);
+          if (weighted)
+            x = b.mul(b.toF32(args[1]), x);
+          linalg::YieldOp::create(b, b.fromF32(x, f));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
 /// moe.indices_to_multihot => T x E outputs (false / 0 / -1), then one pass
 /// over (t, j) in order marking in-range ids.
 struct LowerIndicesToMultihot : OpRewritePattern<IndicesToMultihotOp> {
@@ -211,6 +248,7 @@ struct LowerMultihotToIndices : OpRewritePattern<MultihotToIndicesOp> {
 } // namespace
 
 void mlir::moe::populateMovementLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerGather, LowerScatter, LowerCombine, LowerIndicesToMultihot,
-               LowerMultihotToIndices>(patterns.getContext());
+  patterns.add<LowerGather, LowerScatter, LowerCombine, LowerCombineGrad,
+               LowerIndicesToMultihot, LowerMultihotToIndices>(
+      patterns.getContext());
 }

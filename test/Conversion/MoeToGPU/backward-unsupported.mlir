@@ -15,3 +15,11 @@ func.func @grouped_matmul_wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %
   %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<5xi32>) : tensor<?x32xbf16>, tensor<?x16xbf16> -> tensor<4x32x16xf32>
   return %r : tensor<4x32x16xf32>
 }
+
+// -----
+
+func.func @combine_grad(%g: tensor<?x32xbf16>) -> tensor<?x2x32xbf16> {
+  // expected-error @+1 {{'moe.combine_grad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r = moe.combine_grad %g : tensor<?x32xbf16> -> tensor<?x2x32xbf16>
+  return %r : tensor<?x2x32xbf16>
+}

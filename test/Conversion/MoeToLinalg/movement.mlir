@@ -47,6 +47,21 @@ func.func @combine(%x: tensor<?x2x16xbf16>, %w: tensor<?x2xf32>) -> tensor<?x16x
   return %s : tensor<?x16xbf16>
 }
 
+// moe.combine_grad: one parallel generic over (t, j, h), the bf16 gradient
+// row widened, scaled by the slot's weight, truncated once.
+// CHECK-LABEL: func.func @combine_grad(
+// CHECK-SAME: %[[G:[a-z0-9_]+]]: tensor<?x16xbf16>, %[[W:[a-z0-9_]+]]: tensor<?x2xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK-SAME: ins(%[[G]], %[[W]] : tensor<?x16xbf16>, tensor<?x2xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.mulf
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: -> tensor<?x2x16xbf16>
+func.func @combine_grad(%g: tensor<?x16xbf16>, %w: tensor<?x2xf32>) -> tensor<?x2x16xbf16> {
+  %d = moe.combine_grad %g weights(%w : tensor<?x2xf32>) : tensor<?x16xbf16> -> tensor<?x2x16xbf16>
+  return %d : tensor<?x2x16xbf16>
+}
+
 // moe.indices_to_multihot: mask false, probabilities 0, positions -1 to
 // start; each slot whose id is in [0, E) sets its expert's three entries.
 // CHECK-LABEL: func.func @to_multihot(

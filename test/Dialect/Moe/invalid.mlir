@@ -1752,3 +1752,67 @@ func.func @wgrad_acc_result(%a: tensor<4x2xbf16>, %b: tensor<4x3xbf16>, %o: tens
   %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<3xi32>) accumulate(%c : tensor<2x2x3xf32>) : tensor<4x2xbf16>, tensor<4x3xbf16> -> tensor<2x2x3xbf16>
   return
 }
+
+// -----
+
+func.func @combine_grad_h_dynamic(%g: tensor<4x?xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected H (dimension 1 of 'grad') to be static}}
+  %r = moe.combine_grad %g : tensor<4x?xf32> -> tensor<4x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_k_dynamic(%g: tensor<4x3xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected k (dimension 1 of 'result') to be static}}
+  %r = moe.combine_grad %g : tensor<4x3xf32> -> tensor<4x?x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_k_zero(%g: tensor<4x3xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected k (dimension 1 of 'result') to be non-zero}}
+  %r = moe.combine_grad %g : tensor<4x3xf32> -> tensor<4x0x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_element_type(%g: tensor<4x3xbf16>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected result element type 'bf16' (as 'grad'), got 'f32'}}
+  %r = moe.combine_grad %g : tensor<4x3xbf16> -> tensor<4x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_rows(%g: tensor<4x3xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected dimension 0 of 'result' (T) to match dimension 0 of 'grad', got 5 vs 4}}
+  %r = moe.combine_grad %g : tensor<4x3xf32> -> tensor<5x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_h(%g: tensor<4x3xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected dimension 2 of 'result' (H) to be 3, got 4}}
+  %r = moe.combine_grad %g : tensor<4x3xf32> -> tensor<4x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_weight_rows(%g: tensor<4x3xf32>, %w: tensor<5x2xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected dimension 0 of 'weights' (T) to match dimension 0 of 'grad', got 5 vs 4}}
+  %r = moe.combine_grad %g weights(%w : tensor<5x2xf32>) : tensor<4x3xf32> -> tensor<4x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @combine_grad_weight_k(%g: tensor<4x3xf32>, %w: tensor<4x3xf32>) {
+  // expected-error @+1 {{'moe.combine_grad' op expected dimension 1 of 'weights' (k) to be 2, got 3}}
+  %r = moe.combine_grad %g weights(%w : tensor<4x3xf32>) : tensor<4x3xf32> -> tensor<4x2x3xf32>
+  return
+}

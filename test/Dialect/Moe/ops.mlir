@@ -361,6 +361,17 @@ func.func @grouped_matmul_wgrad(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %
   return %a, %b : tensor<8x96x64xbf16>, tensor<8x96x64xf32>
 }
 
+// moe.combine_grad: with and without the forward's weights.
+// CHECK-LABEL: func.func @combine_grad
+// CHECK-SAME: (%[[G:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[W:[a-z0-9_]+]]: tensor<?x4xf32>)
+func.func @combine_grad(%g: tensor<?x64xbf16>, %w: tensor<?x4xf32>) -> (tensor<?x4x64xbf16>, tensor<?x2x64xbf16>) {
+  // CHECK: moe.combine_grad %[[G]] weights(%[[W]] : tensor<?x4xf32>) : tensor<?x64xbf16> -> tensor<?x4x64xbf16>
+  %a = moe.combine_grad %g weights(%w : tensor<?x4xf32>) : tensor<?x64xbf16> -> tensor<?x4x64xbf16>
+  // CHECK: moe.combine_grad %[[G]] : tensor<?x64xbf16> -> tensor<?x2x64xbf16>
+  %b = moe.combine_grad %g : tensor<?x64xbf16> -> tensor<?x2x64xbf16>
+  return %a, %b : tensor<?x4x64xbf16>, tensor<?x2x64xbf16>
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

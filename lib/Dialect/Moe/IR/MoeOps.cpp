@@ -864,6 +864,34 @@ LogicalResult CombineOp::verify() {
   return verifyResultTypesExactly(*this);
 }
 
+LogicalResult CombineGradOp::verify() {
+  Value grad = getGrad(), result = getResult();
+  if (failed(verifyStaticDim(*this, grad, 1, "grad", "H")) ||
+      failed(verifyStaticDim(*this, result, 1, "result", "k")))
+    return failure();
+  Type f = getGrad().getType().getElementType();
+  auto resultType = getResult().getType();
+  if (resultType.getElementType() != f)
+    return emitOpError() << "expected result element type " << f
+                         << " (as 'grad'), got " << resultType.getElementType();
+  if (failed(verifySameDim(*this, grad, 0, "grad", result, 0, "result", "T")))
+    return failure();
+  if (dimOf(result, 2) != dimOf(grad, 1))
+    return emitOpError() << "expected dimension 2 of 'result' (H) to be "
+                         << dimOf(grad, 1) << ", got "
+                         << dimStr(dimOf(result, 2));
+  if (Value weights = getWeights()) {
+    if (failed(
+            verifySameDim(*this, grad, 0, "grad", weights, 0, "weights", "T")))
+      return failure();
+    if (dimOf(weights, 1) != dimOf(result, 1))
+      return emitOpError() << "expected dimension 1 of 'weights' (k) to be "
+                           << dimOf(result, 1) << ", got "
+                           << dimStr(dimOf(weights, 1));
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // IndicesToMultihotOp and MultihotToIndicesOp
 //===----------------------------------------------------------------------===//

@@ -570,6 +570,41 @@ def Moe_CombineOp : Moe_InferredOp<"combine"> {
   }];
 }
 
+def Moe_CombineGradOp : Moe_Op<"combine_grad"> {
+  let summary = "transpose of moe.combine with respect to its input";
+  let description = [{
+    The gradient of `moe.combine`'s result with respect to its `input`:
+    given `grad` (`T x H`, the gradient of the loss with respect to the
+    combined rows) and the forward's optional `weights` (`T x k`, any float
+    type), `result[t][j] = weights[t][j] * grad[t]` (`T x k x H`, every
+    slot `grad[t]` without weights), the product in f32 rounded to the
+    element type of `grad`. `k` is the result's dimension 1.
+
+    The gradient with respect to the weights, `<grad[t], input[t][j]>`,
+    needs the expert outputs the forward combined; a layer's backward takes
+    it from the down projection's input gradient instead (`<grad[t] W2,
+    a>`, with `a` the GLU output, which is recomputed), so it is not this
+    op's result.
+
+    Constraints: `H` and `k` static, `k >= 1`; the result is `T x k x H`
+    of `grad`'s element type; `weights` is `T x k`.
+
+    Example:
+
+    ```mlir
+    %dparts = moe.combine_grad %dy weights(%w : tensor<?x4xf32>)
+        : tensor<?x64xbf16> -> tensor<?x4x64xbf16>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$grad,
+                       Optional<Moe_FloatTensorOfRank<2>>:$weights);
+  let results = (outs Moe_FloatTensorOfRank<3>:$result);
+  let assemblyFormat = [{
+    $grad (`weights` `(` $weights^ `:` type($weights) `)`)? attr-dict `:`
+    type($grad) `->` type($result)
+  }];
+}
+
 def Moe_IndicesToMultihotOp : Moe_InferredOp<"indices_to_multihot"> {
   let summary = "top-k ids and probabilities to multi-hot form";
   let description = [{

@@ -16,6 +16,7 @@ import reference as ref
 OPS = [
     "topk",
     "route",
+    "route_grad",
     "cumsum",
     "get_indices",
     "get_indptr",
@@ -266,6 +267,27 @@ def gen_route(rng, seed):
     return Case(
         "route", seed, inputs, attrs, [W, "i32"], style + (" nonfinite" if nonfinite else "")
     )
+
+
+def gen_route_grad(rng, seed):
+    T, E = _T(rng), int(_pick(rng, [1, 2, 3, 5, 8, 12, 16]))
+    k = int(rng.integers(1, min(E, 4) + 1))
+    F = _dtype(rng)
+    attrs = {"scoring": _pick(rng, ["softmax", "sigmoid"]), "normalize": bool(rng.random() < 0.6)}
+    if rng.random() < 0.4:
+        attrs["scaling"] = _f32(_pick(rng, [2.5, float(rng.uniform(0.25, 4))]))
+    x = _floats(rng, (T, E), F, scale=2.0)
+    if rng.random() < 0.2:  # masked experts: -inf logits, scores exactly 0
+        x[rng.random((T, E)) < 0.3] = -np.inf
+    ids = _ids(rng, T, k, E)
+    W = _pick(rng, ["f32", F])
+    dyn = rng.random() < 0.5
+    inputs = [
+        Tensor("grad", W, _floats(rng, (T, k), W), dyn),
+        Tensor("logits", F, x, dyn),
+        Tensor("indices", "i32", ids, dyn),
+    ]
+    return Case("route_grad", seed, inputs, attrs, [_pick(rng, [F, "f32"])])
 
 
 def gen_cumsum(rng, seed):

@@ -160,6 +160,22 @@ class Syntax:
                 t["rhs"],
                 rt,
             )
+        if op == "route_grad":
+            items = [("normalize", "true")] if a.get("normalize") else []
+            if "scaling" in a:
+                items.append(("scaling", self.f32(a["scaling"])))
+            return "%s = moe.route_grad %s, %s, %s scoring = %s%s : %s, %s, %s -> %s" % (
+                lhs,
+                v["grad"],
+                v["logits"],
+                v["indices"],
+                a["scoring"],
+                attr_dict(items),
+                t["grad"],
+                t["logits"],
+                t["indices"],
+                rt,
+            )
         if op == "glu":
             return "%s = moe.glu %s %s %s%s : %s -> %s" % (
                 lhs,

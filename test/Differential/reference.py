@@ -129,6 +129,36 @@ def scores(logits, scoring):
     return s
 
 
+def route_grad(grad, logits, ids, scoring, normalize=False, scaling=1.0):
+    """moe.route_grad: (value [T,E], scale [T,E]), the gradient of moe.route's
+    weights w.r.t. the logits for the given selection (ids outside [0, E)
+    take no part)."""
+    g = np.asarray(grad, dtype=np.float64)
+    T, E = np.asarray(logits).shape
+    s = scores(logits, scoring) if T else np.zeros((0, E))
+    val, scale = np.zeros((T, E)), np.zeros((T, E))
+    for t in range(T):
+        picks = [(j, int(i)) for j, i in enumerate(ids[t]) if 0 <= int(i) < E]
+        S = sum(s[t, i] for _, i in picks)
+        D = sum(g[t, j] * s[t, i] for j, i in picks)
+        Da = sum(abs(g[t, j]) * s[t, i] for j, i in picks)
+        ds, dsa = np.zeros(E), np.zeros(E)
+        for j, i in picks:
+            if normalize and S > 0:
+                ds[i] += scaling * (g[t, j] - D / S) / S
+                dsa[i] += abs(scaling) * (abs(g[t, j]) + Da / S) / S
+            else:
+                ds[i] += scaling * g[t, j]
+                dsa[i] += abs(scaling * g[t, j])
+        if scoring == "softmax":
+            val[t] = s[t] * (ds - ds @ s[t])
+            scale[t] = s[t] * (dsa + dsa @ s[t])
+        else:
+            val[t] = ds * s[t] * (1 - s[t])
+            scale[t] = dsa * s[t] * (1 - s[t])
+    return val, scale
+
+
 def _order(keys, allowed):
     """Indices of `allowed` sorted by descending key, ties -> lower index."""
     return sorted(allowed, key=lambda e: (-keys[e], e))
@@ -1076,6 +1106,36 @@ def self_test():
         for ww in (w, None):
             lhs = np.sum(g * combine(v, ww)[0])
             assert abs(lhs - np.sum(combine_grad(g, 2, ww)[0] * v)) < 1e-12
+
+    @check
+    def route_grad_vs_finite_differences():
+        # <g, weights(logits)> for a fixed selection (what moe.route computes
+        # after its top-k): central differences against route_grad.
+        rng = np.random.default_rng(7)
+
+        def weights(x, ids, scoring, normalize, scaling):
+            s = scores(x[None, :], scoring)[0]
+            sel = [s[i] for i in ids if 0 <= i < len(s)]
+            S = sum(sel)
+            d = S if normalize and S > 0 else 1.0
+            return np.array([scaling * v / d for v in sel])
+
+        for scoring in ("softmax", "sigmoid"):
+            for normalize in (False, True):
+                x = rng.normal(0, 2, size=6)
+                ids = [4, 1, -1, 2]
+                g = rng.normal(size=3)  # the valid picks' gradients
+                gfull = np.array([g[0], g[1], 9.0, g[2]])  # the -1 pick's is ignored
+                got, _ = route_grad(gfull[None, :], x[None, :], [ids], scoring, normalize, 2.5)
+                want = np.zeros(6)
+                for e in range(6):
+                    xp, xm = x.copy(), x.copy()
+                    xp[e] += 1e-6
+                    xm[e] -= 1e-6
+                    fp = g @ weights(xp, ids, scoring, normalize, 2.5)
+                    fm = g @ weights(xm, ids, scoring, normalize, 2.5)
+                    want[e] = (fp - fm) / 2e-6
+                assert np.allclose(got[0], want, rtol=1e-6, atol=1e-8), (scoring, normalize)
 
     @check
     def glu_variants():

@@ -110,6 +110,8 @@ def result_shapes(case):
     if op == "grouped_matmul_wgrad":
         E = case.inp("offsets").value.shape[0] - 1
         return [((E, sh[1], case.inp("rhs").value.shape[1]), False)]
+    if op == "route_grad":
+        return [(case.inp("logits").value.shape, dyn)]
     if op == "glu":
         return [((sh[0], sh[1] // 2), dyn)]
     if op == "glu_grad":
@@ -455,6 +457,16 @@ def check_case(case, results):
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
     elif op == "grouped_matmul_wgrad":
         val, sc = R.grouped_matmul_wgrad(v["lhs"], v["rhs"], v["offsets"], v.get("acc"))
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "route_grad":
+        val, sc = R.route_grad(
+            v["grad"],
+            v["logits"],
+            v["indices"],
+            a["scoring"],
+            a["normalize"],
+            a.get("scaling", 1.0),
+        )
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op in ("glu", "glu_grad"):
         glu_args = (

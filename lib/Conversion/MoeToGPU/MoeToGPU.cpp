@@ -117,7 +117,7 @@ struct ConvertMoeToGPUPass
     }
     // The backward ops run on the CPU pipeline only (so far).
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp>(op))
+      if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp, RouteGradOp>(op))
         return WalkResult::advance();
       op->emitOpError("has no GPU lowering yet: the backward ops run with "
                       "--moe-lower-to-cpu");

@@ -183,8 +183,111 @@ struct LowerRoute : OpRewritePattern<RouteOp> {
   }
 };
 
+/// moe.route_grad => per row (all f32): the forward's scores s, the
+/// selected sum S and the dot D of grad with the selected scores, ds
+/// scattered at the picks (in order; ids outside [0, E) skipped), then the
+/// scoring's Jacobian: softmax s * (ds - <ds, s>), sigmoid ds * s * (1 - s).
+struct LowerRouteGrad : OpRewritePattern<RouteGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RouteGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    Value grad = op.getGrad(), logits = op.getLogits();
+    Value indices = op.getIndices();
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    int64_t e = op.getLogits().getType().getDimSize(1);
+    int64_t k = op.getGrad().getType().getDimSize(1);
+    bool softmax = op.getScoring() == ScoringFn::softmax;
+    bool normalize = op.getNormalize();
+    Value scaling = b.f32(op.getScaling().convertToFloat());
+    auto rowType = RankedTensorType::get({e}, b.getF32Type());
+    Value t = b.dim(logits, 0);
+    Value result = b.empty(resultType, dynRows(resultType, t));
+    Value zero = b.idx(0), numExperts = b.idx(e), kIdx = b.idx(k);
+    Value eI32 = b.i32(e);
+    result = b.forLoop(
+        zero, t, {result},
+        [&](LoweringBuilder &b, Value row,
+            ValueRange outs) -> SmallVector<Value> {
+          RoutingScores routing(b, e, softmax,
+                                [&](LoweringBuilder &b, Value col) {
+                                  return b.extract(logits, {row, col});
+                                });
+          Value scores = b.forLoop(
+              zero, numExperts, {b.empty(rowType, {})},
+              [&](LoweringBuilder &b, Value col,
+                  ValueRange acc) -> SmallVector<Value> {
+                return {b.insert(routing.score(b, col), acc[0], {col})};
+              })[0];
+          // The valid picks' S and D.
+          auto forPicks = [&](LoweringBuilder &b, ValueRange init,
+                              function_ref<SmallVector<Value>(
+                                  LoweringBuilder &, Value, Value, ValueRange)>
+                                  body) {
+            return b.forLoop(zero, kIdx, init,
+                             [&](LoweringBuilder &b, Value j,
+                                 ValueRange acc) -> SmallVector<Value> {
+                               Value id = b.extract(indices, {row, j});
+                               return b.ifThen(b.inRange(id, b.i32(0), eI32),
+                                               acc, [&](LoweringBuilder &b) {
+                                                 return body(
+                                                     b, j, b.toIndex(id), acc);
+                                               });
+                             });
+          };
+          SmallVector<Value> sd =
+              forPicks(b, {b.f32(0.0), b.f32(0.0)},
+                       [&](LoweringBuilder &b, Value j, Value id,
+                           ValueRange acc) -> SmallVector<Value> {
+                         Value s = b.extract(scores, {id});
+                         Value g = b.toF32(b.extract(grad, {row, j}));
+                         return {b.add(acc[0], s), b.add(acc[1], b.mul(g, s))};
+                       });
+          Value sum = sd[0], dot = sd[1];
+          Value normalized =
+              normalize ? b.cmpf(CmpF::OGT, sum, b.f32(0.0)) : Value();
+          Value dsInit = b.filled(rowType, {}, b.f32(0.0));
+          Value ds = forPicks(
+              b, {dsInit},
+              [&](LoweringBuilder &b, Value j, Value id,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value g = b.toF32(b.extract(grad, {row, j}));
+                Value d = g;
+                if (normalized) {
+                  Value safe = b.select(normalized, sum, b.f32(1.0));
+                  Value n = b.div(b.sub(g, b.div(dot, safe)), safe);
+                  d = b.select(normalized, n, g);
+                }
+                Value old = b.extract(acc[0], {id});
+                return {b.insert(b.add(old, b.mul(scaling, d)), acc[0], {id})};
+              })[0];
+          Value dsDot = b.forLoop(
+              zero, numExperts, {b.f32(0.0)},
+              [&](LoweringBuilder &b, Value col,
+                  ValueRange acc) -> SmallVector<Value> {
+                return {b.add(acc[0], b.mul(b.extract(ds, {col}),
+                                            b.extract(scores, {col})))};
+              })[0];
+          return b.forLoop(
+              zero, numExperts, {outs[0]},
+              [&](LoweringBuilder &b, Value col,
+                  ValueRange acc) -> SmallVector<Value> {
+                Value s = b.extract(scores, {col});
+                Value d = b.extract(ds, {col});
+                Value v = softmax ? b.mul(s, b.sub(d, dsDot))
+                                  : b.mul(b.mul(d, s), b.sub(b.f32(1.0), s));
+                return {b.insert(b.fromF32(v, o), acc[0], {row, col})};
+              });
+        })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateRoutingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerTopK, LowerRoute>(patterns.getContext());
+  patterns.add<LowerTopK, LowerRoute, LowerRouteGrad>(patterns.getContext());
 }

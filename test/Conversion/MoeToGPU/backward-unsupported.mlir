@@ -23,3 +23,11 @@ func.func @combine_grad(%g: tensor<?x32xbf16>) -> tensor<?x2x32xbf16> {
   %r = moe.combine_grad %g : tensor<?x32xbf16> -> tensor<?x2x32xbf16>
   return %r : tensor<?x2x32xbf16>
 }
+
+// -----
+
+func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'moe.route_grad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x2xi32> -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}

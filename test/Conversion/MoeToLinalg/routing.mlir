@@ -67,3 +67,29 @@ func.func @route_groups(%l: tensor<?x16xbf16>, %b: tensor<16xf32>) -> (tensor<?x
   %w, %i = moe.route %l bias(%b : tensor<16xf32>) k = 2 scoring = sigmoid {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32} : tensor<?x16xbf16> -> tensor<?x2xf32>, tensor<?x2xi32>
   return %w, %i : tensor<?x2xf32>, tensor<?x2xi32>
 }
+
+// moe.route_grad, softmax + normalize: per row the forward's sanitised
+// scores (the same scans as moe.route), the picks' sum S and dot D (ids
+// outside [0, E) skipped: two cmpi + scf.if), ds at each pick
+// (grad - D / S) / S guarded against S = 0 (cmpf ogt + select) times the
+// scaling, <ds, s>, then s * (ds - <ds, s>) rounded into the row.
+// CHECK-LABEL: func.func @route_grad(
+// CHECK: arith.cmpf uno
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: arith.cmpi slt
+// CHECK: arith.cmpi sge
+// CHECK: scf.if
+// CHECK: arith.cmpf ogt
+// CHECK: arith.divf
+// CHECK: arith.subf
+// CHECK: arith.divf
+// CHECK: arith.select
+// CHECK: arith.mulf %cst
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xbf16>, %i: tensor<?x2xi32>) -> tensor<?x8xbf16> {
+  %r = moe.route_grad %g, %l, %i scoring = softmax {normalize = true, scaling = 2.5 : f32} : tensor<?x2xf32>, tensor<?x8xbf16>, tensor<?x2xi32> -> tensor<?x8xbf16>
+  return %r : tensor<?x8xbf16>
+}

@@ -1816,3 +1816,67 @@ func.func @combine_grad_weight_k(%g: tensor<4x3xf32>, %w: tensor<4x3xf32>) {
   %r = moe.combine_grad %g weights(%w : tensor<4x3xf32>) : tensor<4x3xf32> -> tensor<4x2x3xf32>
   return
 }
+
+// -----
+
+func.func @route_grad_e_dynamic(%g: tensor<4x2xf32>, %l: tensor<4x?xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected E (dimension 1 of 'logits') to be static}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<4x2xf32>, tensor<4x?xf32>, tensor<4x2xi32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_k_dynamic(%g: tensor<4x?xf32>, %l: tensor<4x8xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected k (dimension 1 of 'grad') to be static}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<4x?xf32>, tensor<4x8xf32>, tensor<4x2xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_grad_rows(%g: tensor<3x2xf32>, %l: tensor<4x8xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected dimension 0 of 'grad' (T) to match dimension 0 of 'logits', got 3 vs 4}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<3x2xf32>, tensor<4x8xf32>, tensor<4x2xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_indices_rows(%g: tensor<4x2xf32>, %l: tensor<4x8xf32>, %i: tensor<5x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected dimension 0 of 'indices' (T) to match dimension 0 of 'logits', got 5 vs 4}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<4x2xf32>, tensor<4x8xf32>, tensor<5x2xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_k(%g: tensor<4x2xf32>, %l: tensor<4x8xf32>, %i: tensor<4x3xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected dimension 1 of 'indices' (k) to match dimension 1 of 'grad', got 3 vs 2}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<4x2xf32>, tensor<4x8xf32>, tensor<4x3xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_scaling(%g: tensor<4x2xf32>, %l: tensor<4x8xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected a finite scaling, got INF}}
+  %r = moe.route_grad %g, %l, %i scoring = sigmoid {scaling = 0x7F800000 : f32} : tensor<4x2xf32>, tensor<4x8xf32>, tensor<4x2xi32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @route_grad_result_type(%g: tensor<4x2xf32>, %l: tensor<4x8xbf16>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected result element type 'bf16' or f32, got 'f16'}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<4x2xf32>, tensor<4x8xbf16>, tensor<4x2xi32> -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @route_grad_result_shape(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi32>) {
+  // expected-error @+1 {{'moe.route_grad' op expected the result to be ?x8 (T x E), got 'tensor<?x7xf32>'}}
+  %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x2xi32> -> tensor<?x7xf32>
+  return
+}

@@ -372,6 +372,19 @@ func.func @combine_grad(%g: tensor<?x64xbf16>, %w: tensor<?x4xf32>) -> (tensor<?
   return %a, %b : tensor<?x4x64xbf16>, tensor<?x2x64xbf16>
 }
 
+// moe.route_grad: the forward's scoring, normalize and scaling only.
+// CHECK-LABEL: func.func @route_grad
+// CHECK-SAME: (%[[G:[a-z0-9_]+]]: tensor<?x8xf32>, %[[L:[a-z0-9_]+]]: tensor<?x256xbf16>, %[[I:[a-z0-9_]+]]: tensor<?x8xi32>)
+func.func @route_grad(%g: tensor<?x8xf32>, %l: tensor<?x256xbf16>, %i: tensor<?x8xi32>) -> (tensor<?x256xf32>, tensor<?x256xbf16>) {
+  // CHECK: moe.route_grad %[[G]], %[[L]], %[[I]] scoring = sigmoid {normalize = true, scaling = 2.500000e+00 : f32} : tensor<?x8xf32>, tensor<?x256xbf16>, tensor<?x8xi32> -> tensor<?x256xf32>
+  %a = moe.route_grad %g, %l, %i scoring = sigmoid {normalize = true, scaling = 2.5 : f32}
+      : tensor<?x8xf32>, tensor<?x256xbf16>, tensor<?x8xi32> -> tensor<?x256xf32>
+  // CHECK: moe.route_grad %[[G]], %[[L]], %[[I]] scoring = softmax : tensor<?x8xf32>, tensor<?x256xbf16>, tensor<?x8xi32> -> tensor<?x256xbf16>
+  %b = moe.route_grad %g, %l, %i scoring = softmax {normalize = false, scaling = 1.0 : f32}
+      : tensor<?x8xf32>, tensor<?x256xbf16>, tensor<?x8xi32> -> tensor<?x256xbf16>
+  return %a, %b : tensor<?x256xf32>, tensor<?x256xbf16>
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

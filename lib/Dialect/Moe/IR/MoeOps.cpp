@@ -717,6 +717,37 @@ LogicalResult GroupedMatmulOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RouteGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RouteGradOp::verify() {
+  Value grad = getGrad(), logits = getLogits(), indices = getIndices();
+  if (failed(verifyStaticDim(*this, logits, 1, "logits", "E")) ||
+      failed(verifyStaticDim(*this, grad, 1, "grad", "k")))
+    return failure();
+  if (failed(verifySameDim(*this, logits, 0, "logits", grad, 0, "grad", "T")) ||
+      failed(verifySameDim(*this, logits, 0, "logits", indices, 0, "indices",
+                           "T")) ||
+      failed(verifySameDim(*this, grad, 1, "grad", indices, 1, "indices", "k")))
+    return failure();
+  if (!std::isfinite(getScaling().convertToFloat()))
+    return emitOpError() << "expected a finite scaling, got "
+                         << getScaling().convertToFloat();
+  Type f = getLogits().getType().getElementType();
+  auto resultType = getResult().getType();
+  Type o = resultType.getElementType();
+  if (o != f && !o.isF32())
+    return emitOpError() << "expected result element type " << f
+                         << " or f32, got " << o;
+  if (!dimsAgree(dimOf(getResult(), 0), dimOf(logits, 0)) ||
+      dimOf(getResult(), 1) != dimOf(logits, 1))
+    return emitOpError() << "expected the result to be "
+                         << dimStr(dimOf(logits, 0)) << "x" << dimOf(logits, 1)
+                         << " (T x E), got " << resultType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // GroupedMatmulWgradOp
 //===----------------------------------------------------------------------===//
 

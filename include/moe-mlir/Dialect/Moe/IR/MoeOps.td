@@ -166,6 +166,51 @@ def Moe_RouteOp : Moe_Op<"route"> {
   }];
 }
 
+def Moe_RouteGradOp : Moe_Op<"route_grad"> {
+  let summary = "gradient of moe.route's weights with respect to the logits";
+  let description = [{
+    The backward of `moe.route`: given `grad` (`T x k`, the gradient of the
+    loss with respect to the routing weights), the forward's `logits` (`T x
+    E`) and its selection `indices` (`T x k`), returns the gradient with
+    respect to `logits` (`T x E`). The selection itself (top-k, the
+    group limit, the score-correction bias) has no gradient, so only
+    `scoring`, `normalize` and `scaling` of the forward are needed; all in
+    f32 per row:
+
+    1. `s` = the forward's unbiased scores (softmax or sigmoid of the
+       sanitised logits, as `moe.route`).
+    2. `S = sum_j s[indices[j]]`; with `normalize` and `S > 0`, `ds[i] +=
+       scaling * (grad[j] - D / S) / S` at `i = indices[j]`, `D = sum_j
+       grad[j] s[indices[j]]`; else `ds[i] += scaling * grad[j]`. Ids
+       outside `[0, E)` take no part (also not in `S`).
+    3. softmax: `result = s * (ds - sum_e ds[e] s[e])`; sigmoid: `result =
+       ds * s * (1 - s)`.
+
+    Constraints: `E` and `k` static, `grad` and `indices` are `T x k`, the
+    result is `T x E` of the logits' element type or f32, `scaling` finite.
+
+    Example (DeepSeek-V3: the forward's bias and groups do not matter here):
+
+    ```mlir
+    %dl = moe.route_grad %dw, %logits, %ids scoring = sigmoid
+        {normalize = true, scaling = 2.5 : f32}
+        : tensor<?x8xf32>, tensor<?x256xf32>, tensor<?x8xi32> -> tensor<?x256xf32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$grad,
+                       Moe_FloatTensorOfRank<2>:$logits,
+                       Moe_IndexTensorOfRank<2>:$indices,
+                       Moe_ScoringAttr:$scoring,
+                       DefaultValuedAttr<BoolAttr, "false">:$normalize,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$scaling);
+  let results = (outs Moe_FloatTensorOfRank<2>:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $indices `scoring` `=` custom<EnumKeyword>($scoring)
+    attr-dict `:` type($grad) `,` type($logits) `,` type($indices) `->`
+    type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Dispatch metadata
 //===----------------------------------------------------------------------===//

@@ -172,12 +172,15 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
 
 /// mxfp4 weights: every tier is the small-M form (the weights are wgmma's
 /// A operand, dequantized in registers: only A may come from registers).
-/// The main kernel: 128 tokens x 128 weight rows (two consumer
-/// warpgroups, one block per SM, two stages; each weight tile decoded once
-/// per 128 tokens, m64n128k16); the 16- and 32-token tiers of
-/// chooseSwapConfigs below it, at 64 weight rows. The weight tiles come by TMA
-/// (with wgmma-tma=false the SIMT kernel runs); the main kernel's tile options
-/// (wgmma-tile-m / -n, wgmma-cluster) do not apply.
+/// The main kernel: 128 tokens (m64n128k16, each weight tile decoded once
+/// per 128 tokens) x 192 weight rows for mxfp4_hopper (three consumer
+/// warpgroups, one block per SM, two stages; 8-10% faster than 128 rows
+/// at T = 4096 / 16384 on an H100, bench/NOTES.md v74: fewer token bytes
+/// per MMA) or 128 for mxfp4 (two consumers: at 192 its decode spills);
+/// the 16- and 32-token tiers of chooseSwapConfigs below it, at 64 weight
+/// rows. The weight tiles come by TMA (with wgmma-tma=false the SIMT kernel
+/// runs); the main kernel's tile options (wgmma-tile-m / -n, wgmma-cluster)
+/// do not apply.
 static FailureOr<GemmKernelConfig>
 chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
                   GemmKernelConfig config) {
@@ -192,7 +195,8 @@ chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
   config.rhsTma = true;
   config.programmatic = options.programmaticLaunch;
   ConvertMoeToGPUPassOptions mainOptions = options;
-  mainOptions.wgmmaSwapTileN = 128;
+  mainOptions.wgmmaSwapTileN =
+      op.getFormat() == WeightFormat::mxfp4_hopper ? 192 : 128;
   config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/128);
   if (options.wgmmaStages > config.stages)
     return op.emitOpError("wgmma-stages ")
@@ -317,7 +321,7 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
 /// tiles store in passes of 64 tokens) of tileN + 4 f32 (WgmmaEpilogue.cpp,
 /// the padding keeps the fragment stores conflict-free).
 int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
-  return std::min<int64_t>(tileM, kSwapStagingTokens) * (tileN + 4) * 4;
+  return std::min<int64_t>(tileM, swapStagingTokens(tileN)) * (tileN + 4) * 4;
 }
 
 /// Average rows per expert up to which the host picks the small-M kernel

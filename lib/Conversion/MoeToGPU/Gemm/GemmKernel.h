@@ -86,9 +86,13 @@ void quantizeActivations(LoweringBuilder &b, GemmOperands &g);
 /// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).
 constexpr int64_t kWgmmaStagingBytes = 64 * 256;
 
-/// Shared memory of the small-M kernel's epilogue staging (WgmmaEpilogue.cpp):
-/// token tiles wider than kSwapStagingTokens are staged and stored in passes.
-constexpr int64_t kSwapStagingTokens = 64;
+/// Tokens per pass of the small-M kernel's epilogue staging
+/// (WgmmaEpilogue.cpp): wider token tiles are staged and stored in passes;
+/// 32 for the 192-row MXFP4 main kernel (its 64-token staging would leave
+/// shared memory for one stage only), else 64.
+constexpr int64_t swapStagingTokens(int64_t tileN) {
+  return tileN > 128 ? 32 : 64;
+}
 int64_t wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN);
 
 /// Shared memory of one fp8_block stage's scales: the tileM lhs rows'

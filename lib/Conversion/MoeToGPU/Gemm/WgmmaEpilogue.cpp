@@ -255,8 +255,11 @@ WgmmaKernel::prefetchSwapTargets(LoweringBuilder &b, Value tid,
   const int64_t threads = 128 * consumers;
   const int64_t chunks = swapChunks();
   SwapTargets targets;
-  // (Each staging pass's chunks split evenly over the threads.)
-  if ((std::min(tileM, kSwapStagingTokens) * chunks) % threads != 0)
+  // Each staging pass's chunks split evenly over the threads. The 192-row
+  // MXFP4 kernel loads its targets in the epilogue (held through the MMA
+  // loop, they made its consumers spill 24 bytes).
+  const int64_t passTokens = swapStagingTokens(tileN);
+  if ((std::min(tileM, passTokens) * chunks) % threads != 0 || tileN > 128)
     return targets;
   Value u0 = b.sub(tid, b.idx(128));
   for (int64_t i = 0; i < tileM * chunks / threads; ++i) {
@@ -293,9 +296,9 @@ void WgmmaKernel::epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
   Value column0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
                         arith::ShRUIOp::create(b, lane, b.idx(2)));
   Value token0 = b.mul(quad, b.idx(2));
-  // Tiles of more than kSwapStagingTokens tokens: the staging holds one
+  // Tiles of more than swapStagingTokens(tileN) tokens: the staging holds one
   // pass of that many tokens at a time.
-  const int64_t passTokens = std::min(tileM, kSwapStagingTokens);
+  const int64_t passTokens = std::min(tileM, swapStagingTokens(tileN));
   const int64_t passes = tileM / passTokens;
   for (int64_t pass = 0; pass < passes; ++pass) {
     for (int64_t j = 0; j < passTokens / 8; ++j)

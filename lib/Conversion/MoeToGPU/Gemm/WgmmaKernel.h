@@ -69,6 +69,17 @@ static_assert((kEntryRegs - kScaledProducerRegs) * 128 >=
                   (kScaledConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
+/// The same with three consumer warpgroups (the mxfp4_hopper main kernel,
+/// 192 weight rows, 512 threads): 128 a thread at entry; the producer
+/// (128 token rows to gather, the scale words) spilled at 56 and 88, the
+/// consumers at 136 keep no row targets through the MMA loop (with them
+/// they spilled 24 bytes).
+inline constexpr int64_t kThreeEntryRegs = 128, kThreeProducerRegs = 96,
+                         kThreeConsumerRegs = 136;
+static_assert((kThreeEntryRegs - kThreeProducerRegs) * 128 >=
+                  (kThreeConsumerRegs - kThreeEntryRegs) * 384,
+              "setmaxnreg would deadlock");
+
 /// The same for the small-M kernel with one consumer warpgroup at three
 /// blocks of 256 threads per SM: 80 registers a thread at entry (the
 /// blocks per SM that moe-gpu-register-budget gives ptxas), the producer
@@ -129,6 +140,8 @@ private:
     // moe-gpu-register-budget).
     if (consumers == 1)
       return {kSmallProducerRegs, kSmallConsumerRegs};
+    if (consumers == 3)
+      return {kThreeProducerRegs, kThreeConsumerRegs};
     if (producerRegisters)
       return {producerRegisters,
               std::min<int64_t>(

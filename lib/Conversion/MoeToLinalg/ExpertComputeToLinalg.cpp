@@ -320,6 +320,19 @@ static Value lowPrecisionProducts(LoweringBuilder &b, WeightFormat format,
       .getResult(0);
 }
 
+/// Expert `expert`'s row range of a grouped operand with `m` rows: its
+/// first row clamp(offsets[expert], 0, m) and its row count (0 for a
+/// decreasing pair).
+static std::pair<Value, Value> expertRows(LoweringBuilder &b, Value offsets,
+                                          Value expert, Value m) {
+  auto offsetAt = [&](Value i) {
+    return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
+  };
+  Value lo = offsetAt(expert);
+  Value hi = offsetAt(b.add(expert, b.idx(1)));
+  return {lo, arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0))};
+}
+
 namespace {
 
 /// moe.expert_gemm => scf.for over experts: (gathered) row slice, f32
@@ -379,12 +392,8 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
         b.idx(0), b.idx(e), {result},
         [&](LoweringBuilder &b, Value expert,
             ValueRange acc) -> SmallVector<Value> {
-          auto offsetAt = [&](Value i) {
-            return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
-          };
-          Value lo = offsetAt(expert);
-          Value hi = offsetAt(b.add(expert, b.idx(1)));
-          Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
+          Value lo, rows; // (captured below: no structured binding)
+          std::tie(lo, rows) = expertRows(b, offsets, expert, m);
           Value lhsRows = buildLhsRows(b, lhs, gather, lo, rows);
           Value block;
           if (format != WeightFormat::plain) {
@@ -537,12 +546,8 @@ struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
         b.idx(0), b.idx(e), {result},
         [&](LoweringBuilder &b, Value expert,
             ValueRange out) -> SmallVector<Value> {
-          auto offsetAt = [&](Value i) {
-            return b.clamp(b.toIndex(b.extract(offsets, {i})), b.idx(0), m);
-          };
-          Value lo = offsetAt(expert);
-          Value hi = offsetAt(b.add(expert, b.idx(1)));
-          Value rows = arith::MaxSIOp::create(b, b.sub(hi, lo), b.idx(0));
+          Value lo, rows; // (captured below: no structured binding)
+          std::tie(lo, rows) = expertRows(b, offsets, expert, m);
           auto rowsOf = [&](Value v, int64_t cols) -> Value {
             return tensor::ExtractSliceOp::create(
                 b, v, ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},

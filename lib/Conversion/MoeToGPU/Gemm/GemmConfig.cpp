@@ -317,9 +317,9 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   return config;
 }
 
-/// The small-M kernel's epilogue staging: up to 64 token rows (wider
-/// tiles store in passes of 64 tokens) of tileN + 4 f32 (WgmmaEpilogue.cpp,
-/// the padding keeps the fragment stores conflict-free).
+/// The small-M kernel's epilogue staging: up to swapStagingTokens(tileN)
+/// token rows (wider tiles store in passes of that many) of tileN + 4 f32
+/// (WgmmaEpilogue.cpp, the padding keeps the fragment stores conflict-free).
 int64_t gpu_lowering::wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN) {
   return std::min<int64_t>(tileM, swapStagingTokens(tileN)) * (tileN + 4) * 4;
 }

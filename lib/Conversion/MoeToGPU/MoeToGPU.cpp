@@ -117,7 +117,8 @@ struct ConvertMoeToGPUPass
     }
     // The backward ops run on the CPU pipeline only (so far).
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp, RouteGradOp>(op))
+      if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp, RouteGradOp,
+               RowDotOp, FfnGradOp>(op))
         return WalkResult::advance();
       op->emitOpError("has no GPU lowering yet: the backward ops run with "
                       "--moe-lower-to-cpu");

@@ -635,11 +635,47 @@ struct LowerGluGrad : OpRewritePattern<GluGradOp> {
   }
 };
 
+/// moe.row_dot => one generic over (row, column), the column a reduction
+/// (in order), into `acc` or zeros (f32), then rounded to the result type.
+struct LowerRowDot : OpRewritePattern<RowDotOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RowDotOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    auto accType = RankedTensorType::get(resultType.getShape(), b.getF32Type());
+    Value init = op.getAcc();
+    if (init) // its static / dynamic M may differ from the result's
+      accType = cast<RankedTensorType>(init.getType());
+    else
+      init = b.filled(accType, b.dynRowsOf(accType, op.getLhs()), b.f32(0.0));
+    MLIRContext *ctx = b.getContext();
+    AffineMap id = b.getMultiDimIdentityMap(2);
+    AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    Value dot = linalg::GenericOp::create(
+                    b, TypeRange{accType}, ValueRange{op.getLhs(), op.getRhs()},
+                    ValueRange{init}, ArrayRef<AffineMap>{id, id, row}, iters,
+                    [&](OpBuilder &nested, Location loc, ValueRange args) {
+                      LoweringBuilder b(loc, nested);
+                      Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));
+                      linalg::YieldOp::create(b, b.add(args[2], p));
+                    })
+                    .getResult(0);
+    dot = b.convertElements(dot, resultType.getElementType());
+    if (dot.getType() != resultType)
+      dot = tensor::CastOp::create(b, resultType, dot);
+    rewriter.replaceOp(op, dot);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns
-      .add<LowerExpertGemm, LowerGroupedMatmulWgrad, LowerGlu, LowerGluGrad>(
-          patterns.getContext());
+  patterns.add<LowerExpertGemm, LowerGroupedMatmulWgrad, LowerGlu, LowerGluGrad,
+               LowerRowDot>(patterns.getContext());
 }

@@ -23,7 +23,8 @@ void populateDispatchLoweringPatterns(RewritePatternSet &patterns);
 /// moe.gather, moe.scatter, moe.combine, moe.indices_to_multihot,
 /// moe.multihot_to_indices.
 void populateMovementLoweringPatterns(RewritePatternSet &patterns);
-/// moe.expert_gemm, moe.glu.
+/// moe.expert_gemm, moe.grouped_matmul_wgrad, moe.glu, moe.glu_grad,
+/// moe.row_dot.
 void populateExpertComputeLoweringPatterns(RewritePatternSet &patterns);
 
 } // namespace moe

@@ -31,3 +31,23 @@ func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi
   %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x2xi32> -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+func.func @row_dot(%a: tensor<?x32xbf16>, %b: tensor<?x32xbf16>) -> tensor<?xf32> {
+  // expected-error @+1 {{'moe.row_dot' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r = moe.row_dot %a, %b : tensor<?x32xbf16>, tensor<?x32xbf16> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// The composite is reported as itself (not as a primitive of its
+// decomposition: the check runs before any rewrite).
+func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'moe.ffn_grad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>
+  return %r#0 : tensor<?x64xbf16>
+}

@@ -83,6 +83,28 @@ func.func @grouped_matmul_wgrad(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %
   return %r : tensor<8x96x64xf32>
 }
 
+// moe.row_dot: one generic over (row, column), the column a reduction, into
+// the accumulator; without one into zeros, then rounded to the result type.
+// CHECK-LABEL: func.func @row_dot(
+// CHECK-SAME: %[[A:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[B:[a-z0-9_]+]]: tensor<?x32xbf16>, %[[C:[a-z0-9_]+]]: tensor<?xf32>
+// CHECK: %[[D:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[A]], %[[B]] : tensor<?x32xbf16>, tensor<?x32xbf16>) outs(%[[C]] : tensor<?xf32>)
+// CHECK: arith.extf
+// CHECK: arith.extf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK-SAME: -> tensor<?xf32>
+// CHECK: %[[E:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%[[A]], %[[B]] : tensor<?x32xbf16>, tensor<?x32xbf16>) outs(%[[Z]] : tensor<?xf32>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: return %[[D]]
+func.func @row_dot(%a: tensor<?x32xbf16>, %b: tensor<?x32xbf16>, %c: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xbf16>) {
+  %x = moe.row_dot %a, %b accumulate(%c : tensor<?xf32>) : tensor<?x32xbf16>, tensor<?x32xbf16> -> tensor<?xf32>
+  %y = moe.row_dot %a, %b : tensor<?x32xbf16>, tensor<?x32xbf16> -> tensor<?xbf16>
+  return %x, %y : tensor<?xf32>, tensor<?xbf16>
+}
+
 // moe.ffn: decomposed and lowered in the same pass, nothing of moe is
 // left (implicit check); the two expert matmuls remain, one per GEMM.
 // CHECK-LABEL: func.func @ffn(
@@ -94,4 +116,22 @@ func.func @ffn(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96x
   %y = moe.ffn %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
       : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16> -> tensor<?x64xbf16>
   return %y : tensor<?x64xbf16>
+}
+
+// moe.ffn_grad: decomposed and lowered in the same pass, nothing of moe is
+// left (implicit check): among the rest the row_dot reduction (routing
+// weights' gradient) and the wgrad contractions of both weights and of the
+// ones column (the expert-bias gradients).
+// CHECK-LABEL: func.func @ffn_grad(
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<48x64xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<64x96xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<1x96xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<1x64xf32>)
+func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>, %bu: tensor<8x96xbf16>, %bd: tensor<8x64xbf16>)
+    -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>, tensor<8x96xf32>, tensor<8x64xf32>) {
+  %r:6 = moe.ffn_grad %dy, %x, %l, %wu, %wd expert_bias(%bu, %bd : tensor<8x96xbf16>, tensor<8x64xbf16>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>, tensor<8x96xf32>, tensor<8x64xf32>
+  return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5 : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>, tensor<8x96xf32>, tensor<8x64xf32>
 }

@@ -1880,3 +1880,187 @@ func.func @route_grad_result_shape(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i:
   %r = moe.route_grad %g, %l, %i scoring = softmax : tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x2xi32> -> tensor<?x7xf32>
   return
 }
+
+// -----
+
+func.func @row_dot_n_dynamic(%a: tensor<4x?xf32>, %b: tensor<4x?xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected N (dimension 1 of 'lhs') to be static}}
+  %r = moe.row_dot %a, %b : tensor<4x?xf32>, tensor<4x?xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_rhs_type(%a: tensor<4x8xf32>, %b: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'moe.row_dot' op expected 'rhs' element type 'f32' (as 'lhs'), got 'bf16'}}
+  %r = moe.row_dot %a, %b : tensor<4x8xf32>, tensor<4x8xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_rows(%a: tensor<4x8xf32>, %b: tensor<5x8xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected dimension 0 of 'rhs' (M) to match dimension 0 of 'lhs', got 5 vs 4}}
+  %r = moe.row_dot %a, %b : tensor<4x8xf32>, tensor<5x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_cols(%a: tensor<4x8xf32>, %b: tensor<4x6xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected dimension 1 of 'rhs' (N) to be 8, got 6}}
+  %r = moe.row_dot %a, %b : tensor<4x8xf32>, tensor<4x6xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_result_type(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>) {
+  // expected-error @+1 {{'moe.row_dot' op expected result element type 'bf16' or f32, got 'f16'}}
+  %r = moe.row_dot %a, %b : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @row_dot_result_rows(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected dimension 0 of 'result' (M) to match dimension 0 of 'lhs', got 3 vs 4}}
+  %r = moe.row_dot %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_acc_rows(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<5xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected dimension 0 of 'acc' (M) to match dimension 0 of 'lhs', got 5 vs 4}}
+  %r = moe.row_dot %a, %b accumulate(%c : tensor<5xf32>) : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @row_dot_acc_result_type(%a: tensor<4x8xbf16>, %b: tensor<4x8xbf16>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'moe.row_dot' op expected an f32 result with 'acc', got 'bf16'}}
+  %r = moe.row_dot %a, %b accumulate(%c : tensor<4xf32>) : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @row_dot_acc_not_f32(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>, %c: tensor<4xbf16>) {
+  // expected-error @+1 {{'moe.row_dot' op operand #2 must be 1D tensor of 32-bit float values}}
+  %r = moe.row_dot %a, %b accumulate(%c : tensor<4xbf16>) : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_fp8_weights(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>, %l: tensor<4x8xf32>, %wu: tensor<8x256x256xf8E4M3FN>, %wd: tensor<8x256x128xf8E4M3FN>, %su: tensor<8x2x2xf32>, %sd: tensor<8x2x1xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op needs bf16/f16/f32 weights (weight_format plain; training on quantized weights is out of scope), got weight_format fp8_block}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd scales(%su, %sd : tensor<8x2x2xf32>, tensor<8x2x1xf32>) k = 2 scoring = softmax activation = silu layout = concat {transpose_weights = true, weight_format = #moe.weight_format<fp8_block>} : tensor<4x256xbf16>, tensor<4x256xbf16>, tensor<4x8xf32>, tensor<8x256x256xf8E4M3FN>, tensor<8x256x128xf8E4M3FN> -> tensor<4x256xbf16>, tensor<4x8xf32>, tensor<8x256x256xf32>, tensor<8x256x128xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_operand_count(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 5 or 6 operands (dy, x, logits, w_up, w_down, [bias]) with expert_bias = false, got 7}}
+  %r:4 = "moe.ffn_grad"(%dy, %x, %l, %wu, %wd, %b, %b) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}> : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>)
+  return
+}
+
+// -----
+
+func.func @ffn_grad_routing_rule(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected k in [1, topk_group * E / n_group = 8], got 9}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 9 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dy_rows(%dy: tensor<3x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected dimension 0 of 'dy' (T) to match dimension 0 of 'x', got 3 vs 4}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<3x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dy_type(%dy: tensor<4x64xbf16>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dy' to be T x H = 4x64 of 'f32' (as 'x'), got 'tensor<4x64xbf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xbf16>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dy_cols(%dy: tensor<4x32xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dy' to be T x H = 4x64 of 'f32' (as 'x'), got 'tensor<4x32xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x32xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dx_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dx' to be 'tensor<4x64xf32>' (as 'x'), got 'tensor<?x64xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<?x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dlogits_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dlogits' to be 'tensor<4x8xf32>' (as 'logits'), got 'tensor<4x8xbf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dw_up_not_f32(%dy: tensor<4x64xbf16>, %x: tensor<4x64xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_up' to be 'tensor<8x64x256xf32>' (the weights' shape, f32), got 'tensor<8x64x256xbf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xbf16>, tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dw_down_shape(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_down' to be 'tensor<8x128x64xf32>' (the weights' shape, f32), got 'tensor<8x64x128xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x64x128xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_bias_grads_without_expert_bias(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 4 results (dx, dlogits, dw_up, dw_down) with expert_bias = false, got 6}}
+  %r:6 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x256xf32>, tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_bias_grads_missing(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 6 results (dx, dlogits, dw_up, dw_down, dw_up_bias, dw_down_bias) with expert_bias = true, got 4}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dw_up_bias_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_up_bias' to be 'tensor<8x256xf32>' (E x 2I, f32), got 'tensor<8x128xf32>'}}
+  %r:6 = moe.ffn_grad %dy, %x, %l, %wu, %wd expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x128xf32>, tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dw_down_bias_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_down_bias' to be 'tensor<8x64xf32>' (E x H, f32), got 'tensor<8x64xf16>'}}
+  %r:6 = moe.ffn_grad %dy, %x, %l, %wu, %wd expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x256xf32>, tensor<8x64xf16>
+  return
+}

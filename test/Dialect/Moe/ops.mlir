@@ -385,6 +385,42 @@ func.func @route_grad(%g: tensor<?x8xf32>, %l: tensor<?x256xbf16>, %i: tensor<?x
   return %a, %b : tensor<?x256xf32>, tensor<?x256xbf16>
 }
 
+// moe.row_dot: with and without the f32 accumulate-into operand.
+// CHECK-LABEL: func.func @row_dot
+// CHECK-SAME: (%[[A:[a-z0-9_]+]]: tensor<?x128xbf16>, %[[B:[a-z0-9_]+]]: tensor<?x128xbf16>, %[[C:[a-z0-9_]+]]: tensor<?xf32>)
+func.func @row_dot(%a: tensor<?x128xbf16>, %b: tensor<?x128xbf16>, %c: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xbf16>) {
+  // CHECK: moe.row_dot %[[A]], %[[B]] accumulate(%[[C]] : tensor<?xf32>) : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xf32>
+  %x = moe.row_dot %a, %b accumulate(%c : tensor<?xf32>) : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xf32>
+  // CHECK: moe.row_dot %[[A]], %[[B]] : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xbf16>
+  %y = moe.row_dot %a, %b : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xbf16>
+  return %x, %y : tensor<?xf32>, tensor<?xbf16>
+}
+
+// moe.ffn_grad: Mixtral-style (four results), and gpt-oss-style with the
+// routing bias, expert biases (six results), transposed weights and the
+// clamped SwiGLU; f32 logits on bf16 activations.
+// CHECK-LABEL: func.func @ffn_grad
+// CHECK-SAME: (%[[DY:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[X:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[L:[a-z0-9_]+]]: tensor<?x8xbf16>, %[[WU:[a-z0-9_]+]]: tensor<8x64x256xbf16>, %[[WD:[a-z0-9_]+]]: tensor<8x128x64xbf16>,
+// CHECK-SAME: %[[LF:[a-z0-9_]+]]: tensor<?x8xf32>, %[[WUT:[a-z0-9_]+]]: tensor<8x256x64xbf16>, %[[WDT:[a-z0-9_]+]]: tensor<8x64x128xbf16>, %[[B:[a-z0-9_]+]]: tensor<8xf32>, %[[BU:[a-z0-9_]+]]: tensor<8x256xbf16>, %[[BD:[a-z0-9_]+]]: tensor<8x64xbf16>)
+func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>,
+                    %lf: tensor<?x8xf32>, %wut: tensor<8x256x64xbf16>, %wdt: tensor<8x64x128xbf16>, %b: tensor<8xf32>, %bu: tensor<8x256xbf16>, %bd: tensor<8x64xbf16>) {
+  // CHECK: moe.ffn_grad %[[DY]], %[[X]], %[[L]], %[[WU]], %[[WD]] k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+  // CHECK-SAME: : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  %0:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  // CHECK: moe.ffn_grad %[[DY]], %[[X]], %[[LF]], %[[WUT]], %[[WDT]] bias(%[[B]] : tensor<8xf32>) expert_bias(%[[BU]], %[[BD]] : tensor<8x256xbf16>, tensor<8x64xbf16>) k = 4 scoring = sigmoid activation = silu layout = interleaved
+  // CHECK-SAME: {alpha = 1.702000e+00 : f32, group_score = #moe.group_score<top2_sum>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, scaling = 2.500000e+00 : f32, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}
+  // CHECK-SAME: -> tensor<?x64xbf16>, tensor<?x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>, tensor<8x256xf32>, tensor<8x64xf32>
+  %1:6 = moe.ffn_grad %dy, %x, %lf, %wut, %wdt bias(%b : tensor<8xf32>) expert_bias(%bu, %bd : tensor<8x256xbf16>, tensor<8x64xbf16>)
+      k = 4 scoring = sigmoid activation = silu layout = interleaved
+      {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>, scaling = 2.5 : f32,
+       alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32, transpose_weights = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xf32>, tensor<8x256x64xbf16>, tensor<8x64x128xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>, tensor<8x256xf32>, tensor<8x64xf32>
+  return
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

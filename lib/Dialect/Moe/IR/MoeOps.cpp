@@ -136,7 +136,9 @@ static ParseResult parseFfnOptionalOperands(
   return parseOptionalOperandPair(parser, "scales", operands, types);
 }
 
-static void printFfnOptionalOperands(OpAsmPrinter &printer, FfnOp op,
+/// moe.ffn's and moe.ffn_grad's (the latter has no scales).
+template <typename OpTy>
+static void printFfnOptionalOperands(OpAsmPrinter &printer, OpTy op,
                                      OperandRange, TypeRange, BoolAttr) {
   // The verifier keeps the operand count and expert_bias in step (an op
   // that fails it prints in the generic form).
@@ -924,6 +926,41 @@ LogicalResult CombineGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RowDotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowDotOp::verify() {
+  Value lhs = getLhs(), rhs = getRhs();
+  if (failed(verifyStaticDim(*this, lhs, 1, "lhs", "N")))
+    return failure();
+  Type f = getLhs().getType().getElementType();
+  if (getRhs().getType().getElementType() != f)
+    return emitOpError() << "expected 'rhs' element type " << f
+                         << " (as 'lhs'), got "
+                         << getRhs().getType().getElementType();
+  if (failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
+    return failure();
+  if (dimOf(rhs, 1) != dimOf(lhs, 1))
+    return emitOpError() << "expected dimension 1 of 'rhs' (N) to be "
+                         << dimOf(lhs, 1) << ", got " << dimStr(dimOf(rhs, 1));
+  auto resultType = getResult().getType();
+  Type o = resultType.getElementType();
+  if (o != f && !o.isF32())
+    return emitOpError() << "expected result element type " << f
+                         << " or f32, got " << o;
+  if (failed(
+          verifySameDim(*this, lhs, 0, "lhs", getResult(), 0, "result", "M")))
+    return failure();
+  if (Value acc = getAcc()) {
+    if (failed(verifySameDim(*this, lhs, 0, "lhs", acc, 0, "acc", "M")))
+      return failure();
+    if (!o.isF32())
+      return emitOpError() << "expected an f32 result with 'acc', got " << o;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // IndicesToMultihotOp and MultihotToIndicesOp
 //===----------------------------------------------------------------------===//
 
@@ -992,8 +1029,8 @@ LogicalResult MultihotToIndicesOp::verify() {
 
 // Operands 4.. : [bias] [w_up_bias, w_down_bias] [w_up_scale,
 // w_down_scale] (verify() checks the count against expert_bias and
-// weight_format).
-static size_t ffnScaleOperands(FfnOp op) {
+// weight_format). moe.ffn_grad has the same after its `dy`, never scales.
+template <typename OpTy> static size_t ffnScaleOperands(OpTy op) {
   return op.getFormat() == WeightFormat::plain ? 0 : 2;
 }
 
@@ -1046,125 +1083,222 @@ LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
   return success();
 }
 
-LogicalResult FfnOp::verify() {
+/// The rules of moe.ffn's operands and attributes, shared with
+/// moe.ffn_grad (everything but the result types).
+template <typename OpTy> static LogicalResult verifyFfnOperands(OpTy op) {
   // x, logits, w_up, w_down, then [bias] and, with expert_bias,
   // w_up_bias and w_down_bias.
-  size_t optional = getOptionalOperands().size();
-  size_t expert = getExpertBias() ? 2 : 0;
-  size_t scales = ffnScaleOperands(*this);
+  size_t optional = op.getOptionalOperands().size();
+  size_t expert = op.getExpertBias() ? 2 : 0;
+  size_t scales = ffnScaleOperands(op);
+  // moe.ffn_grad's `dy` comes first.
+  size_t lead = op->getNumOperands() - optional;
   if (optional != expert + scales && optional != expert + scales + 1)
-    return emitOpError() << "expected " << 4 + expert + scales << " or "
-                         << 5 + expert + scales
-                         << " operands (x, logits, w_up, w_down, [bias]"
-                         << (expert ? ", w_up_bias, w_down_bias" : "")
-                         << (scales ? ", w_up_scale, w_down_scale" : "")
-                         << ") with expert_bias = "
-                         << (expert ? "true" : "false")
-                         << (scales ? " and weight_format " : "")
-                         << (scales ? stringifyWeightFormat(getFormat()) : "")
-                         << ", got " << 4 + optional;
-  if (Value bias = getBias()) {
+    return op.emitOpError()
+           << "expected " << lead + expert + scales << " or "
+           << lead + 1 + expert + scales << " operands ("
+           << (lead == 5 ? "dy, " : "") << "x, logits, w_up, w_down, [bias]"
+           << (expert ? ", w_up_bias, w_down_bias" : "")
+           << (scales ? ", w_up_scale, w_down_scale" : "")
+           << ") with expert_bias = " << (expert ? "true" : "false")
+           << (scales ? " and weight_format " : "")
+           << (scales ? stringifyWeightFormat(op.getFormat()) : "") << ", got "
+           << lead + optional;
+  if (Value bias = op.getBias()) {
     auto type = dyn_cast<RankedTensorType>(bias.getType());
     if (!type || type.getRank() != 1 || !type.getElementType().isF32())
-      return emitOpError() << "expected 'bias' to be a 1-D f32 tensor, got "
-                           << bias.getType();
+      return op.emitOpError() << "expected 'bias' to be a 1-D f32 tensor, got "
+                              << bias.getType();
   }
-  if (failed(verifyStaticDim(*this, getX(), 1, "x", "H")) ||
-      failed(verifyStaticDim(*this, getLogits(), 1, "logits", "E")) ||
-      failed(
-          verifySameDim(*this, getX(), 0, "x", getLogits(), 0, "logits", "T")))
+  if (failed(verifyStaticDim(op, op.getX(), 1, "x", "H")) ||
+      failed(verifyStaticDim(op, op.getLogits(), 1, "logits", "E")) ||
+      failed(verifySameDim(op, op.getX(), 0, "x", op.getLogits(), 0, "logits",
+                           "T")))
     return failure();
-  Type f = getX().getType().getElementType();
+  Type f = op.getX().getType().getElementType();
   // The router may run in f32 on activations of a narrower type (DeepSeek-V3
   // routes on f32 logits while x is bf16): logits are F or f32.
-  Type logitsType = getLogits().getType().getElementType();
+  Type logitsType = op.getLogits().getType().getElementType();
   if (logitsType != f && !logitsType.isF32())
-    return emitOpError() << "expected 'logits' element type " << f
-                         << " (as 'x') or f32, got " << logitsType;
-  WeightFormat format = getFormat();
+    return op.emitOpError() << "expected 'logits' element type " << f
+                            << " (as 'x') or f32, got " << logitsType;
+  WeightFormat format = op.getFormat();
   bool plain = format == WeightFormat::plain;
   for (auto [name, value] :
-       {std::make_pair("w_up", plain ? Value(getWUp()) : Value()),
-        std::make_pair("w_down", plain ? Value(getWDown()) : Value()),
-        std::make_pair("w_up_bias", getWUpBias()),
-        std::make_pair("w_down_bias", getWDownBias())}) {
+       {std::make_pair("w_up", plain ? Value(op.getWUp()) : Value()),
+        std::make_pair("w_down", plain ? Value(op.getWDown()) : Value()),
+        std::make_pair("w_up_bias", op.getWUpBias()),
+        std::make_pair("w_down_bias", op.getWDownBias())}) {
     if (!value)
       continue;
     Type elementType = cast<ShapedType>(value.getType()).getElementType();
     if (elementType != f)
-      return emitOpError() << "expected '" << name << "' element type " << f
-                           << " (as 'x'), got " << elementType;
+      return op.emitOpError() << "expected '" << name << "' element type " << f
+                              << " (as 'x'), got " << elementType;
   }
-  int64_t h = getHiddenSize(), e = getNumExperts();
-  bool t = getTransposeWeights();
+  int64_t h = op.getHiddenSize(), e = op.getNumExperts();
+  bool t = op.getTransposeWeights();
   if (!plain && !t)
-    return emitOpError() << "expected transpose_weights with weight_format "
-                         << stringifyWeightFormat(format)
-                         << " (the checkpoints' E x N x K layout)";
+    return op.emitOpError() << "expected transpose_weights with weight_format "
+                            << stringifyWeightFormat(format)
+                            << " (the checkpoints' E x N x K layout)";
   // mxfp4: two values a byte along K (H of w_up, I of w_down).
   int64_t pack = isMxfp4(format) ? 2 : 1;
   if (h % pack != 0)
-    return emitOpError() << "expected an even H with weight_format "
-                         << stringifyWeightFormat(format) << ", got " << h;
+    return op.emitOpError() << "expected an even H with weight_format "
+                            << stringifyWeightFormat(format) << ", got " << h;
   // w_up: E x H x 2I (E x 2I x H when transposed).
-  auto wUp = getWUp().getType();
+  auto wUp = op.getWUp().getType();
   if (wUp.hasStaticShape() == false)
-    return emitOpError() << "expected 'w_up' to have a static shape, got "
-                         << wUp;
+    return op.emitOpError()
+           << "expected 'w_up' to have a static shape, got " << wUp;
   int64_t twoI = wUp.getDimSize(t ? 1 : 2);
   SmallVector<int64_t> upShape = t ? SmallVector<int64_t>{e, twoI, h / pack}
                                    : SmallVector<int64_t>{e, h, twoI};
   if (wUp.getShape() != ArrayRef<int64_t>(upShape) || twoI % 2 != 0)
-    return emitOpError() << "expected 'w_up' to be "
-                         << (t ? (pack == 2 ? "E x 2I x H/2" : "E x 2I x H")
-                               : "E x H x 2I")
-                         << " with E = " << e << ", H = " << h
-                         << " and an even 2I, got " << wUp;
+    return op.emitOpError()
+           << "expected 'w_up' to be "
+           << (t ? (pack == 2 ? "E x 2I x H/2" : "E x 2I x H") : "E x H x 2I")
+           << " with E = " << e << ", H = " << h << " and an even 2I, got "
+           << wUp;
   int64_t i = twoI / 2;
   if (i % pack != 0)
-    return emitOpError() << "expected an even I with weight_format "
-                         << stringifyWeightFormat(format) << ", got " << i;
-  auto wDown = getWDown().getType();
+    return op.emitOpError() << "expected an even I with weight_format "
+                            << stringifyWeightFormat(format) << ", got " << i;
+  auto wDown = op.getWDown().getType();
   SmallVector<int64_t> downShape =
       t ? SmallVector<int64_t>{e, h, i / pack} : SmallVector<int64_t>{e, i, h};
   if (wDown.getShape() != ArrayRef<int64_t>(downShape))
-    return emitOpError() << "expected 'w_down' to be "
-                         << (t ? (pack == 2 ? "E x H x I/2" : "E x H x I")
-                               : "E x I x H")
-                         << " = " << e << "x" << downShape[1] << "x"
-                         << downShape[2] << ", got " << wDown;
-  if (failed(verifyWeightFormat(*this, format, getScaleFmt(),
-                                getX().getType().getElementType(), h, getWUp(),
-                                "w_up", getWUpScale(), "w_up_scale", t)) ||
+    return op.emitOpError()
+           << "expected 'w_down' to be "
+           << (t ? (pack == 2 ? "E x H x I/2" : "E x H x I") : "E x I x H")
+           << " = " << e << "x" << downShape[1] << "x" << downShape[2]
+           << ", got " << wDown;
+  if (failed(verifyWeightFormat(
+          op, format, op.getScaleFmt(), op.getX().getType().getElementType(), h,
+          op.getWUp(), "w_up", op.getWUpScale(), "w_up_scale", t)) ||
       failed(verifyWeightFormat(
-          *this, format, getScaleFmt(), getX().getType().getElementType(), i,
-          getWDown(), "w_down", getWDownScale(), "w_down_scale", t)))
+          op, format, op.getScaleFmt(), op.getX().getType().getElementType(), i,
+          op.getWDown(), "w_down", op.getWDownScale(), "w_down_scale", t)))
     return failure();
   for (auto [name, value, width, what] :
-       {std::make_tuple("w_up_bias", getWUpBias(), 2 * i, "E x 2I"),
-        std::make_tuple("w_down_bias", getWDownBias(), h, "E x H")}) {
+       {std::make_tuple("w_up_bias", op.getWUpBias(), 2 * i, "E x 2I"),
+        std::make_tuple("w_down_bias", op.getWDownBias(), h, "E x H")}) {
     if (!value)
       continue;
     auto type = cast<RankedTensorType>(value.getType());
     if (type.getShape() != ArrayRef<int64_t>{e, width})
-      return emitOpError() << "expected '" << name << "' to be " << what
-                           << " = " << e << "x" << width << ", got " << type;
+      return op.emitOpError() << "expected '" << name << "' to be " << what
+                              << " = " << e << "x" << width << ", got " << type;
   }
-  if (failed(verifyRouting(*this, e, RoutingParams::of(*this))))
+  if (failed(verifyRouting(op, e, RoutingParams::of(op))))
     return failure();
   std::optional<float> limit;
-  if (auto l = getLimit())
+  if (auto l = op.getLimit())
     limit = l->convertToFloat();
-  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
-                            getUpBias().convertToFloat())))
+  if (failed(verifyGluAttrs(op, op.getAlpha().convertToFloat(), limit,
+                            op.getUpBias().convertToFloat())))
     return failure();
   // The dispatch chain's i32 metadata: E * T and T * k fit i32
   // (docs/Contract.md section 1).
   // verifyRouting() established k <= E, so E * T bounds T * k as well.
-  if (failed(verifyExpertCountFitsI32(*this, e, "E")) ||
-      failed(verifyProductFitsI32(*this, "E * T", e, dimOf(getX(), 0))))
+  if (failed(verifyExpertCountFitsI32(op, e, "E")) ||
+      failed(verifyProductFitsI32(op, "E * T", e, dimOf(op.getX(), 0))))
+    return failure();
+  return success();
+}
+
+LogicalResult FfnOp::verify() {
+  if (failed(verifyFfnOperands(*this)))
     return failure();
   return verifyResultTypesExactly(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// FfnGradOp
+//===----------------------------------------------------------------------===//
+
+// The optional operands as moe.ffn's, without scales (weight_format plain).
+Value FfnGradOp::getBias() {
+  size_t n = getOptionalOperands().size(), expert = getExpertBias() ? 2 : 0;
+  return n == expert + 1 ? getOptionalOperands()[0] : Value();
+}
+
+Value FfnGradOp::getWUpBias() {
+  size_t n = getOptionalOperands().size();
+  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 2] : Value();
+}
+
+Value FfnGradOp::getWDownBias() {
+  size_t n = getOptionalOperands().size();
+  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 1] : Value();
+}
+
+int64_t FfnGradOp::getIntermediateSize() {
+  return getWDown().getType().getDimSize(getTransposeWeights() ? 2 : 1);
+}
+
+LogicalResult FfnGradOp::verify() {
+  // Quantized weights first: their scales would otherwise be reported as
+  // surplus operands.
+  if (getFormat() != WeightFormat::plain)
+    return emitOpError() << "needs bf16/f16/f32 weights (weight_format "
+                            "plain; training on quantized weights is out of "
+                            "scope), got weight_format "
+                         << stringifyWeightFormat(getFormat());
+  if (failed(verifyFfnOperands(*this)))
+    return failure();
+  Value dy = getDy(), x = getX();
+  if (failed(verifySameDim(*this, x, 0, "x", dy, 0, "dy", "T")))
+    return failure();
+  if (dimOf(dy, 1) != getHiddenSize() ||
+      getDy().getType().getElementType() != getX().getType().getElementType())
+    return emitOpError() << "expected 'dy' to be T x H = "
+                         << dimStr(dimOf(x, 0)) << "x" << getHiddenSize()
+                         << " of " << getX().getType().getElementType()
+                         << " (as 'x'), got " << dy.getType();
+  // dx and dlogits: exactly the types of x and logits.
+  for (auto [name, result, like, what] :
+       {std::make_tuple("dx", getDx(), getX(), "'x'"),
+        std::make_tuple("dlogits", getDlogits(), getLogits(), "'logits'")})
+    if (result.getType() != like.getType())
+      return emitOpError() << "expected '" << name << "' to be "
+                           << like.getType() << " (as " << what << "), got "
+                           << result.getType();
+  // The weight gradients: the weights' shapes, f32.
+  Type f32 = Float32Type::get(getContext());
+  int64_t e = getNumExperts(), h = getHiddenSize();
+  int64_t twoI = 2 * getIntermediateSize();
+  for (auto [name, result, like] :
+       {std::make_tuple("dw_up", getDwUp(), getWUp()),
+        std::make_tuple("dw_down", getDwDown(), getWDown())}) {
+    auto expected = RankedTensorType::get(like.getType().getShape(), f32);
+    if (result.getType() != expected)
+      return emitOpError() << "expected '" << name << "' to be " << expected
+                           << " (the weights' shape, f32), got "
+                           << result.getType();
+  }
+  size_t biasGrads = getBiasGrads().size();
+  size_t wantBiasGrads = getExpertBias() ? 2 : 0;
+  if (biasGrads != wantBiasGrads)
+    return emitOpError() << "expected " << 4 + wantBiasGrads
+                         << " results (dx, dlogits, dw_up, dw_down"
+                         << (wantBiasGrads ? ", dw_up_bias, dw_down_bias" : "")
+                         << ") with expert_bias = "
+                         << (wantBiasGrads ? "true" : "false") << ", got "
+                         << 4 + biasGrads;
+  for (auto [name, result, width, what] :
+       {std::make_tuple("dw_up_bias", getDwUpBias(), twoI, "E x 2I"),
+        std::make_tuple("dw_down_bias", getDwDownBias(), h, "E x H")}) {
+    if (!result)
+      continue;
+    auto expected = RankedTensorType::get({e, width}, f32);
+    if (result.getType() != expected)
+      return emitOpError() << "expected '" << name << "' to be " << expected
+                           << " (" << what << ", f32), got "
+                           << result.getType();
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

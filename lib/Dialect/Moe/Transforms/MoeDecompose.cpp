@@ -103,6 +103,7 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
 
 void mlir::moe::populateMoeDecomposePatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeFfn>(patterns.getContext());
+  populateMoeDecomposeFfnGradPatterns(patterns);
 }
 
 namespace {
@@ -113,7 +114,8 @@ struct MoeDecomposePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMoeDecomposePatterns(patterns);
-    // One walk, no folding or dead-code elimination: only moe.ffn changes.
+    // One walk, no folding or dead-code elimination: only moe.ffn and
+    // moe.ffn_grad change.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

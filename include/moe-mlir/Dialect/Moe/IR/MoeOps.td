@@ -581,6 +581,40 @@ def Moe_GroupedMatmulWgradOp : Moe_Op<"grouped_matmul_wgrad"> {
   }];
 }
 
+def Moe_RowDotOp : Moe_Op<"row_dot"> {
+  let summary = "per-row dot product of two matrices";
+  let description = [{
+    `result[m] = acc[m] + sum_n lhs[m][n] * rhs[m][n]` for `lhs` and `rhs`
+    (`M x N`, one float type `F`), the products accumulated in f32 in
+    column order; the result (`M`) has element type `F` or f32.
+    `accumulate(%acc : tensor<M x f32>)`, optional, adds into a running f32
+    vector (the result is f32 then).
+
+    In a layer's backward this is the routing weight's gradient of every
+    dispatched row, `<dO W2^T, a>` (the down projection's input gradient
+    against the GLU output), plus `<dO, b2>` through `acc` when the experts
+    have biases: the expert outputs are never needed.
+
+    Constraints: `N` static; `lhs` and `rhs` share `F`, `M` and `N`;
+    `acc` is `M` of f32.
+
+    Example:
+
+    ```mlir
+    %dw = moe.row_dot %g, %a accumulate(%db : tensor<?xf32>)
+        : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Moe_FloatTensorOfRank<2>:$rhs,
+                       Optional<Moe_F32Vector>:$acc);
+  let results = (outs Moe_FloatTensorOfRank<1>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`accumulate` `(` $acc^ `:` type($acc) `)`)? attr-dict `:`
+    type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Combine and converters
 //===----------------------------------------------------------------------===//
@@ -808,6 +842,128 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
     Value getWUpScale();
     Value getWDownScale();
     /// The weight format.
+    WeightFormat getFormat() { return getWeightFormat(); }
+  }];
+}
+
+def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
+  let summary = "the gradient of a whole MoE feed-forward layer (moe.ffn)";
+  let description = [{
+    The backward of `moe.ffn`: given `dy` (`T x H`, the gradient of the loss
+    with respect to the layer's output) and exactly the operands and
+    attributes of the forward `moe.ffn` (`x`, `logits`, `w_up`, `w_down`,
+    the optional routing `bias`, and with `expert_bias` the expert biases
+    `w_up_bias`, `w_down_bias`; every routing and GLU attribute,
+    `transpose_weights`, with `moe.ffn`'s meaning and defaults), returns the
+    gradients of the loss with respect to
+
+    - `dx` (`T x H`, the type of `x`),
+    - `dlogits` (`T x E`, the type of `logits`),
+    - `dw_up`, `dw_down` (the shapes of `w_up` and `w_down`, f32: the
+      weight gradients are accumulated in f32 and returned in f32, as
+      `moe.grouped_matmul_wgrad` does, ready to add into an f32 `main_grad`),
+    - with `expert_bias`: `dw_up_bias` (`E x 2I`, f32) and `dw_down_bias`
+      (`E x H`, f32).
+
+    The routing correction `bias` only steers the selection (as the top-k
+    and the group limit do) and gets no gradient. Gradients flow to the
+    logits through the routing weights of the selected experts only
+    (`moe.route_grad`); a GLU clamp (`limit`) passes the gradient inside
+    its closed interval (`moe.glu_grad`).
+
+    `--moe-decompose` expands it into the primitive chain (v74 of
+    bench/NOTES.md): the forward's routing and dispatch metadata and the
+    pre-activation `h` are recomputed (route -> cumsum -> get_indices ->
+    get_indptr, `x_rows = gather(x)`, `h = grouped_matmul(x_rows, w_up)`,
+    `a = glu(h)`), then `dO = gather(dy)`, `g = grouped_matmul(dO, w_down
+    transposed)`, the routing weights' gradient per row `row_dot(g, a)`
+    (`+ <dO, b_down>`), `dh = glu_grad(w * g, h)`, `dx` = the sum over the
+    k slots of `grouped_matmul(dh, w_up transposed)`, `dlogits =
+    route_grad(...)`, and the weight gradients by
+    `moe.grouped_matmul_wgrad` (`a` against `w * dO`, `x_rows` against
+    `dh`; the bias gradients are the per-expert row sums, the wgrad of a
+    constant-1 input column). Every slot's row flows through the chain
+    like the forward's, so results are deterministic.
+
+    What a backward needs saved from the forward, per token (`F` the
+    activation type): `x` (`H * sizeof(F)` bytes), the pre-activation `h`
+    of its `k` rows (`k * 2I * sizeof(F)`), and the routing metadata: the
+    `k` expert ids (`k * 4` bytes, i32) and the `k` routing weights (`k *
+    4`, f32); the dispatch order and offsets follow from the ids. This
+    composite saves nothing: it takes the forward's operands and recomputes
+    the routing and `h` itself (one extra up GEMM); the saved-tensor form
+    arrives with the GPU engines.
+
+    Constraints: all of `moe.ffn`'s; `dy` is `T x H` of `x`'s type; the
+    results have the types above. Only bf16 / f16 / f32 weights
+    (`weight_format = plain`): training on quantized weights is out of
+    scope.
+
+    Example (Mixtral-style, T dynamic):
+
+    ```mlir
+    %dx, %dl, %dwu, %dwd = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down
+        k = 2 scoring = softmax activation = silu layout = concat
+        {normalize = true}
+        : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>,
+          tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+        -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>,
+           tensor<8x128x64xf32>
+    ```
+  }];
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$dy,
+                            Moe_FloatTensorOfRank<2>:$x,
+                            Moe_FloatTensorOfRank<2>:$logits,
+                            Moe_WeightTensorOfRank<3>:$w_up,
+                            Moe_WeightTensorOfRank<3>:$w_down,
+                            Variadic<AnyRankedTensor>:$optional_operands),
+                       Moe_RoutingAttrs,
+                       (ins Moe_ActivationAttr:$activation,
+                            Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs,
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights,
+                            DefaultValuedAttr<BoolAttr, "false">:$expert_bias),
+                       Moe_WeightFormatAttrs);
+  let results = (outs Moe_FloatTensorOfRank<2>:$dx,
+                      Moe_FloatTensorOfRank<2>:$dlogits,
+                      Moe_FloatTensorOfRank<3>:$dw_up,
+                      Moe_FloatTensorOfRank<3>:$dw_down,
+                      Variadic<Moe_FloatTensorOfRank<2>>:$bias_grads);
+  let assemblyFormat = [{
+    $dy `,` $x `,` $logits `,` $w_up `,` $w_down
+    custom<FfnOptionalOperands>($optional_operands, type($optional_operands),
+                                $expert_bias)
+    `k` `=` $k `scoring` `=` custom<EnumKeyword>($scoring)
+    `activation` `=` custom<EnumKeyword>($activation)
+    `layout` `=` custom<EnumKeyword>($layout) attr-dict `:` type($dy) `,`
+    type($x) `,` type($logits) `,` type($w_up) `,` type($w_down) `->`
+    type($dx) `,` type($dlogits) `,` type($dw_up) `,` type($dw_down)
+    (`,` type($bias_grads)^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The expert count E.
+    int64_t getNumExperts() { return getLogits().getType().getDimSize(1); }
+    /// The expert intermediate size I (half of w_up's output width).
+    int64_t getIntermediateSize();
+    /// The hidden size H.
+    int64_t getHiddenSize() { return getX().getType().getDimSize(1); }
+    /// The optional operands by name (null when absent): the routing bias
+    /// (E, f32) and the expert biases (E x 2I, E x H; expert_bias).
+    Value getBias();
+    Value getWUpBias();
+    Value getWDownBias();
+    /// The weight scales: never valid here (weight_format plain only);
+    /// null, for the optional-operand printer shared with moe.ffn.
+    Value getWUpScale() { return Value(); }
+    Value getWDownScale() { return Value(); }
+    /// The expert bias gradients (E x 2I, E x H; expert_bias), else null.
+    Value getDwUpBias() {
+      return getBiasGrads().size() == 2 ? getBiasGrads()[0] : Value();
+    }
+    Value getDwDownBias() {
+      return getBiasGrads().size() == 2 ? getBiasGrads()[1] : Value();
+    }
+    /// The weight format (plain is the only valid one).
     WeightFormat getFormat() { return getWeightFormat(); }
   }];
 }

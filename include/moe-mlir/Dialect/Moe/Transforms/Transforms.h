@@ -22,8 +22,12 @@
 namespace mlir {
 namespace moe {
 
-/// moe.ffn -> the primitive chain of docs/Contract.md section 3.
+/// moe.ffn -> the primitive chain of docs/Contract.md section 3, and
+/// moe.ffn_grad -> its backward chain (populateMoeDecomposeFfnGradPatterns).
 void populateMoeDecomposePatterns(RewritePatternSet &patterns);
+/// moe.ffn_grad -> the forward's routing and pre-activation recomputed,
+/// then the backward chain (MoeDecomposeFfnGrad.cpp).
+void populateMoeDecomposeFfnGradPatterns(RewritePatternSet &patterns);
 
 /// The forms each lowering implements once: moe.grouped_matmul is a
 /// moe.expert_gemm without fused stages, moe.route_dispatch is moe.route

@@ -260,6 +260,53 @@ class Syntax:
                 t["rhs"],
                 rt,
             )
+        if op == "row_dot":
+            return "%s = moe.row_dot %s, %s%s : %s, %s -> %s" % (
+                lhs,
+                v["lhs"],
+                v["rhs"],
+                opt("accumulate", "acc"),
+                t["lhs"],
+                t["rhs"],
+                rt,
+            )
+        if op == "ffn_grad":
+            items = self.route_items(a) + self.glu_items(a)
+            if a.get("transpose_weights"):
+                items.append(("transpose_weights", "true"))
+            items += self.format_items(a)
+            expert = ""
+            if "w_up_bias" in v:
+                expert = " expert_bias(%s, %s : %s, %s)" % (
+                    v["w_up_bias"],
+                    v["w_down_bias"],
+                    t["w_up_bias"],
+                    t["w_down_bias"],
+                )
+            return (
+                "%s = moe.ffn_grad %s, %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
+                "layout = %s%s : %s, %s, %s, %s, %s -> %s"
+            ) % (
+                lhs,
+                v["dy"],
+                v["x"],
+                v["logits"],
+                v["w_up"],
+                v["w_down"],
+                opt("bias", "bias"),
+                expert,
+                a["k"],
+                a["scoring"],
+                a["activation"],
+                a["layout"],
+                attr_dict(items),
+                t["dy"],
+                t["x"],
+                t["logits"],
+                t["w_up"],
+                t["w_down"],
+                rt,
+            )
         if op == "ffn":
             items = self.route_items(a) + self.glu_items(a)
             if a.get("transpose_weights"):

@@ -36,7 +36,7 @@ TOLERANCE = {
     "bf16": (2e-2, 1e-6),
 }
 # Unit roundoff-ish per type, used to propagate error scales in the chain.
-UNIT = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
+UNIT = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7}
 
 
 # ----------------------------------------------------------------------------
@@ -781,6 +781,15 @@ def combine_grad(grad, k, w=None):
     return val, np.abs(val)
 
 
+def row_dot(lhs, rhs, acc=None):
+    """moe.row_dot: (value [M], scale [M]); acc[m] + <lhs[m], rhs[m]>."""
+    lhs = np.asarray(lhs, dtype=np.float64)
+    rhs = np.asarray(rhs, dtype=np.float64)
+    a = np.zeros(lhs.shape[0]) if acc is None else np.asarray(acc, dtype=np.float64)
+    val = a + np.sum(lhs * rhs, axis=1)
+    return val, np.abs(a) + np.sum(np.abs(lhs * rhs), axis=1)
+
+
 # ----------------------------------------------------------------------------
 # Converters
 # ----------------------------------------------------------------------------
@@ -875,7 +884,9 @@ def ffn(
         w_up = dequantize_weights(w_up, weight_format, w_up_scale)
         w_down = dequantize_weights(w_down, weight_format, w_down_scale)
         transpose_weights = True
-    weights = round_to(weights, "f32")
+    # f32 routing weights (float64 throughout when F is "f64": the
+    # self-test's central differences)
+    weights = round_to(weights, "f64" if F == "f64" else "f32")
     cs = cumsum(ids, E)
     rev, tok = get_indices(cs, ids)
     off = get_indptr(cs, E, inclusive=False)
@@ -914,6 +925,128 @@ def ffn(
     y_scale = y_scale + np.abs(y)
     del u
     return y, y_scale, ~amb
+
+
+def ffn_grad(
+    dy,
+    x,
+    logits,
+    w_up,
+    w_down,
+    F,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    bias=None,
+    activation="silu",
+    layout="concat",
+    alpha=1.0,
+    limit=None,
+    up_bias=0.0,
+    transpose_weights=False,
+    w_up_bias=None,
+    w_down_bias=None,
+):
+    """moe.ffn_grad: the VJP of `ffn` (plain weights), written per token and
+    slot, not as the compiler's chain.  Returns ({name: (value, scale)} for
+    dx [T,H], dlogits [T,E], dw_up, dw_down (the weights' layouts) and, with
+    expert biases, dw_up_bias [E,2I], dw_down_bias [E,H]; defined rows [T]).
+
+    For each token t and slot j (expert e, routing weight w) of the forward
+    selection: z = x_t W1_e + b1_e and a = glu(z) (rounded to F as `ffn`
+    rounds them), g = W2_e dy_t, dweights[t, j] = <g, a> + <dy_t, b2_e>,
+    dz = glu_grad(w g, z), dx_t += W1_e dz, dW1_e += x_t dz^T, dW2_e += a
+    (w dy_t)^T, db1_e += dz, db2_e += w dy_t; dlogits = route_grad(dweights).
+    The selection (top-k, groups, the correction bias) has no gradient.
+
+    Scales: first-order bounds of |error| (as everywhere in this file), the
+    absolute values propagated, plus |v| wherever the compiled chain rounds
+    a value v to F."""
+    x = np.asarray(x, dtype=np.float64)
+    dy = np.asarray(dy, dtype=np.float64)
+    T, H = x.shape
+    E = logits.shape[1]
+    w_up = np.asarray(w_up, dtype=np.float64)
+    w_down = np.asarray(w_down, dtype=np.float64)
+    # Work in the E x H x 2I / E x I x H layouts.
+    W1 = np.transpose(w_up, (0, 2, 1)) if transpose_weights else w_up
+    W2 = np.transpose(w_down, (0, 2, 1)) if transpose_weights else w_down
+    I2 = W1.shape[2]
+    weights, ids, amb, _, _ = route(
+        logits, k, scoring, normalize, n_group, topk_group, group_score, scaling, bias
+    )
+    weights = round_to(weights, "f64" if F == "f64" else "f32")
+    b1 = np.zeros((E, I2)) if w_up_bias is None else np.asarray(w_up_bias, dtype=np.float64)
+    b2 = np.zeros((E, H)) if w_down_bias is None else np.asarray(w_down_bias, dtype=np.float64)
+    glu_args = (activation, layout, alpha, limit, up_bias)
+    dx, dx_s = np.zeros((T, H)), np.zeros((T, H))
+    dW1, dW1_s = np.zeros(W1.shape), np.zeros(W1.shape)
+    dW2, dW2_s = np.zeros(W2.shape), np.zeros(W2.shape)
+    db1, db1_s = np.zeros((E, I2)), np.zeros((E, I2))
+    db2, db2_s = np.zeros((E, H)), np.zeros((E, H))
+    dwts, dwts_s = np.zeros((T, k)), np.zeros((T, k))
+    for t in range(T):
+        for j in range(k):
+            e, w = int(ids[t, j]), weights[t, j]
+            z = x[t] @ W1[e] + b1[e]
+            z_s = np.abs(x[t]) @ np.abs(W1[e]) + np.abs(b1[e])
+            z = round_to(z, F)
+            z_s = z_s + np.abs(z)
+            a, a_s = glu(z[None, :], *glu_args, x_scale=z_s[None, :])
+            a = round_to(a, F)[0]
+            a_s = a_s[0] + np.abs(a)
+            g = W2[e] @ dy[t]
+            g_s = np.abs(W2[e]) @ np.abs(dy[t])
+            g = round_to(g, F)
+            g_s = g_s + np.abs(g)
+            dwts[t, j] = g @ a + dy[t] @ b2[e]
+            dwts_s[t, j] = g_s @ np.abs(a) + np.abs(g) @ a_s + np.abs(dy[t]) @ np.abs(b2[e])
+            da = round_to(w * g, F)
+            da_s = abs(w) * g_s + np.abs(da)
+            dz, dz_s = glu_grad(da[None, :], z[None, :], *glu_args)
+            # da's error through the (linear in da) GLU gradient
+            dz_lin, _ = glu_grad(np.ones_like(da)[None, :], z[None, :], *glu_args)
+            halves = _glu_halves(np.abs(dz_lin), layout)
+            dz_s = dz_s + _glu_join(halves[0] * da_s, halves[1] * da_s, layout)
+            dz = round_to(dz, F)[0]
+            dz_s = dz_s[0] + np.abs(dz)
+            dxr = W1[e] @ dz
+            dxr_s = np.abs(W1[e]) @ dz_s
+            dxr = round_to(dxr, F)
+            dx[t] += dxr
+            dx_s[t] += dxr_s + np.abs(dxr)
+            dO = round_to(w * dy[t], F)
+            dO_s = abs(w) * np.abs(dy[t]) + np.abs(dO)
+            dW1[e] += np.outer(x[t], dz)
+            dW1_s[e] += np.outer(np.abs(x[t]), dz_s)
+            dW2[e] += np.outer(a, dO)
+            dW2_s[e] += np.outer(a_s, np.abs(dO)) + np.outer(np.abs(a), dO_s)
+            db1[e] += dz
+            db1_s[e] += dz_s
+            db2[e] += dO
+            db2_s[e] += dO_s
+    dx_s = dx_s + np.abs(dx)
+    rg = (scoring, normalize, scaling)
+    dl, dl_s = route_grad(dwts, logits, ids, *rg) if T else (np.zeros((0, E)),) * 2
+    if T:
+        dl_s = dl_s + route_grad(dwts_s, logits, ids, *rg)[1]
+    if transpose_weights:
+        dW1, dW1_s = np.transpose(dW1, (0, 2, 1)), np.transpose(dW1_s, (0, 2, 1))
+        dW2, dW2_s = np.transpose(dW2, (0, 2, 1)), np.transpose(dW2_s, (0, 2, 1))
+    out = {
+        "dx": (dx, dx_s),
+        "dlogits": (dl, dl_s),
+        "dw_up": (dW1, dW1_s),
+        "dw_down": (dW2, dW2_s),
+    }
+    if w_up_bias is not None:
+        out["dw_up_bias"] = (db1, db1_s)
+        out["dw_down_bias"] = (db2, db2_s)
+    return out, ~amb
 
 
 # ----------------------------------------------------------------------------
@@ -1238,6 +1371,83 @@ def self_test():
         a1 = sil(3.0) * -1.0
         _close("ffn", y, [[a0, -a0], [a1, a1]], tol=1e-6)
         assert d.all()
+
+    @check
+    def ffn_grad_vs_finite_differences():
+        # <dy, ffn(...)> in float64 (F = "f64": no rounding) by central
+        # differences in every input, against ffn_grad, for a fixed
+        # selection (logits without near ties, steps far below the gaps).
+        configs = [
+            dict(scoring="softmax", normalize=True),
+            dict(scoring="softmax", normalize=False, activation="gelu"),
+            dict(
+                scoring="sigmoid",
+                normalize=True,
+                n_group=2,
+                topk_group=1,
+                group_score="top2_sum",
+                scaling=2.5,
+                bias=True,
+                activation="gelu_tanh",
+            ),
+            dict(scoring="softmax", normalize=True, expert_bias=True, layout="interleaved"),
+            dict(
+                scoring="softmax",
+                normalize=False,
+                alpha=1.702,
+                limit=0.9,
+                up_bias=1.0,
+                layout="interleaved",
+                transpose_weights=True,
+                expert_bias=True,
+            ),
+            dict(
+                scoring="sigmoid", normalize=False, n_group=2, topk_group=2, transpose_weights=True
+            ),
+        ]
+        for ci, cfg in enumerate(configs):
+            rng = np.random.default_rng(100 + ci)
+            cfg = dict(cfg)
+            T, H, I, E, k = 3, 3, 2, 4, 2
+            tw = cfg.pop("transpose_weights", False)
+            eb = cfg.pop("expert_bias", False)
+            has_bias = cfg.pop("bias", False)
+            x = rng.normal(size=(T, H))
+            lg = rng.normal(0, 2, size=(T, E))
+            wu = rng.normal(0, 0.8, size=(E, 2 * I, H) if tw else (E, H, 2 * I))
+            wd = rng.normal(0, 0.8, size=(E, H, I) if tw else (E, I, H))
+            bu = rng.normal(0, 0.5, size=(E, 2 * I)) if eb else None
+            bd = rng.normal(0, 0.5, size=(E, H)) if eb else None
+            rb = rng.normal(0, 0.3, size=E) if has_bias else None
+            dy = rng.normal(size=(T, H))
+            kw = dict(cfg, transpose_weights=tw, bias=rb)
+
+            def f(x, lg, wu, wd, bu, bd):
+                y, _, _ = ffn(x, lg, wu, wd, "f64", k, w_up_bias=bu, w_down_bias=bd, **kw)
+                return float(np.sum(dy * y))
+
+            got, defined = ffn_grad(dy, x, lg, wu, wd, "f64", k, w_up_bias=bu, w_down_bias=bd, **kw)
+            assert defined.all(), ci
+            args = [x, lg, wu, wd, bu, bd]
+            names = ["dx", "dlogits", "dw_up", "dw_down", "dw_up_bias", "dw_down_bias"]
+            for ai, name in enumerate(names):
+                if args[ai] is None:
+                    assert name not in got
+                    continue
+                want = np.zeros(args[ai].shape)
+                for idx in np.ndindex(*args[ai].shape):
+                    plus = [a if a is None else a.copy() for a in args]
+                    minus = [a if a is None else a.copy() for a in args]
+                    plus[ai][idx] += 1e-6
+                    minus[ai][idx] -= 1e-6
+                    want[idx] = (f(*plus) - f(*minus)) / 2e-6
+                assert np.allclose(got[name][0], want, rtol=1e-5, atol=1e-7), (
+                    ci,
+                    name,
+                    got[name][0].tolist(),
+                    want.tolist(),
+                )
+                assert (got[name][1] >= np.abs(got[name][0]) - 1e-12).all(), (ci, name)
 
     @check
     def e4m3_e2m1_e8m0_decoding():

@@ -127,6 +127,14 @@ def result_shapes(case):
         return [((sh[0], a["k"]), dyn)]
     if op == "ffn":
         return [(sh, dyn)]
+    if op == "ffn_grad":
+        shapes = [(sh, dyn), (case.inp("logits").value.shape, dyn)]
+        shapes += [(case.inp(n).value.shape, False) for n in ("w_up", "w_down")]
+        if case.inp("w_up_bias") is not None:
+            shapes += [(case.inp(n).value.shape, False) for n in ("w_up_bias", "w_down_bias")]
+        return shapes
+    if op == "row_dot":
+        return [((sh[0],), dyn)]
     raise KeyError(op)
 
 
@@ -484,6 +492,51 @@ def check_case(case, results):
     elif op == "combine_grad":
         val, sc = R.combine_grad(v["grad"], a["k"], v.get("weights"))
         add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "row_dot":
+        val, sc = R.row_dot(v["lhs"], v["rhs"], v.get("acc"))
+        add(cmp_float("result", results[0], val, od[0], sc))
+    elif op == "ffn_grad":
+        kw = {
+            n: a[n]
+            for n in (
+                "normalize",
+                "n_group",
+                "topk_group",
+                "group_score",
+                "scaling",
+                "activation",
+                "layout",
+                "alpha",
+                "limit",
+                "up_bias",
+                "transpose_weights",
+            )
+            if n in a
+        }
+        grads, defined = R.ffn_grad(
+            v["dy"],
+            v["x"],
+            v["logits"],
+            v["w_up"],
+            v["w_down"],
+            od[0],
+            a["k"],
+            a["scoring"],
+            bias=v.get("bias"),
+            w_up_bias=v.get("w_up_bias"),
+            w_down_bias=v.get("w_down_bias"),
+            **kw,
+        )
+        names = ["dx", "dlogits", "dw_up", "dw_down", "dw_up_bias", "dw_down_bias"]
+        # Every result is compared at the layer's precision F (the chain's
+        # intermediates are F; f32 results hold F-accurate values): the
+        # printed f32 bits against the reference rounded to F.
+        for i, name in enumerate(names[: len(od)]):
+            val, sc = grads[name]
+            if i < 2:  # per token: rows whose selection is a near tie are skipped
+                add(cmp_float(name, results[i], val, od[0], sc, defined[:, None]))
+            elif defined.all():  # the weight gradients sum over every token
+                add(cmp_float(name, results[i], val, od[0], sc))
     elif op == "combine":
         val, sc = R.combine(v["input"], v.get("weights"))
         add(cmp_float("result", results[0], val, od[0], sc))

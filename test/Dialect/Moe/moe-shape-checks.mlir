@@ -104,3 +104,37 @@ func.func @gather(%x: tensor<?x16xf32>, %i: tensor<?xi32>) -> tensor<?x16xf32> {
 func.func private @helper(%x: tensor<?x16xf32>, %l: tensor<?x4xf32>) -> tensor<?x16xf32> {
   return %x : tensor<?x16xf32>
 }
+
+// -----
+
+// moe.ffn_grad: rows of dy, x, logits, dx and dlogits are T (the
+// decomposition reshapes by x's T what routing on the logits produced);
+// T * k bounded by int32.
+// CHECK-LABEL: func.func @ffn_grad
+// CHECK-SAME: kind = "eq", lhs = array<i64: 1, 0>, message = "@ffn_grad: dimension 0 of argument 1 ('x' of moe.ffn_grad at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: they must be equal (T)", num = 1 : i64, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "eq", lhs = array<i64: 2, 0>, message = "@ffn_grad: dimension 0 of argument 2 ('logits' of moe.ffn_grad at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: they must be equal (T)", num = 1 : i64, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "eq", lhs = array<i64: 5, 0>, message = "@ffn_grad: dimension 0 of result 0 (the out-parameter, argument 5) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: they must be equal (T)", num = 1 : i64, output, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "eq", lhs = array<i64: 6, 0>, message = "@ffn_grad: dimension 0 of result 1 (the out-parameter, argument 6) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: they must be equal (T)", num = 1 : i64, output, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "max", lhs = array<i64: 0, 0>, message = "{{.*}} more than {1}: T * k would not fit the int32 indices", num = 1 : i64, value = 1073741823 : i64
+func.func @ffn_grad(%dy: tensor<?x16xf32>, %x: tensor<?x16xf32>, %logits: tensor<?x4xf32>,
+                    %w_up: tensor<4x16x32xf32>, %w_down: tensor<4x16x16xf32>)
+    -> (tensor<?x16xf32>, tensor<?x4xf32>) {
+  %r:4 = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down k = 2 scoring = softmax
+      activation = silu layout = concat
+      : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>,
+        tensor<4x16x16xf32>
+      -> tensor<?x16xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>
+  return %r#0, %r#1 : tensor<?x16xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// moe.row_dot: lhs, rhs, acc and the result have M rows.
+// CHECK-LABEL: func.func @row_dot
+// CHECK-SAME: kind = "eq", lhs = array<i64: 1, 0>, message = "@row_dot: dimension 0 of argument 1 ('rhs' of moe.row_dot at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('lhs' of moe.row_dot at {{[^)]*}}) is {1}: they must be equal (M)"
+// CHECK-SAME: kind = "eq", lhs = array<i64: 2, 0>, message = "@row_dot: dimension 0 of argument 2 ('acc' of moe.row_dot at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('lhs' of moe.row_dot at {{[^)]*}}) is {1}: they must be equal (M)"
+// CHECK-SAME: kind = "eq", lhs = array<i64: 3, 0>, message = "@row_dot: dimension 0 of result 0 (the out-parameter, argument 3) is {0}, but dimension 0 of argument 0 ('lhs' of moe.row_dot at {{[^)]*}}) is {1}: they must be equal (M)", num = 1 : i64, output, rhs = array<i64: 0, 0>
+func.func @row_dot(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %c: tensor<?xf32>) -> tensor<?xf32> {
+  %r = moe.row_dot %a, %b accumulate(%c : tensor<?xf32>) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}

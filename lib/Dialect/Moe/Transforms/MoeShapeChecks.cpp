@@ -506,6 +506,23 @@ void addRules(Operation *op, SizeClasses &sizes) {
         sizes.equal(dim(o.getResult()), dim(o.getX()), {}, "T");
         sizes.fitsI32(dim(o.getX()), o.getK(), "T * k");
       })
+      .Case([&](FfnGradOp o) {
+        describe(
+            {{o.getDy(), "dy"}, {o.getX(), "x"}, {o.getLogits(), "logits"}});
+        sizes.equal(dim(o.getDy()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getLogits()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getDx()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getDlogits()), dim(o.getX()), {}, "T");
+        sizes.fitsI32(dim(o.getX()), o.getK(), "T * k");
+      })
+      .Case([&](RowDotOp o) {
+        describe(
+            {{o.getLhs(), "lhs"}, {o.getRhs(), "rhs"}, {o.getAcc(), "acc"}});
+        sizes.equal(dim(o.getRhs()), dim(o.getLhs()), {}, "M");
+        if (o.getAcc())
+          sizes.equal(dim(o.getAcc()), dim(o.getLhs()), {}, "M");
+        sizes.equal(dim(o.getResult()), dim(o.getLhs()), {}, "M");
+      })
       .Case([&](DispatchOp o) {
         describe({{o.getIndices(), "indices"}});
         int64_t k = kOf(o.getIndices());

@@ -118,6 +118,27 @@ func.func @mxfp4(%a: tensor<?x64xbf16>, %w: tensor<4x48x32xi8>, %s: tensor<4x48x
 
 // -----
 
+// mxfp4_hopper: the 16-token kernel's stages are 256 K (weight boxes of 128
+// bytes, 128-byte swizzle: CU_TENSOR_MAP_SWIZZLE_128B = 3); the 32-token
+// and main kernels' are 128 K (boxes of 64 bytes x 32 / 96 rows, 64-byte
+// swizzle = 2), so that twice as many stages fit.
+// CHECK-LABEL: func.func @mxfp4_hopper(
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c128_i64, %c32_i64{{.*}}, %c1_i64{{.*}}, %c3_i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c64_i64, %c32_i64{{.*}}, %c1_i64{{.*}}, %c2_i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16
+// CHECK: func.call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c32_i64, %c48_i64, %c4_i64, %{{.*}}, %{{.*}}, %c64_i64, %c96_i64{{.*}}, %c1_i64{{.*}}, %c2_i64
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK-NOT: nvvm.wgmma.mma_async
+// CHECK: return
+// SIMT-LABEL: func.func @mxfp4_hopper(
+func.func @mxfp4_hopper(%a: tensor<?x64xbf16>, %w: tensor<4x48x32xi8>, %s: tensor<4x48x2xf8E8M0FNU>, %off: tensor<5xi32>) -> tensor<?x48xbf16> {
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x48x2xf8E8M0FNU>) {transpose_rhs = true, weight_format = #moe.weight_format<mxfp4_hopper>} : tensor<?x64xbf16>, tensor<4x48x32xi8> -> tensor<?x48xbf16>
+  return %r : tensor<?x48xbf16>
+}
+
+// -----
+
 // mxfp4 with f16 activations: no register-A kernel (e2m1 x 2^k is not
 // exact in f16): the SIMT kernel; gemm=wgmma an error.
 // CHECK-LABEL: func.func @mxfp4_f16(

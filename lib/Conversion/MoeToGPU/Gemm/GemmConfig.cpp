@@ -168,15 +168,18 @@ gpu_lowering::wgmmaUnsupportedReason(ExpertGemmOp op, StringRef chip) {
 
 static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
                                    const GemmKernelConfig &main, int64_t rows,
-                                   int64_t tileM);
+                                   int64_t tileM,
+                                   int64_t mxfp4StageK = kMxfp4StageK);
 
 /// mxfp4 weights: every tier is the small-M form (the weights are wgmma's
 /// A operand, dequantized in registers: only A may come from registers).
 /// The main kernel: 128 tokens (m64n128k16, each weight tile decoded once
 /// per 128 tokens) x 192 weight rows for mxfp4_hopper (three consumer
-/// warpgroups, one block per SM, two stages; 8-10% faster than 128 rows
-/// at T = 4096 / 16384 on an H100, bench/NOTES.md v74: fewer token bytes
-/// per MMA) or 128 for mxfp4 (two consumers: at 192 its decode spills);
+/// warpgroups, one block per SM; 8-10% faster than 128 rows at T = 4096 /
+/// 16384 on an H100, bench/NOTES.md v74: fewer token bytes per MMA), in
+/// four 128-K stages (two 256-K stages starved the consumers: 10-14%
+/// faster, v75), or 128 rows and two 256-K stages for mxfp4 (two
+/// consumers: at 192 its decode spills);
 /// the 16- and 32-token tiers of chooseSwapConfigs below it, at 64 weight
 /// rows. The weight tiles come by TMA (with wgmma-tma=false the SIMT kernel
 /// runs); the main kernel's tile options (wgmma-tile-m / -n, wgmma-cluster)
@@ -195,9 +198,10 @@ chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
   config.rhsTma = true;
   config.programmatic = options.programmaticLaunch;
   ConvertMoeToGPUPassOptions mainOptions = options;
-  mainOptions.wgmmaSwapTileN =
-      op.getFormat() == WeightFormat::mxfp4_hopper ? 192 : 128;
-  config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/128);
+  bool hopper = op.getFormat() == WeightFormat::mxfp4_hopper;
+  mainOptions.wgmmaSwapTileN = hopper ? 192 : 128;
+  config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/128,
+                      hopper ? 128 : kMxfp4StageK);
   if (options.wgmmaStages > config.stages)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the mxfp4 kernel's "
@@ -346,10 +350,10 @@ constexpr int64_t kSwapRowsMnMajorDefault = 1;
 constexpr int64_t kWideSwapRowsDefault = 32;
 
 /// One small-M configuration beside `main`: `tileM` tokens per tile, up to
-/// `rows` rows per expert.
+/// `rows` rows per expert (mxfp4: `mxfp4StageK` K a stage).
 static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
                                    const GemmKernelConfig &main, int64_t rows,
-                                   int64_t tileM) {
+                                   int64_t tileM, int64_t mxfp4StageK) {
   GemmKernelConfig config = main;
   config.swapAB = true;
   config.swapRows = rows;
@@ -368,16 +372,16 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
   if (config.mxfp4 && config.tileN == 64 && (tileM == 16 || tileM == 32))
     config.ctasPerSM = 3;
   config.l2PromotionBytes = 0;
-  config.stageK = config.mxfp4 ? kMxfp4StageK : 128;
+  config.stageK = config.mxfp4 ? mxfp4StageK : 128;
   // Per block: the SM's shared memory over its blocks, less the 1 KiB the
   // hardware reserves per block. (fp8_block: 128 K is one 128-byte row of
-  // e4m3 per operand row, plus the stage's scales; mxfp4: 256 K, one
-  // 128-byte row of e2m1 pairs per weight row.)
+  // e4m3 per operand row, plus the stage's scales; mxfp4: stageK / 2
+  // bytes of e2m1 pairs per weight row.)
   int64_t stageBytes =
       config.fp8 ? wgmmaStageBytes(config.tileM, config.tileN) +
                        wgmmaFp8ScaleBytes(config.tileM)
       : config.mxfp4
-          ? wgmmaMxfp4StageBytes(config.tileM, config.tileN)
+          ? wgmmaMxfp4StageBytes(config.tileM, config.tileN, config.stageK)
           : wgmmaStageBytes(config.tileM, config.tileN, config.stageK);
   int64_t budget = kMaxSharedBytes / config.ctasPerSM - 1024;
   int64_t fit = (budget - kSwapSharedOverheadBytes -
@@ -415,10 +419,20 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
       (!kMajor && !mnMajorOk))
     return configs;
   int64_t tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
-  configs.push_back(swapConfig(options, main, rows, tileM));
+  // mxfp4_hopper from 32 tokens: 128-K stages (four instead of two: T =
+  // 512 9% faster, bench/NOTES.md v75; the 16-token tiles' stages are
+  // mostly weights and already four deep: at 128 K and four blocks per SM
+  // they were 5-7% slower).
+  auto mxfp4StageK = [&](int64_t tileM) {
+    return op.getFormat() == WeightFormat::mxfp4_hopper && tileM >= 32
+               ? 128
+               : kMxfp4StageK;
+  };
+  configs.push_back(swapConfig(options, main, rows, tileM, mxfp4StageK(tileM)));
   // The wide kernel only above the first one's rows and with wider tiles.
   if (wideRows > rows && options.wgmmaWideSwapTileM > tileM)
-    configs.push_back(
-        swapConfig(options, main, wideRows, options.wgmmaWideSwapTileM));
+    configs.push_back(swapConfig(options, main, wideRows,
+                                 options.wgmmaWideSwapTileM,
+                                 mxfp4StageK(options.wgmmaWideSwapTileM)));
   return configs;
 }

@@ -100,14 +100,17 @@ int64_t wgmmaSwapStagingBytes(int64_t tileM, int64_t tileN);
 /// (WgmmaKernel::scaleArea).
 constexpr int64_t wgmmaFp8ScaleBytes(int64_t tileM) { return tileM * 4 + 16; }
 
-/// mxfp4: K elements per stage (one 128-byte row of packed e2m1 pairs per
-/// weight row) and the shared memory of one stage: the tileM token rows
-/// (bf16, four 128-byte swizzled slices of 64 K), the tileN weight rows
-/// (128 bytes each, swizzled) and their E8M0 scales (16 bytes per row: the
-/// aligned 4-byte words that hold the stage's 8 scale bytes).
+/// mxfp4: K elements per stage, 256 (one 128-byte row of packed e2m1
+/// pairs per weight row, 128-byte swizzled) or 128 (64-byte rows, 64-byte
+/// swizzle: the mxfp4_hopper main kernel, four stages instead of two), and
+/// the shared memory of one stage: the tileM token rows (bf16, stageK / 64
+/// 128-byte swizzled slices of 64 K), the tileN weight rows (stageK / 2
+/// bytes each) and their E8M0 scales (16 bytes per row: the aligned 4-byte
+/// words that hold the stage's stageK / 32 scale bytes).
 constexpr int64_t kMxfp4StageK = 256;
-constexpr int64_t wgmmaMxfp4StageBytes(int64_t tileM, int64_t tileN) {
-  return tileM * kMxfp4StageK * 2 + tileN * 128 + tileN * 16;
+constexpr int64_t wgmmaMxfp4StageBytes(int64_t tileM, int64_t tileN,
+                                       int64_t stageK) {
+  return tileM * stageK * 2 + tileN * (stageK / 2) + tileN * 16;
 }
 
 /// Kernel engines.
@@ -122,7 +125,8 @@ struct GemmKernelConfig {
   bool fp8 = false;
   /// wgmma: mxfp4 weights (the small-M form only, every tier: the packed
   /// e2m1 pairs by TMA, dequantized in registers into wgmma's register A
-  /// operand; stageK = kMxfp4StageK).
+  /// operand; stageK = kMxfp4StageK, or 128 for the mxfp4_hopper main
+  /// kernel).
   bool mxfp4 = false;
   int64_t tileM = 128;  // wgmma: rows per block (64 per consumer warpgroup)
   int64_t tileN = 128;  // wgmma: rhs columns per block (the wgmma N)

@@ -619,8 +619,9 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
   // CUtensorMapDataType: UINT8 = 0 (e4m3 codes), FLOAT16 = 6, BFLOAT16 = 9.
   Value dtype = c(bytes ? 0 : g.inElem.isBF16() ? 9 : 6);
   SmallVector<Value> args = {nvvm::bufferAddress(b, g.rhs), dtype};
-  // A box row is one 128-byte swizzle row of K.
-  int64_t boxK = bytes ? 128 : kTileK;
+  // A box row is one 128-byte swizzle row of K (mxfp4: one stage's
+  // stageK / 2 bytes, 64-byte swizzled at stageK = 128).
+  int64_t boxK = g.mxfp4() ? config.stageK / 2 : bytes ? 128 : kTileK;
   if (g.transposed)
     args.append({c(g.mxfp4() ? g.kDim / 2 : g.kDim), c(g.gemmN),
                  c(g.numExperts), s1, s0, c(boxK), c(config.tileN / 2), c(1)});
@@ -632,7 +633,7 @@ Value gpu_lowering::emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
                       : config.l2PromotionBytes == 64  ? 1
                       : config.l2PromotionBytes == 128 ? 2
                                                        : 3;
-  // CU_TENSOR_MAP_SWIZZLE_128B = 3.
-  args.append({c(3), c(promotion)});
+  // CU_TENSOR_MAP_SWIZZLE_64B = 2, CU_TENSOR_MAP_SWIZZLE_128B = 3.
+  args.append({c(g.mxfp4() && config.stageK == 128 ? 2 : 3), c(promotion)});
   return func::CallOp::create(b, kName, TypeRange{i64}, args).getResult(0);
 }

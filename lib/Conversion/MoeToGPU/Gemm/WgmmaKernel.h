@@ -119,11 +119,13 @@ public:
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
         locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()),
-        mxfp4(config.mxfp4) {
+        mxfp4(config.mxfp4), stageK(config.stageK) {
     assert((!fp8 || (kSlices == 1 && tileN <= 128)) &&
            "fp8_block: one 128-K block per stage, n <= 128");
-    assert((!mxfp4 || (swap && config.stageK == kMxfp4StageK)) &&
-           "mxfp4: the small-M form, 256 K per stage");
+    assert((!mxfp4 || (swap && (stageK == kMxfp4StageK ||
+                                (stageK == 128 &&
+                                 g.format == WeightFormat::mxfp4_hopper)))) &&
+           "mxfp4: the small-M form, 256 K per stage (mxfp4_hopper: or 128)");
   }
 
   void emit(LoweringBuilder &b);
@@ -167,18 +169,25 @@ private:
   /// A stage holds kSlices slices, K-adjacent (mxfp4: then the weight
   /// tile and its scales, wgmmaMxfp4StageBytes).
   int64_t stageBytes() const {
-    return mxfp4 ? wgmmaMxfp4StageBytes(tileM, tileN) : kSlices * sliceBytes();
+    return mxfp4 ? wgmmaMxfp4StageBytes(tileM, tileN, stageK)
+                 : kSlices * sliceBytes();
   }
-  /// mxfp4: the stage's weight tile (tileN rows of 128 bytes, 256 K of
-  /// packed e2m1 pairs, 128-byte swizzled as TMA writes it) and its
-  /// scales (16 bytes per weight row: the three aligned 4-byte words that
-  /// hold the row's 8 E8M0 bytes of the stage, at the row's byte offset
+  /// mxfp4: bytes of a weight row's packed e2m1 pairs in a stage (128:
+  /// 128-byte swizzle, 16-byte chunk c of row r at c ^ (r % 8); 64: 64-byte
+  /// swizzle, c ^ (r / 2 % 4), as TMA writes them), its scale blocks (one
+  /// E8M0 byte each) and the aligned 4-byte words that hold them.
+  int64_t mxRowBytes() const { return stageK / 2; }
+  int64_t mxStageBlocks() const { return stageK / 32; }
+  int64_t mxScaleWordsPerRow() const { return stageK / 128 + 1; }
+  /// mxfp4: the stage's weight tile (tileN rows of mxRowBytes) and its
+  /// scales (16 bytes per weight row: the mxScaleWordsPerRow aligned words
+  /// that hold the row's E8M0 bytes of the stage, at the row's byte offset
   /// mxScaleShift).
   Value mxWeightTile(LoweringBuilder &b, Value stage) {
     return add64(b, stage, kSlices * sliceBytes());
   }
   Value mxScaleSlots(LoweringBuilder &b, Value stage) {
-    return add64(b, stage, kSlices * sliceBytes() + tileN * 128);
+    return add64(b, stage, kSlices * sliceBytes() + tileN * mxRowBytes());
   }
   /// First K element of slice `h` of K step `kt`.
   Value sliceStartK(LoweringBuilder &b, Value kt, int64_t h) const {
@@ -318,9 +327,10 @@ private:
   void loadMxScales(LoweringBuilder &b, Value tid, Value stage, Value kt,
                     const WorkItem &item);
   /// mxfp4, consumer: a thread's two fragment rows of the tile (16 warp +
-  /// lane / 4, + 8), their 16-byte chunks' swizzle (row % 8, the same for
-  /// both) and where their stage scale bytes start in their slots (the
-  /// scales' byte address mod 4, in bits; a stage's 8 bytes keep it).
+  /// lane / 4, + 8), their 16-byte chunks' swizzle (row % 8 or row / 2 %
+  /// 4, mxRowBytes; the same for both) and where their stage scale bytes start
+  /// in their slots (the scales' byte address mod 4, in bits; a stage's 8 bytes
+  /// keep it).
   struct MxThread {
     Value ct, lane, rows[2], swizzle, scaleShift[2];
   };
@@ -494,6 +504,8 @@ private:
   /// mxfp4 (config.mxfp4: the small-M form with register-A MMAs,
   /// WgmmaMxfp4.cpp).
   const bool mxfp4;
+  /// K elements per stage (config.stageK).
+  const int64_t stageK;
   // Kernel-wide values.
   Value base, lhsAddr, rhsAddr, lhsStride, rhsStride0, rhsStride1;
   Value outAddr, outStride, outVectorOk;

@@ -294,9 +294,9 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
                                Value kt, const WorkItem &item) {
   // In a cluster both halves of a shared tile land here (one multicast by
   // each CTA): the expected bytes are the whole tile either way. (mxfp4:
-  // one 128-byte row of packed pairs a weight row, for the stage's 256 K.)
-  nvvm::mbarrierArriveExpectTx(b, barrier,
-                               b.i32((mxfp4 ? 1 : kSlices) * tileN * 128));
+  // one row of packed pairs a weight row, mxRowBytes for the stage's K.)
+  nvvm::mbarrierArriveExpectTx(
+      b, barrier, b.i32(mxfp4 ? tileN * mxRowBytes() : kSlices * tileN * 128));
   Value expert = b.toI32(item.expert);
   int64_t half = tileN / 2;
   // First rhs column of tile part `p` of `parts` equal parts.
@@ -310,12 +310,13 @@ void WgmmaKernel::loadRhsByTma(LoweringBuilder &b, Value stage, Value barrier,
     return up ? b.add(c, b.idx(g.outN)) : c;
   };
   if (mxfp4) {
-    // Two boxes of tileN / 2 rows x 128 bytes at byte kt * 128 of K / 2.
-    Value k0 = b.toI32(b.mul(kt, b.idx(128)));
+    // Two boxes of tileN / 2 rows x mxRowBytes at byte kt * mxRowBytes of
+    // K / 2.
+    Value k0 = b.toI32(b.mul(kt, b.idx(mxRowBytes())));
     for (int64_t p = 0; p < 2; ++p)
-      nvvm::tmaLoad3D(b, add64(b, mxWeightTile(b, stage), p * half * 128),
-                      rhsMap, barrier, {k0, b.toI32(columnOf(p, 2)), expert},
-                      Value());
+      nvvm::tmaLoad3D(
+          b, add64(b, mxWeightTile(b, stage), p * half * mxRowBytes()), rhsMap,
+          barrier, {k0, b.toI32(columnOf(p, 2)), expert}, Value());
     return;
   }
   Value rhsBase = add64(b, stage, aBytes());

@@ -17,6 +17,9 @@
 //   of a row are not 4-byte aligned in general (gpt-oss: 90 a row), so the
 //   producer copies the three aligned words that hold them (cp.async 4,
 //   zero-filled past the buffer) and the consumers shift them into place.
+//   The mxfp4_hopper main kernel's stages are 128 K (two token slices,
+//   64-byte weight rows 64-byte swizzled, two scale words a row), so that
+//   twice as many stages fit.
 // - Per 32-K block (one scale per weight row) a consumer thread loads the
 //   16 bytes of each of its two fragment rows (16 * warp + lane / 4, + 8)
 //   and keeps byte lane % 4 of each 4-byte word: the pairs K 2 (lane % 4)
@@ -68,14 +71,15 @@ void WgmmaKernel::loadMxScales(LoweringBuilder &b, Value tid, Value stage,
   Value end = add64(
       b, mxScaleRow(b, b.idx(g.numExperts - 1), b.idx(g.gemmN - 1)), blocks);
   Value four = nvvm::i64(b, 4);
-  Value kBytes = nvvm::toI64(b, b.mul(kt, b.idx(8)));
-  // Word w of row r: copy idx = tid + 128 i = 3 r + w.
-  int64_t copies = 3 * tileN;
+  Value kBytes = nvvm::toI64(b, b.mul(kt, b.idx(mxStageBlocks())));
+  // Word w of row r: copy idx = tid + 128 i = words r + w.
+  const int64_t words = mxScaleWordsPerRow();
+  int64_t copies = words * tileN;
   for (int64_t i = 0; i < (copies + 127) / 128; ++i) {
     Value idx = b.add(tid, b.idx(128 * i));
     auto body = [&](LoweringBuilder &b) {
-      Value r = arith::DivUIOp::create(b, idx, b.idx(3));
-      Value w = arith::RemUIOp::create(b, idx, b.idx(3));
+      Value r = arith::DivUIOp::create(b, idx, b.idx(words));
+      Value w = arith::RemUIOp::create(b, idx, b.idx(words));
       auto [col, ok] = mxWeightRow(b, item, r);
       col = b.minIdx(col, b.idx(g.gemmN - 1));
       Value first = add64(b, mxScaleRow(b, item.expert, col), kBytes);
@@ -119,8 +123,14 @@ WgmmaKernel::MxThread WgmmaKernel::mxThread(LoweringBuilder &b, Value tid,
   t.rows[0] = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
                     arith::ShRUIOp::create(b, t.lane, b.idx(2)));
   t.rows[1] = b.add(t.rows[0], b.idx(8));
-  t.swizzle = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, t.lane, b.idx(2)), b.idx(7));
+  // The rows' 16-byte chunk swizzle: row % 8 (128-byte rows), row / 2 % 4
+  // (64-byte rows); rows[1] = rows[0] + 8 has the same.
+  t.swizzle =
+      mxRowBytes() == 128
+          ? arith::AndIOp::create(
+                b, arith::ShRUIOp::create(b, t.lane, b.idx(2)), b.idx(7))
+          : arith::AndIOp::create(
+                b, arith::ShRUIOp::create(b, t.lane, b.idx(3)), b.idx(3));
   for (int64_t h = 0; h < 2; ++h) {
     Value col =
         b.minIdx(mxWeightRow(b, item, t.rows[h]).first, b.idx(g.gemmN - 1));
@@ -145,7 +155,11 @@ void WgmmaKernel::mxStageScaleWords(LoweringBuilder &b, Value stage,
     for (int64_t i = 0; i < 3; ++i)
       w[i] = LLVM::ExtractElementOp::create(b, v, b.i32(i));
     words[h][0] = LLVM::FshrOp::create(b, w[1], w[0], t.scaleShift[h]);
-    words[h][1] = LLVM::FshrOp::create(b, w[2], w[1], t.scaleShift[h]);
+    // (A 128-K stage has four scale bytes: the slot's third word is not
+    // copied.)
+    words[h][1] = mxStageBlocks() > 4
+                      ? LLVM::FshrOp::create(b, w[2], w[1], t.scaleShift[h])
+                      : Value();
   }
 }
 
@@ -206,6 +220,7 @@ void WgmmaKernel::consumeMxfp4(LoweringBuilder &b, Value tid, Value cw,
     }
     return pairs;
   };
+  assert(stageK == kMxfp4StageK && "mxfp4: 256 K a stage");
   const int64_t blocks = g.kDim / 32;
   const bool kTail = blocks % (kMxfp4StageK / 32) != 0;
   // Scale block j (index, 0..7) of K step kt on `stage`: its two MMAs.
@@ -359,7 +374,9 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
             arith::AndIOp::create(b, p3, mask)};
   };
   const int64_t blocks = g.kDim / 32;
-  const bool kTail = blocks % (kMxfp4StageK / 32) != 0;
+  // A stage is one or two halves of four blocks (128 K).
+  const int64_t halves = stageK / 128;
+  const bool kTail = blocks % mxStageBlocks() != 0;
   // Blocks j0, j0 + 1 (j0 = 4 half + c0, c0 static: 0 or 2) of K step kt
   // on `stage`: decode, scale, four MMAs, commit, wait for the previous
   // group. `words[h]`: row h's four stage scale bytes of this half.
@@ -442,7 +459,7 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
     nvvm::wgmmaWait(b, 1);
     return acc;
   };
-  // One K step (256 K, 8 blocks, four groups) on its stage.
+  // One K step (stageK: halves of 4 blocks, two groups each) on its stage.
   auto step = [&](LoweringBuilder &b, Value kt, Value acc) -> Value {
     Value globalStep = b.add(item.step, kt);
     auto [s, round] = stageOf(b, globalStep);
@@ -454,22 +471,25 @@ void WgmmaKernel::consumeMxfp4Hopper(LoweringBuilder &b, Value tid, Value cw,
     Value rowWords[2];
     for (int64_t h = 0; h < 2; ++h)
       rowWords[h] = add64(
-          b, tile, nvvm::toI64(b, b.add(b.mul(rows[h], b.idx(128)), wordAt)));
+          b, tile,
+          nvvm::toI64(b, b.add(b.mul(rows[h], b.idx(mxRowBytes())), wordAt)));
     Value scaleWords[2][2];
     mxStageScaleWords(b, stage, thread, scaleWords);
     return b.forLoop(
-        b.idx(0), b.idx(2), {acc},
+        b.idx(0), b.idx(halves), {acc},
         [&](LoweringBuilder &b, Value half,
             ValueRange in) -> SmallVector<Value> {
           Value upper = b.cmpi(CmpI::ne, half, b.idx(0));
           Value words[2];
           for (int64_t h = 0; h < 2; ++h)
-            words[h] = b.select(upper, scaleWords[h][1], scaleWords[h][0]);
+            words[h] = halves == 1 ? scaleWords[h][0]
+                                   : b.select(upper, scaleWords[h][1],
+                                              scaleWords[h][0]);
           if (kTail) {
             // Scale bytes of blocks past K: zero (their weights are).
-            Value left =
-                b.toI32(b.sub(b.idx(blocks), b.add(b.mul(kt, b.idx(8)),
-                                                   b.mul(half, b.idx(4)))));
+            Value left = b.toI32(
+                b.sub(b.idx(blocks), b.add(b.mul(kt, b.idx(mxStageBlocks())),
+                                           b.mul(half, b.idx(4)))));
             left = arith::MaxSIOp::create(
                 b, arith::MinSIOp::create(b, left, b.i32(4)), b.i32(0));
             Value keep = b.select(

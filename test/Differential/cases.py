@@ -33,6 +33,8 @@ OPS = [
     "multihot_to_indices",
     "ffn",
     "ffn_grad",
+    "ffn_train",
+    "ffn_grad_saved",
 ]
 # Low-precision expert weights (weight_format fp8_block / mxfp4): variants of
 # grouped_matmul and ffn, run with `run.py --ops lowp` (or by name).
@@ -606,6 +608,23 @@ def gen_ffn_grad(rng, seed):
     if rng.random() < 0.1:  # the default, written out
         attrs["weight_format"] = "plain"
     return Case("ffn_grad", seed, inputs, attrs, out, style)
+
+
+def gen_ffn_train(rng, seed):
+    """moe.ffn_train: gen_ffn's layers (plain weights); results y, h,
+    weights, ids."""
+    c = gen_ffn(rng, seed)
+    F = c.out_dtypes[0]
+    return Case("ffn_train", seed, c.inputs, c.attrs, [F, F, "f32", "i32"], c.note)
+
+
+def gen_ffn_grad_saved(rng, seed):
+    """moe.ffn_grad's saved form: gen_ffn_grad's cases; run.py feeds the
+    saved operands from a moe.ffn_train of the same operands in the same
+    function (the pair end to end)."""
+    c = gen_ffn_grad(rng, seed)
+    c.gen = "ffn_grad_saved"
+    return c
 
 
 def gen_row_dot(rng, seed):

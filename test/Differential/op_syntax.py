@@ -283,6 +283,15 @@ class Syntax:
                     t["w_up_bias"],
                     t["w_down_bias"],
                 )
+            if "h" in v:  # the saved form (moe.ffn_train's results)
+                expert += " saved(%s, %s, %s : %s, %s, %s)" % (
+                    v["h"],
+                    v["weights"],
+                    v["indices"],
+                    t["h"],
+                    t["weights"],
+                    t["indices"],
+                )
             return (
                 "%s = moe.ffn_grad %s, %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
                 "layout = %s%s : %s, %s, %s, %s, %s -> %s"
@@ -307,7 +316,7 @@ class Syntax:
                 t["w_down"],
                 rt,
             )
-        if op == "ffn":
+        if op in ("ffn", "ffn_train"):
             items = self.route_items(a) + self.glu_items(a)
             if a.get("transpose_weights"):
                 items.append(("transpose_weights", "true"))
@@ -328,10 +337,11 @@ class Syntax:
                     t["w_down_scale"],
                 )
             return (
-                "%s = moe.ffn %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
+                "%s = moe.%s %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
                 "layout = %s%s : %s, %s, %s, %s -> %s"
             ) % (
                 lhs,
+                op,
                 v["x"],
                 v["logits"],
                 v["w_up"],

@@ -927,6 +927,47 @@ def ffn(
     return y, y_scale, ~amb
 
 
+def ffn_saved(
+    x,
+    logits,
+    w_up,
+    F,
+    k,
+    scoring,
+    normalize=False,
+    n_group=1,
+    topk_group=1,
+    group_score="max",
+    scaling=1.0,
+    bias=None,
+    transpose_weights=False,
+    w_up_bias=None,
+):
+    """What moe.ffn_train saves beside y: ({name: value} of h [(T*k), 2I]
+    (the up projection's pre-activation incl. w_up_bias, dispatch order,
+    not yet rounded to F), h's error scale, weights [T,k] (rounded to f32),
+    ids [T,k]; defined rows [T]).  Independent of the compiled chain only
+    as far as `ffn` is: the same route / get_indices / grouped_matmul
+    pieces of this file."""
+    x = np.asarray(x, dtype=np.float64)
+    E = logits.shape[1]
+    weights, ids, amb, _, _ = route(
+        logits, k, scoring, normalize, n_group, topk_group, group_score, scaling, bias
+    )
+    cs = cumsum(ids, E)
+    _, tok = get_indices(cs, ids)
+    off = get_indptr(cs, E, inclusive=False)
+    up, up_scale, _ = grouped_matmul(
+        gather(x, tok), w_up, off, bias=w_up_bias, transpose_rhs=transpose_weights
+    )
+    return {
+        "h": up,
+        "h_scale": up_scale,
+        "weights": round_to(weights, "f32"),
+        "ids": ids,
+    }, ~amb
+
+
 def ffn_grad(
     dy,
     x,

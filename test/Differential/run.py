@@ -135,7 +135,18 @@ def result_shapes(case):
         return shapes
     if op == "row_dot":
         return [((sh[0],), dyn)]
+    if op == "ffn_train":
+        return [(sh, dyn)] + _saved_shapes(case)
     raise KeyError(op)
+
+
+def _saved_shapes(case):
+    """[(shape, dyn)] of moe.ffn_train's h, weights and ids."""
+    x = case.inp("x")
+    T, k = x.value.shape[0], case.attrs["k"]
+    w_up = case.inp("w_up").value.shape
+    two_i = w_up[1] if case.attrs.get("transpose_weights") else w_up[2]
+    return [((T * k, two_i), x.dyn), ((T, k), x.dyn), ((T, k), x.dyn)]
 
 
 SYNTAX = OS.Syntax(f32=f32_attr, explicit=True)
@@ -237,7 +248,23 @@ def case_function(case, index):
     shapes = result_shapes(case)
     res = [em.fresh("r") for _ in shapes]
     rtys = [ttype(s, dt, dyn) for (s, dyn), dt in zip(shapes, case.out_dtypes)]
-    em.emit(op_text(case, vals, tys, res, rtys))
+    if case.gen == "ffn_grad_saved":
+        # The pair: moe.ffn_train of the same operands (all but dy), its
+        # saved results into moe.ffn_grad's saved(...).
+        names = [t.name for t in case.inputs]
+        v, t = dict(zip(names, vals)), dict(zip(names, tys))
+        v.pop("dy"), t.pop("dy")
+        F = case.inp("x").dtype
+        train_shapes = [(case.inp("x").value.shape, case.inp("x").dyn)] + _saved_shapes(case)
+        train = [em.fresh("t") for _ in train_shapes]
+        train_tys = [ttype(s, dt, dyn) for (s, dyn), dt in zip(train_shapes, [F, F, "f32", "i32"])]
+        em.emit(SYNTAX.op("ffn_train", case.attrs, v, t, ", ".join(train), train_tys))
+        v, t = dict(zip(names, vals)), dict(zip(names, tys))
+        for i, n in enumerate(("h", "weights", "indices")):
+            v[n], t[n] = train[1 + i], train_tys[1 + i]
+        em.emit(SYNTAX.op(case.op, case.attrs, v, t, ", ".join(res), rtys))
+    else:
+        em.emit(op_text(case, vals, tys, res, rtys))
     for r, (s, dyn), dt in zip(res, shapes, case.out_dtypes):
         emit_print(em, r, s, dt, dyn)
     em.emit("return")
@@ -537,6 +564,8 @@ def check_case(case, results):
                 add(cmp_float(name, results[i], val, od[0], sc, defined[:, None]))
             elif defined.all():  # the weight gradients sum over every token
                 add(cmp_float(name, results[i], val, od[0], sc))
+    elif op == "ffn_train":
+        errs += check_ffn_train(case, results)
     elif op == "combine":
         val, sc = R.combine(v["input"], v.get("weights"))
         add(cmp_float("result", results[0], val, od[0], sc))
@@ -594,7 +623,84 @@ def check_case(case, results):
     return errs
 
 
-def check_route(case, results):
+FFN_KW = (
+    "normalize",
+    "n_group",
+    "topk_group",
+    "group_score",
+    "scaling",
+    "activation",
+    "layout",
+    "alpha",
+    "limit",
+    "up_bias",
+    "transpose_weights",
+)
+
+
+def check_ffn_train(case, results):
+    """y as moe.ffn's; weights and ids as moe.route's (near ties may pick
+    either expert); h, the pre-activation in dispatch order, against the
+    float64 reference when no row is a near tie (one other selection moves
+    every later row of h)."""
+    a, od = case.attrs, case.out_dtypes
+    v = {t.name: t.value for t in case.inputs}
+    errs = []
+    kw = {n: a[n] for n in FFN_KW if n in a}
+    y, sc, defined = R.ffn(
+        v["x"],
+        v["logits"],
+        v["w_up"],
+        v["w_down"],
+        od[0],
+        a["k"],
+        a["scoring"],
+        bias=v.get("bias"),
+        w_up_bias=v.get("w_up_bias"),
+        w_down_bias=v.get("w_down_bias"),
+        **kw,
+    )
+    e = cmp_float("y", results[0], y, od[0], sc, defined[:, None])
+    if e:
+        errs.append(e)
+    e = check_route(case, [results[2], results[3]], "f32")
+    if e:
+        errs.append(e)
+    kw = {
+        n: a[n]
+        for n in (
+            "normalize",
+            "n_group",
+            "topk_group",
+            "group_score",
+            "scaling",
+            "transpose_weights",
+        )
+        if n in a
+    }
+    saved, defined = R.ffn_saved(
+        v["x"],
+        v["logits"],
+        v["w_up"],
+        od[1],
+        a["k"],
+        a["scoring"],
+        bias=v.get("bias"),
+        w_up_bias=v.get("w_up_bias"),
+        **kw,
+    )
+    if defined.all():
+        for e in (
+            cmp_int("indices", results[3], saved["ids"]),
+            cmp_float("weights", results[2], saved["weights"], "f32"),
+            cmp_float("h", results[1], saved["h"], od[1], saved["h_scale"]),
+        ):
+            if e:
+                errs.append(e)
+    return errs
+
+
+def check_route(case, results, weights_dtype=None):
     a = case.attrs
     v = {t.name: t.value for t in case.inputs}
     k = a["k"]
@@ -630,7 +736,7 @@ def check_route(case, results):
         want_w[t] = R.route_weights(
             s[t], got_ids[t], a.get("normalize", False), a.get("scaling", 1.0)
         )
-    return cmp_float("weights", results[0], want_w, case.out_dtypes[0])
+    return cmp_float("weights", results[0], want_w, weights_dtype or case.out_dtypes[0])
 
 
 # ----------------------------------------------------------------------------

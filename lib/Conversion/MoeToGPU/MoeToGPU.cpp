@@ -115,10 +115,11 @@ struct ConvertMoeToGPUPass
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();
     }
-    // The backward ops run on the CPU pipeline only (so far).
+    // The backward ops (and moe.ffn_train, the forward that saves for
+    // them) run on the CPU pipeline only (so far).
     WalkResult unsupported = getOperation()->walk([](Operation *op) {
       if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp, RouteGradOp,
-               RowDotOp, FfnGradOp>(op))
+               RowDotOp, FfnTrainOp, FfnGradOp>(op))
         return WalkResult::advance();
       op->emitOpError("has no GPU lowering yet: the backward ops run with "
                       "--moe-lower-to-cpu");

@@ -51,3 +51,26 @@ func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x
       -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>
   return %r#0 : tensor<?x64xbf16>
 }
+
+// -----
+
+// The training forward too (it exists for the backward): reported as
+// itself, not as moe.ffn's chain that it decomposes into.
+func.func @ffn_train(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>) -> tensor<?x96xbf16> {
+  // expected-error @+1 {{'moe.ffn_train' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat
+      : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x96xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+  return %h : tensor<?x96xbf16>
+}
+
+// -----
+
+// moe.ffn_grad's saved form likewise.
+func.func @ffn_grad_saved(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>, %h: tensor<?x96xbf16>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>) -> tensor<?x64xbf16> {
+  // expected-error @+1 {{'moe.ffn_grad' op has no GPU lowering yet: the backward ops run with --moe-lower-to-cpu}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<?x96xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) k = 2 scoring = softmax activation = silu layout = concat
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>
+  return %r#0 : tensor<?x64xbf16>
+}

@@ -135,3 +135,23 @@ func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x
       -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>, tensor<8x96xf32>, tensor<8x64xf32>
   return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5 : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>, tensor<8x96xf32>, tensor<8x64xf32>
 }
+
+// moe.ffn_train and moe.ffn_grad's saved form fed from it: both decomposed
+// and lowered in the same pass, nothing of moe left (implicit check); the
+// backward's row_dot and both wgrad contractions among the rest
+// (moe-decompose-ffn-train.mlir checks which GEMMs the saved form has).
+// CHECK-LABEL: func.func @ffn_train_then_saved_grad(
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<48x64xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<64x96xf32>)
+// CHECK: return
+func.func @ffn_train_then_saved_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x96xbf16>, %wd: tensor<8x48x64xbf16>)
+    -> (tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>) {
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x96xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<?x96xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xbf16>, tensor<8x48x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>
+  return %y, %r#0, %r#1, %r#2, %r#3 : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x96xf32>, tensor<8x48x64xf32>
+}

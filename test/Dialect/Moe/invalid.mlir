@@ -1964,7 +1964,7 @@ func.func @ffn_grad_fp8_weights(%dy: tensor<4x256xbf16>, %x: tensor<4x256xbf16>,
 // -----
 
 func.func @ffn_grad_operand_count(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %b: tensor<8xf32>) {
-  // expected-error @+1 {{'moe.ffn_grad' op expected 5 or 6 operands (dy, x, logits, w_up, w_down, [bias]) with expert_bias = false, got 7}}
+  // expected-error @+1 {{'moe.ffn_grad' op expected 5, 6, 8 or 9 operands (dy, x, logits, w_up, w_down, [bias], [h, weights, indices]) with expert_bias = false, got 7}}
   %r:4 = "moe.ffn_grad"(%dy, %x, %l, %wu, %wd, %b, %b) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}> : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>)
   return
 }
@@ -2062,5 +2062,157 @@ func.func @ffn_grad_dw_up_bias_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>,
 func.func @ffn_grad_dw_down_bias_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>) {
   // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_down_bias' to be 'tensor<8x64xf32>' (E x H, f32), got 'tensor<8x64xf16>'}}
   %r:6 = moe.ffn_grad %dy, %x, %l, %wu, %wd expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x256xf32>, tensor<8x64xf16>
+  return
+}
+
+// -----
+
+func.func @ffn_train_routing_rule(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected k in [1, topk_group * E / n_group = 8], got 9}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 9 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<36x256xf32>, tensor<4x9xf32>, tensor<4x9xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_operand_count(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected 4 or 5 operands (x, logits, w_up, w_down, [bias]) with expert_bias = false, got 6}}
+  %y, %h, %w, %i = "moe.ffn_train"(%x, %l, %wu, %wd, %b, %b) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>}> : (tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>)
+  return
+}
+
+// -----
+
+func.func @ffn_train_y_type(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #0 to be 'tensor<4x64xf32>', got 'tensor<?x64xf32>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<?x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_h_rows(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #1 to be 'tensor<8x256xf32>', got 'tensor<4x256xf32>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_h_width(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #1 to be 'tensor<8x256xf32>', got 'tensor<8x128xf32>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<8x128xf32>, tensor<4x2xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_h_type(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #1 to be 'tensor<8x256xf32>', got 'tensor<8x256xbf16>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<8x256xbf16>, tensor<4x2xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_weights_shape(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #2 to be 'tensor<4x2xf32>', got 'tensor<4x3xf32>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x3xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_indices_shape(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op expected result #3 to be 'tensor<4x2xi32>', got 'tensor<?x2xi32>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_weights_not_f32(%x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op result #2 must be 2D tensor of 32-bit float values, but got 'tensor<4x2xbf16>'}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x2xbf16>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_train_fp8_weights(%x: tensor<4x256xbf16>, %l: tensor<4x8xf32>, %wu: tensor<8x256x256xf8E4M3FN>, %wd: tensor<8x256x128xf8E4M3FN>, %su: tensor<8x2x2xf32>, %sd: tensor<8x2x1xf32>) {
+  // expected-error @+1 {{'moe.ffn_train' op needs bf16/f16/f32 weights (weight_format plain; training on quantized weights is out of scope), got weight_format fp8_block}}
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd scales(%su, %sd : tensor<8x2x2xf32>, tensor<8x2x1xf32>) k = 2 scoring = softmax activation = silu layout = concat {transpose_weights = true, weight_format = #moe.weight_format<fp8_block>} : tensor<4x256xbf16>, tensor<4x8xf32>, tensor<8x256x256xf8E4M3FN>, tensor<8x256x128xf8E4M3FN> -> tensor<4x256xbf16>, tensor<8x256xbf16>, tensor<4x2xf32>, tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_h_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x256xbf16>, %w: tensor<4x2xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'h' to be (T*k) x 2I = 8x256 of 'f32' (as moe.ffn_train returns it), got 'tensor<8x256xbf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x256xbf16>, tensor<4x2xf32>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_h_width(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x128xf32>, %w: tensor<4x2xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'h' to be (T*k) x 2I = 8x256 of 'f32' (as moe.ffn_train returns it), got 'tensor<8x128xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x128xf32>, tensor<4x2xf32>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_h_rows(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<4x256xf32>, %w: tensor<4x2xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'h' to be (T*k) x 2I = 8x256 of 'f32' (as moe.ffn_train returns it), got 'tensor<4x256xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<4x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_h_rank(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<4x2x256xf32>, %w: tensor<4x2xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'h' to be (T*k) x 2I = 8x256 of 'f32' (as moe.ffn_train returns it), got 'tensor<4x2x256xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<4x2x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_weights_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x256xf32>, %w: tensor<4x2xbf16>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'weights' to be T x k = 4x2 of 'f32' (as moe.ffn_train returns it), got 'tensor<4x2xbf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x256xf32>, tensor<4x2xbf16>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_weights_k(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x256xf32>, %w: tensor<4x3xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'weights' to be T x k = 4x2 of 'f32' (as moe.ffn_train returns it), got 'tensor<4x3xf32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x256xf32>, tensor<4x3xf32>, tensor<4x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_indices_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x256xf32>, %w: tensor<4x2xf32>, %i: tensor<4x2xi64>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'indices' to be T x k = 4x2 of 'i32' (as moe.ffn_train returns it), got 'tensor<4x2xi64>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi64>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_indices_rows(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %h: tensor<8x256xf32>, %w: tensor<4x2xf32>, %i: tensor<3x2xi32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected saved 'indices' to be T x k = 4x2 of 'i32' (as moe.ffn_train returns it), got 'tensor<3x2xi32>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<8x256xf32>, tensor<4x2xf32>, tensor<3x2xi32>) k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_saved_count(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>, %h: tensor<8x256xf32>, %w: tensor<4x2xf32>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 7, 8, 10 or 11 operands (dy, x, logits, w_up, w_down, [bias], w_up_bias, w_down_bias, [h, weights, indices]) with expert_bias = true, got 9}}
+  %r:6 = "moe.ffn_grad"(%dy, %x, %l, %wu, %wd, %bu, %bd, %h, %w) <{k = 2 : i64, scoring = #moe.scoring<softmax>, activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, expert_bias = true}> : (tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x256xf32>, tensor<8x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>) -> (tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32>, tensor<8x256xf32>, tensor<8x64xf32>)
   return
 }

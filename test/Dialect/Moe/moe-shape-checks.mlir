@@ -138,3 +138,26 @@ func.func @row_dot(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %c: tensor<?xf32>) 
   %r = moe.row_dot %a, %b accumulate(%c : tensor<?xf32>) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// -----
+
+// moe.ffn_train's h has T * k rows, its weights and ids T; moe.ffn_grad's
+// saved operands the same (here they are the forward's results, so the
+// classes merge: h, returned, must be twice dy's rows).
+// CHECK-LABEL: func.func @ffn_train_then_grad
+// CHECK-SAME: kind = "eq", lhs = array<i64: 1, 0>, message = "@ffn_train_then_grad: dimension 0 of argument 1 ('x' of moe.ffn_train at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: they must be equal (T)", num = 1 : i64, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "eq", lhs = array<i64: 5, 0>, message = "@ffn_train_then_grad: dimension 0 of result 0 (the out-parameter, argument 5) is {0}, but dimension 0 of argument 0 ('dy' of moe.ffn_grad at {{[^)]*}}) is {1}: the first must be 2 times the second", num = 2 : i64, output, rhs = array<i64: 0, 0>
+// CHECK-SAME: kind = "max", lhs = array<i64: 0, 0>, message = "{{.*}} more than {1}: T * k would not fit the int32 indices", num = 1 : i64, value = 1073741823 : i64
+func.func @ffn_train_then_grad(%dy: tensor<?x16xf32>, %x: tensor<?x16xf32>, %logits: tensor<?x4xf32>,
+                               %w_up: tensor<4x16x32xf32>, %w_down: tensor<4x16x16xf32>)
+    -> (tensor<?x32xf32>, tensor<?x16xf32>) {
+  %y, %h, %w, %i = moe.ffn_train %x, %logits, %w_up, %w_down k = 2 scoring = softmax
+      activation = silu layout = concat
+      : tensor<?x16xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>
+      -> tensor<?x16xf32>, tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32>
+  %r:4 = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down saved(%h, %w, %i : tensor<?x32xf32>, tensor<?x2xf32>, tensor<?x2xi32>)
+      k = 2 scoring = softmax activation = silu layout = concat
+      : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>
+      -> tensor<?x16xf32>, tensor<?x4xf32>, tensor<4x16x32xf32>, tensor<4x16x16xf32>
+  return %h, %r#0 : tensor<?x32xf32>, tensor<?x16xf32>
+}

@@ -421,6 +421,47 @@ func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x
   return
 }
 
+// moe.ffn_train (moe.ffn's syntax, four results) and moe.ffn_grad's saved
+// form fed from it: Mixtral-style with dynamic T, and gpt-oss-style with
+// the routing bias, expert biases (the saved group comes after them),
+// transposed weights and static T (h has T * k = 8 rows).
+// CHECK-LABEL: func.func @ffn_train_and_saved_grad
+// CHECK-SAME: (%[[DY:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[X:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[L:[a-z0-9_]+]]: tensor<?x8xbf16>, %[[WU:[a-z0-9_]+]]: tensor<8x64x256xbf16>, %[[WD:[a-z0-9_]+]]: tensor<8x128x64xbf16>,
+// CHECK-SAME: %[[DY4:[a-z0-9_]+]]: tensor<4x64xf32>, %[[X4:[a-z0-9_]+]]: tensor<4x64xf32>, %[[L4:[a-z0-9_]+]]: tensor<4x8xf32>, %[[WUT:[a-z0-9_]+]]: tensor<8x256x64xf32>, %[[WDT:[a-z0-9_]+]]: tensor<8x64x128xf32>, %[[B:[a-z0-9_]+]]: tensor<8xf32>, %[[BU:[a-z0-9_]+]]: tensor<8x256xf32>, %[[BD:[a-z0-9_]+]]: tensor<8x64xf32>)
+func.func @ffn_train_and_saved_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>,
+                                    %dy4: tensor<4x64xf32>, %x4: tensor<4x64xf32>, %l4: tensor<4x8xf32>, %wut: tensor<8x256x64xf32>, %wdt: tensor<8x64x128xf32>, %b: tensor<8xf32>, %bu: tensor<8x256xf32>, %bd: tensor<8x64xf32>) {
+  // CHECK: %[[Y:[a-z0-9_]+]], %[[H:[a-z0-9_]+]], %[[W:[a-z0-9_]+]], %[[I:[a-z0-9_]+]] = moe.ffn_train %[[X]], %[[L]], %[[WU]], %[[WD]] k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+  // CHECK-SAME: : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<?x64xbf16>, tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: moe.ffn_grad %[[DY]], %[[X]], %[[L]], %[[WU]], %[[WD]] saved(%[[H]], %[[W]], %[[I]] : tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+  // CHECK-SAME: -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  %0:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd saved(%h, %w, %i : tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>)
+      k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>
+  // CHECK: %{{.*}}, %[[H4:[a-z0-9_]+]], %[[W4:[a-z0-9_]+]], %[[I4:[a-z0-9_]+]] = moe.ffn_train %[[X4]], %[[L4]], %[[WUT]], %[[WDT]] bias(%[[B]] : tensor<8xf32>) expert_bias(%[[BU]], %[[BD]] : tensor<8x256xf32>, tensor<8x64xf32>) k = 2 scoring = sigmoid activation = silu layout = interleaved
+  // CHECK-SAME: {alpha = 1.702000e+00 : f32, group_score = #moe.group_score<top2_sum>, limit = 7.000000e+00 : f32, n_group = 4 : i64, normalize = true, topk_group = 2 : i64, transpose_weights = true, up_bias = 1.000000e+00 : f32}
+  // CHECK-SAME: -> tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>
+  %y4, %h4, %w4, %i4 = moe.ffn_train %x4, %l4, %wut, %wdt bias(%b : tensor<8xf32>) expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>)
+      k = 2 scoring = sigmoid activation = silu layout = interleaved
+      {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>,
+       alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32, transpose_weights = true}
+      : tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>
+      -> tensor<4x64xf32>, tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>
+  // CHECK: moe.ffn_grad %[[DY4]], %[[X4]], %[[L4]], %[[WUT]], %[[WDT]] bias(%[[B]] : tensor<8xf32>) expert_bias(%[[BU]], %[[BD]] : tensor<8x256xf32>, tensor<8x64xf32>) saved(%[[H4]], %[[W4]], %[[I4]] : tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>) k = 2 scoring = sigmoid
+  // CHECK-SAME: -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>, tensor<8x256xf32>, tensor<8x64xf32>
+  %1:6 = moe.ffn_grad %dy4, %x4, %l4, %wut, %wdt bias(%b : tensor<8xf32>) expert_bias(%bu, %bd : tensor<8x256xf32>, tensor<8x64xf32>)
+      saved(%h4, %w4, %i4 : tensor<8x256xf32>, tensor<4x2xf32>, tensor<4x2xi32>)
+      k = 2 scoring = sigmoid activation = silu layout = interleaved
+      {normalize = true, n_group = 4 : i64, topk_group = 2 : i64, group_score = #moe.group_score<top2_sum>,
+       alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32, transpose_weights = true}
+      : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>
+      -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x256x64xf32>, tensor<8x64x128xf32>, tensor<8x256xf32>, tensor<8x64xf32>
+  return
+}
+
 // Explicit defaults are elided; no limit is printed when there is none.
 // CHECK-LABEL: func.func @glu_explicit_defaults
 // CHECK-SAME: (%[[H:[a-z0-9_]+]]: tensor<4x8xf32>)

@@ -25,6 +25,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -136,7 +137,33 @@ static ParseResult parseFfnOptionalOperands(
   return parseOptionalOperandPair(parser, "scales", operands, types);
 }
 
-/// moe.ffn's and moe.ffn_grad's (the latter has no scales).
+/// moe.ffn_grad's: moe.ffn's, then `saved(%h, %weights, %indices : type,
+/// type, type)` (moe.ffn_train's saved results), optional.
+static ParseResult parseFfnGradOptionalOperands(
+    OpAsmParser &parser,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &operands,
+    SmallVectorImpl<Type> &types, BoolAttr &expertBias) {
+  if (failed(parseFfnOptionalOperands(parser, operands, types, expertBias)))
+    return failure();
+  if (failed(parser.parseOptionalKeyword("saved")))
+    return success();
+  OpAsmParser::UnresolvedOperand saved[3];
+  Type savedTypes[3];
+  if (parser.parseLParen() || parser.parseOperand(saved[0]) ||
+      parser.parseComma() || parser.parseOperand(saved[1]) ||
+      parser.parseComma() || parser.parseOperand(saved[2]) ||
+      parser.parseColon() || parser.parseType(savedTypes[0]) ||
+      parser.parseComma() || parser.parseType(savedTypes[1]) ||
+      parser.parseComma() || parser.parseType(savedTypes[2]) ||
+      parser.parseRParen())
+    return failure();
+  operands.append(std::begin(saved), std::end(saved));
+  types.append(std::begin(savedTypes), std::end(savedTypes));
+  return success();
+}
+
+/// moe.ffn's, moe.ffn_train's and moe.ffn_grad's (the latter two have no
+/// scales; moe.ffn_grad's saved group has its own printer below).
 template <typename OpTy>
 static void printFfnOptionalOperands(OpAsmPrinter &printer, OpTy op,
                                      OperandRange, TypeRange, BoolAttr) {
@@ -152,6 +179,18 @@ static void printFfnOptionalOperands(OpAsmPrinter &printer, OpTy op,
   if (upScale && downScale)
     printer << "scales(" << upScale << ", " << downScale << " : "
             << upScale.getType() << ", " << downScale.getType() << ") ";
+}
+
+static void printFfnGradOptionalOperands(OpAsmPrinter &printer, FfnGradOp op,
+                                         OperandRange operands, TypeRange types,
+                                         BoolAttr expertBias) {
+  printFfnOptionalOperands(printer, op, operands, types, expertBias);
+  if (!op.hasSaved())
+    return;
+  Value h = op.getSavedH(), w = op.getSavedWeights(),
+        ids = op.getSavedIndices();
+  printer << "saved(" << h << ", " << w << ", " << ids << " : " << h.getType()
+          << ", " << w.getType() << ", " << ids.getType() << ") ";
 }
 
 /// Inference only needs the result count and ranks to line up; verify()
@@ -1034,6 +1073,14 @@ template <typename OpTy> static size_t ffnScaleOperands(OpTy op) {
   return op.getFormat() == WeightFormat::plain ? 0 : 2;
 }
 
+/// moe.ffn_grad's saved group (h, weights, indices) at the end; none on
+/// moe.ffn and moe.ffn_train.
+template <typename OpTy> static size_t ffnSavedOperands(OpTy op) {
+  if constexpr (std::is_same_v<OpTy, FfnGradOp>)
+    return op.hasSaved() ? 3 : 0;
+  return 0;
+}
+
 Value FfnOp::getBias() {
   size_t n = getOptionalOperands().size(), expert = getExpertBias() ? 2 : 0;
   return n == expert + ffnScaleOperands(*this) + 1 ? getOptionalOperands()[0]
@@ -1087,23 +1134,33 @@ LogicalResult FfnOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
 /// moe.ffn_grad (everything but the result types).
 template <typename OpTy> static LogicalResult verifyFfnOperands(OpTy op) {
   // x, logits, w_up, w_down, then [bias] and, with expert_bias,
-  // w_up_bias and w_down_bias.
-  size_t optional = op.getOptionalOperands().size();
+  // w_up_bias and w_down_bias; moe.ffn_grad's saved group last.
+  size_t all = op.getOptionalOperands().size();
+  size_t saved = ffnSavedOperands(op);
+  size_t optional = all - saved;
   size_t expert = op.getExpertBias() ? 2 : 0;
   size_t scales = ffnScaleOperands(op);
   // moe.ffn_grad's `dy` comes first.
-  size_t lead = op->getNumOperands() - optional;
-  if (optional != expert + scales && optional != expert + scales + 1)
-    return op.emitOpError()
-           << "expected " << lead + expert + scales << " or "
-           << lead + 1 + expert + scales << " operands ("
-           << (lead == 5 ? "dy, " : "") << "x, logits, w_up, w_down, [bias]"
-           << (expert ? ", w_up_bias, w_down_bias" : "")
-           << (scales ? ", w_up_scale, w_down_scale" : "")
-           << ") with expert_bias = " << (expert ? "true" : "false")
-           << (scales ? " and weight_format " : "")
-           << (scales ? stringifyWeightFormat(op.getFormat()) : "") << ", got "
-           << lead + optional;
+  constexpr bool isGrad = std::is_same_v<OpTy, FfnGradOp>;
+  size_t lead = op->getNumOperands() - all;
+  if (optional != expert + scales && optional != expert + scales + 1) {
+    size_t fewest = lead + expert + scales;
+    auto diag = op.emitOpError() << "expected ";
+    if (isGrad)
+      diag << fewest << ", " << fewest + 1 << ", " << fewest + 3 << " or "
+           << fewest + 4;
+    else
+      diag << fewest << " or " << fewest + 1;
+    return diag << " operands (" << (isGrad ? "dy, " : "")
+                << "x, logits, w_up, w_down, [bias]"
+                << (expert ? ", w_up_bias, w_down_bias" : "")
+                << (scales ? ", w_up_scale, w_down_scale" : "")
+                << (isGrad ? ", [h, weights, indices]" : "")
+                << ") with expert_bias = " << (expert ? "true" : "false")
+                << (scales ? " and weight_format " : "")
+                << (scales ? stringifyWeightFormat(op.getFormat()) : "")
+                << ", got " << lead + all;
+  }
   if (Value bias = op.getBias()) {
     auto type = dyn_cast<RankedTensorType>(bias.getType());
     if (!type || type.getRank() != 1 || !type.getElementType().isF32())
@@ -1215,38 +1272,143 @@ LogicalResult FfnOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// FfnGradOp
+// FfnTrainOp and FfnGradOp
 //===----------------------------------------------------------------------===//
 
-// The optional operands as moe.ffn's, without scales (weight_format plain).
+// The optional operands as moe.ffn's, without scales (weight_format plain),
+// then (moe.ffn_grad) the saved group: [bias] [w_up_bias, w_down_bias]
+// [h, weights, indices].
+static Value ffnBias(OperandRange optional, bool expertBias, size_t saved) {
+  size_t n = optional.size() - saved, expert = expertBias ? 2 : 0;
+  return n == expert + 1 ? optional[0] : Value();
+}
+
+static Value ffnExpertBias(OperandRange optional, bool expertBias, size_t saved,
+                           unsigned which) {
+  size_t n = optional.size() - saved;
+  return expertBias && n >= 2 ? optional[n - 2 + which] : Value();
+}
+
+Value FfnTrainOp::getBias() {
+  return ffnBias(getOptionalOperands(), getExpertBias(), 0);
+}
+
+Value FfnTrainOp::getWUpBias() {
+  return ffnExpertBias(getOptionalOperands(), getExpertBias(), 0, 0);
+}
+
+Value FfnTrainOp::getWDownBias() {
+  return ffnExpertBias(getOptionalOperands(), getExpertBias(), 0, 1);
+}
+
+int64_t FfnTrainOp::getIntermediateSize() {
+  return getWDown().getType().getDimSize(getTransposeWeights() ? 2 : 1);
+}
+
+LogicalResult FfnTrainOp::inferReturnTypes(MLIRContext *ctx,
+                                           std::optional<Location>,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  auto x = dyn_cast<RankedTensorType>(adaptor.getX().getType());
+  auto wUp = dyn_cast<RankedTensorType>(adaptor.getWUp().getType());
+  if (!x || !wUp || x.getRank() != 2 || wUp.getRank() != 3)
+    return failure();
+  int64_t t = x.getDimSize(0), k = adaptor.getK();
+  int64_t twoI = wUp.getDimSize(adaptor.getTransposeWeights() ? 1 : 2);
+  types.push_back(x);
+  types.push_back(
+      RankedTensorType::get({mulDims(t, k), twoI}, x.getElementType()));
+  types.push_back(RankedTensorType::get({t, k}, Float32Type::get(ctx)));
+  types.push_back(RankedTensorType::get({t, k}, IntegerType::get(ctx, 32)));
+  return success();
+}
+
+/// Training (moe.ffn_train, moe.ffn_grad) needs plain weights. Checked
+/// first: quantized weights' scales would otherwise be reported as surplus
+/// operands.
+static LogicalResult verifyTrainingWeights(Operation *op, WeightFormat format) {
+  if (format == WeightFormat::plain)
+    return success();
+  return op->emitOpError() << "needs bf16/f16/f32 weights (weight_format "
+                              "plain; training on quantized weights is out "
+                              "of scope), got weight_format "
+                           << stringifyWeightFormat(format);
+}
+
+LogicalResult FfnTrainOp::verify() {
+  if (failed(verifyTrainingWeights(*this, getFormat())) ||
+      failed(verifyFfnOperands(*this)))
+    return failure();
+  return verifyResultTypesExactly(*this);
+}
+
+bool FfnGradOp::hasSaved() {
+  size_t expert = getExpertBias() ? 2 : 0;
+  return getOptionalOperands().size() >= expert + 3;
+}
+
+Value FfnGradOp::getSavedH() {
+  size_t n = getOptionalOperands().size();
+  return hasSaved() ? getOptionalOperands()[n - 3] : Value();
+}
+
+Value FfnGradOp::getSavedWeights() {
+  size_t n = getOptionalOperands().size();
+  return hasSaved() ? getOptionalOperands()[n - 2] : Value();
+}
+
+Value FfnGradOp::getSavedIndices() {
+  size_t n = getOptionalOperands().size();
+  return hasSaved() ? getOptionalOperands()[n - 1] : Value();
+}
+
 Value FfnGradOp::getBias() {
-  size_t n = getOptionalOperands().size(), expert = getExpertBias() ? 2 : 0;
-  return n == expert + 1 ? getOptionalOperands()[0] : Value();
+  return ffnBias(getOptionalOperands(), getExpertBias(), hasSaved() ? 3 : 0);
 }
 
 Value FfnGradOp::getWUpBias() {
-  size_t n = getOptionalOperands().size();
-  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 2] : Value();
+  return ffnExpertBias(getOptionalOperands(), getExpertBias(),
+                       hasSaved() ? 3 : 0, 0);
 }
 
 Value FfnGradOp::getWDownBias() {
-  size_t n = getOptionalOperands().size();
-  return getExpertBias() && n >= 2 ? getOptionalOperands()[n - 1] : Value();
+  return ffnExpertBias(getOptionalOperands(), getExpertBias(),
+                       hasSaved() ? 3 : 0, 1);
 }
 
 int64_t FfnGradOp::getIntermediateSize() {
   return getWDown().getType().getDimSize(getTransposeWeights() ? 2 : 1);
 }
 
+/// moe.ffn_grad's saved tensors: exactly the types moe.ffn_train returns
+/// for these operands (dynamic and static rows agree).
+static LogicalResult verifySavedOperands(FfnGradOp op) {
+  Type f = op.getX().getType().getElementType();
+  Type f32 = Float32Type::get(op.getContext());
+  Type i32 = IntegerType::get(op.getContext(), 32);
+  int64_t t = dimOf(op.getX(), 0), k = op.getK();
+  int64_t twoI = 2 * op.getIntermediateSize();
+  for (auto [name, value, rows, cols, type, what] :
+       {std::make_tuple("h", op.getSavedH(), mulDims(t, k), twoI, f,
+                        "(T*k) x 2I"),
+        std::make_tuple("weights", op.getSavedWeights(), t, k, f32, "T x k"),
+        std::make_tuple("indices", op.getSavedIndices(), t, k, i32, "T x k")}) {
+    auto actual = cast<RankedTensorType>(value.getType());
+    if (actual.getRank() != 2 || !dimsAgree(actual.getDimSize(0), rows) ||
+        actual.getDimSize(1) != cols || actual.getElementType() != type)
+      return op.emitOpError()
+             << "expected saved '" << name << "' to be " << what << " = "
+             << dimStr(rows) << "x" << cols << " of " << type
+             << " (as moe.ffn_train returns it), got " << actual;
+  }
+  return success();
+}
+
 LogicalResult FfnGradOp::verify() {
-  // Quantized weights first: their scales would otherwise be reported as
-  // surplus operands.
-  if (getFormat() != WeightFormat::plain)
-    return emitOpError() << "needs bf16/f16/f32 weights (weight_format "
-                            "plain; training on quantized weights is out of "
-                            "scope), got weight_format "
-                         << stringifyWeightFormat(getFormat());
-  if (failed(verifyFfnOperands(*this)))
+  if (failed(verifyTrainingWeights(*this, getFormat())) ||
+      failed(verifyFfnOperands(*this)))
+    return failure();
+  if (hasSaved() && failed(verifySavedOperands(*this)))
     return failure();
   Value dy = getDy(), x = getX();
   if (failed(verifySameDim(*this, x, 0, "x", dy, 0, "dy", "T")))

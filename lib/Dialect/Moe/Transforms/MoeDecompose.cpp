@@ -6,6 +6,8 @@
 
 #include "moe-mlir/Dialect/Moe/Transforms/Passes.h"
 
+#include "FfnChain.h"
+
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
@@ -33,68 +35,30 @@ namespace {
 ///   => route, cumsum, get_indices, get_indptr, gather, grouped_matmul, glu,
 ///      grouped_matmul, scatter, tensor.expand_shape, combine
 /// (the expert biases are the grouped matmuls' biases, the weight scales
-/// and formats theirs too)
+/// and formats theirs too; FfnChain.h builds the chain)
 struct DecomposeFfn : OpRewritePattern<FfnOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(FfnOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto xType = op.getX().getType();
-    Type f = xType.getElementType();
-    Type f32 = rewriter.getF32Type();
-    Type i32 = rewriter.getI32Type();
-    int64_t t = xType.getDimSize(0), h = op.getHiddenSize();
-    int64_t e = op.getNumExperts(), k = op.getK();
-    int64_t inter = op.getIntermediateSize();
-    int64_t m = ShapedType::isDynamic(t) ? ShapedType::kDynamic : t * k;
+    FfnChain chain = buildFfnRouting(rewriter, op);
+    buildFfnUp(rewriter, op, chain);
+    rewriter.replaceOp(op, buildFfnOutput(rewriter, op, chain));
+    return success();
+  }
+};
 
-    auto route = RouteOp::create(
-        rewriter, loc, RankedTensorType::get({t, k}, f32),
-        RankedTensorType::get({t, k}, i32), op.getLogits(), op.getBias(),
-        op.getKAttr(), op.getScoringAttr(), op.getNormalizeAttr(),
-        op.getNGroupAttr(), op.getTopkGroupAttr(), op.getGroupScoreAttr(),
-        op.getScalingAttr());
-    Value ids = route.getIndices();
-    auto cumsum = CumsumOp::create(rewriter, loc, ids, e);
-    auto indices = GetIndicesOp::create(rewriter, loc, cumsum, ids);
-    auto offsets = GetIndptrOp::create(
-        rewriter, loc, RankedTensorType::get({e + 1}, i32), cumsum, e,
-        /*inclusive=*/false);
-    auto rows =
-        GatherOp::create(rewriter, loc, op.getX(), indices.getTokenIndices());
-    // Each GEMM's optional operands: its bias, then its weight scales.
-    auto optional = [](Value bias, Value scale) {
-      SmallVector<Value, 2> operands;
-      for (Value v : {bias, scale})
-        if (v)
-          operands.push_back(v);
-      return operands;
-    };
-    auto up = GroupedMatmulOp::create(
-        rewriter, loc, RankedTensorType::get({m, 2 * inter}, f), rows,
-        op.getWUp(), offsets, optional(op.getWUpBias(), op.getWUpScale()),
-        op.getTransposeWeights(), op.getWeightFormat(), op.getScaleFmt());
-    auto act = GluOp::create(rewriter, loc, up, op.getActivationAttr(),
-                             op.getLayoutAttr(), op.getAlphaAttr(),
-                             op.getLimitAttr(), op.getUpBiasAttr());
-    auto down = GroupedMatmulOp::create(
-        rewriter, loc, RankedTensorType::get({m, h}, f), act, op.getWDown(),
-        offsets, optional(op.getWDownBias(), op.getWDownScale()),
-        op.getTransposeWeights(), op.getWeightFormat(), op.getScaleFmt());
-    auto scattered =
-        ScatterOp::create(rewriter, loc, down, indices.getReverseIndices());
+/// moe.ffn_train => moe.ffn's chain; its results are the chain's output,
+/// the up projection (h, dispatch order) and moe.route's weights and ids.
+struct DecomposeFfnTrain : OpRewritePattern<FfnTrainOp> {
+  using OpRewritePattern::OpRewritePattern;
 
-    SmallVector<OpFoldResult> outputShape = {
-        ShapedType::isDynamic(t)
-            ? OpFoldResult(tensor::DimOp::create(rewriter, loc, op.getX(), 0)
-                               .getResult())
-            : OpFoldResult(rewriter.getIndexAttr(t)),
-        rewriter.getIndexAttr(k), rewriter.getIndexAttr(h)};
-    auto perSlot = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({t, k, h}, f), scattered,
-        ArrayRef<ReassociationIndices>{{0, 1}, {2}}, outputShape);
-    rewriter.replaceOpWithNewOp<CombineOp>(op, perSlot, route.getWeights());
+  LogicalResult matchAndRewrite(FfnTrainOp op,
+                                PatternRewriter &rewriter) const override {
+    FfnChain chain = buildFfnRouting(rewriter, op);
+    buildFfnUp(rewriter, op, chain);
+    Value y = buildFfnOutput(rewriter, op, chain);
+    rewriter.replaceOp(op, {y, chain.up, chain.weights, chain.ids});
     return success();
   }
 };
@@ -102,7 +66,7 @@ struct DecomposeFfn : OpRewritePattern<FfnOp> {
 } // namespace
 
 void mlir::moe::populateMoeDecomposePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeFfn>(patterns.getContext());
+  patterns.add<DecomposeFfn, DecomposeFfnTrain>(patterns.getContext());
   populateMoeDecomposeFfnGradPatterns(patterns);
 }
 
@@ -114,8 +78,8 @@ struct MoeDecomposePass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateMoeDecomposePatterns(patterns);
-    // One walk, no folding or dead-code elimination: only moe.ffn and
-    // moe.ffn_grad change.
+    // One walk, no folding or dead-code elimination: only moe.ffn,
+    // moe.ffn_train and moe.ffn_grad change.
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

@@ -8,6 +8,8 @@
 // Per dispatched row r (expert e, token t, routing weight w_r):
 //
 //   forward, recomputed:  h_r = x_t W1_e (+ b1_e), a_r = glu(h_r)
+//                         (saved form: h, the weights and ids given by
+//                         moe.ffn_train; only a_r = glu(h_r) recomputed)
 //   g_r   = dy_t W2_e^T                      (dgrad of the down GEMM)
 //   dw_r  = <g_r, a_r> (+ <dy_t, b2_e>)       (the routing weight's grad)
 //   dh_r  = glu_grad(w_r g_r, h_r)
@@ -27,6 +29,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FfnChain.h"
+
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
 #include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
@@ -40,12 +44,13 @@ using namespace mlir::moe;
 namespace {
 
 /// moe.ffn_grad(dy, x, logits, w_up, w_down[, bias][, w_up_bias,
-///             w_down_bias])
+///             w_down_bias][, h, weights, indices])
 ///   => the forward's route, cumsum, get_indices, get_indptr, gather,
-///      grouped_matmul, glu; then gather(dy), grouped_matmul (dgrad),
-///      row_dot, combine (row scales), glu_grad, grouped_matmul (dgrad),
-///      scatter + combine (dx), scatter + route_grad (dlogits),
-///      grouped_matmul_wgrad (weights and biases)
+///      grouped_matmul, glu (saved form: cumsum, get_indices, get_indptr of
+///      the saved ids, gather, glu of the saved h); then gather(dy),
+///      grouped_matmul (dgrad), row_dot, combine (row scales), glu_grad,
+///      grouped_matmul (dgrad), scatter + combine (dx), scatter + route_grad
+///      (dlogits), grouped_matmul_wgrad (weights and biases)
 struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -55,7 +60,6 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
     auto xType = op.getX().getType();
     Type f = xType.getElementType();
     Type f32 = rewriter.getF32Type();
-    Type i32 = rewriter.getI32Type();
     int64_t t = xType.getDimSize(0), h = op.getHiddenSize();
     int64_t e = op.getNumExperts(), k = op.getK();
     int64_t inter = op.getIntermediateSize();
@@ -95,19 +99,23 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
       return CombineOp::create(rewriter, loc, slots, rowWeights);
     };
 
-    // The forward, recomputed: routing, dispatch metadata, h and a.
-    auto route = RouteOp::create(
-        rewriter, loc, tensorOf({t, k}, f32), tensorOf({t, k}, i32),
-        op.getLogits(), op.getBias(), op.getKAttr(), op.getScoringAttr(),
-        op.getNormalizeAttr(), op.getNGroupAttr(), op.getTopkGroupAttr(),
-        op.getGroupScoreAttr(), op.getScalingAttr());
-    Value ids = route.getIndices();
-    auto cumsum = CumsumOp::create(rewriter, loc, ids, e);
-    auto indices = GetIndicesOp::create(rewriter, loc, cumsum, ids);
-    Value rev = indices.getReverseIndices();
-    Value tok = indices.getTokenIndices();
-    Value offsets = GetIndptrOp::create(rewriter, loc, tensorOf({e + 1}, i32),
-                                        cumsum, e, /*inclusive=*/false);
+    // The forward: routing, dispatch metadata, h and a. Recomputed as
+    // moe.ffn's chain, or (saved form) the metadata derived from the saved
+    // ids, h taken as saved and only a = glu(h) recomputed.
+    FfnChain chain;
+    if (op.hasSaved()) {
+      chain = buildFfnMetadata(rewriter, loc, op.getSavedWeights(),
+                               op.getSavedIndices(), e);
+      chain.rows = GatherOp::create(rewriter, loc, op.getX(), chain.tokens);
+      chain.up = op.getSavedH();
+      chain.act = buildFfnGlu(rewriter, op, chain.up);
+    } else {
+      chain = buildFfnRouting(rewriter, op);
+      buildFfnUp(rewriter, op, chain);
+    }
+    Value ids = chain.ids, rev = chain.reverse, tok = chain.tokens;
+    Value offsets = chain.offsets;
+    Value xRows = chain.rows, up = chain.up, act = chain.act;
     auto gemm = [&](Value lhs, Value rhs, Value bias, bool transpose, int64_t n,
                     Type o) -> Value {
       SmallVector<Value, 1> optional;
@@ -124,16 +132,11 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
                                           tensorOf({e, kk, nn}, f32), lhs, rhs,
                                           offsets, /*acc=*/Value());
     };
-    Value xRows = GatherOp::create(rewriter, loc, op.getX(), tok);
-    Value up = gemm(xRows, op.getWUp(), op.getWUpBias(), tw, 2 * inter, f);
-    Value act = GluOp::create(rewriter, loc, up, op.getActivationAttr(),
-                              op.getLayoutAttr(), op.getAlphaAttr(),
-                              op.getLimitAttr(), op.getUpBiasAttr());
 
     // Each row's routing weight: weights (T x k) flattened to (T*k) x 1 and
     // gathered into expert order.
     Value flatWeights =
-        collapse(expand(route.getWeights(), {t, k, 1}, {{0}, {1, 2}},
+        collapse(expand(chain.weights, {t, k, 1}, {{0}, {1, 2}},
                         {rowsOf(op.getX()), index(k), index(1)}),
                  {{0, 1}, {2}});
     Value rowWeights = GatherOp::create(rewriter, loc, flatWeights, rev);

@@ -506,9 +506,29 @@ void addRules(Operation *op, SizeClasses &sizes) {
         sizes.equal(dim(o.getResult()), dim(o.getX()), {}, "T");
         sizes.fitsI32(dim(o.getX()), o.getK(), "T * k");
       })
+      .Case([&](FfnTrainOp o) {
+        describe({{o.getX(), "x"}, {o.getLogits(), "logits"}});
+        sizes.equal(dim(o.getLogits()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getY()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getH()), dim(o.getX()), Ratio::of(o.getK(), 1),
+                    "T * k");
+        sizes.equal(dim(o.getWeights()), dim(o.getX()), {}, "T");
+        sizes.equal(dim(o.getIndices()), dim(o.getX()), {}, "T");
+        sizes.fitsI32(dim(o.getX()), o.getK(), "T * k");
+      })
       .Case([&](FfnGradOp o) {
-        describe(
-            {{o.getDy(), "dy"}, {o.getX(), "x"}, {o.getLogits(), "logits"}});
+        describe({{o.getDy(), "dy"},
+                  {o.getX(), "x"},
+                  {o.getLogits(), "logits"},
+                  {o.getSavedH(), "h"},
+                  {o.getSavedWeights(), "weights"},
+                  {o.getSavedIndices(), "indices"}});
+        if (o.hasSaved()) {
+          sizes.equal(dim(o.getSavedH()), dim(o.getX()), Ratio::of(o.getK(), 1),
+                      "T * k");
+          sizes.equal(dim(o.getSavedWeights()), dim(o.getX()), {}, "T");
+          sizes.equal(dim(o.getSavedIndices()), dim(o.getX()), {}, "T");
+        }
         sizes.equal(dim(o.getDy()), dim(o.getX()), {}, "T");
         sizes.equal(dim(o.getLogits()), dim(o.getX()), {}, "T");
         sizes.equal(dim(o.getDx()), dim(o.getX()), {}, "T");

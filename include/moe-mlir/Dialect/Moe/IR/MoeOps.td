@@ -846,6 +846,102 @@ def Moe_FfnOp : Moe_InferredOp<"ffn"> {
   }];
 }
 
+def Moe_FfnTrainOp : Moe_InferredOp<"ffn_train"> {
+  let summary = "moe.ffn that also returns what its backward needs saved";
+  let description = [{
+    The training forward of a MoE layer: exactly `moe.ffn`'s operands,
+    attributes and custom syntax, and four results:
+
+    - `y` (`T x H` of `F`): `moe.ffn`'s result, computed by the same chain
+      (bitwise the same values),
+    - `h` (`(T*k) x 2I` of `F`): the up projection's pre-activation,
+      `grouped_matmul(gather(x), w_up)` plus `w_up_bias`, in the chain's
+      dispatched row order (`moe.get_indices`: grouped by expert, experts
+      ascending, tokens ascending inside an expert), before the GLU,
+    - `weights` (`T x k`, f32) and `indices` (`T x k`, i32): the routing
+      result, as `moe.route` returns it inside the chain.
+
+    `moe.ffn_grad ... saved(%h, %weights, %indices : ...)` takes these
+    three instead of recomputing the routing and the up GEMM; the dispatch
+    order and offsets (cumsum, get_indices, get_indptr) follow from
+    `indices`, and the activation is recomputed from `h`. `h` is kept in
+    dispatch order because that is the order both of the backward's grouped
+    GEMMs read it in.
+
+    Saved bytes per token: `k * 2I * sizeof(F) + 8k` (`h`, then 4 bytes of
+    f32 weight and 4 of i32 id per slot), beside `x`'s `H * sizeof(F)` that
+    the caller keeps anyway. Nothing of size `H` per slot is saved: the
+    routing weights' gradient is `<dO W2^T, glu(h)>` (+ `<dO, b_down>`),
+    never a saved expert output. For Mixtral-8x7B (`H` 4096, `I` 14336,
+    `k` 2, bf16) that is 114,704 bytes per token beside `x`'s 8,192; for
+    Qwen3-30B-A3B (`H` 2048, `I` 768, `k` 8) 24,640 beside 4,096.
+
+    Constraints: all of `moe.ffn`'s, with plain weights only (training on
+    quantized weights is out of scope, as for `moe.ffn_grad`); the results
+    have the types above (`h`'s rows are `T * k`, dynamic when `T` is).
+    `--moe-decompose` expands it into `moe.ffn`'s chain (one shared
+    builder) and returns the chain's `grouped_matmul(w_up)`, `moe.route`
+    weights and ids beside `y`.
+
+    Example (Mixtral-style, T dynamic: 2 * 256 * 2 + 16 = 1040 saved bytes
+    per token):
+
+    ```mlir
+    %y, %h, %w, %ids = moe.ffn_train %x, %logits, %w_up, %w_down k = 2
+        scoring = softmax activation = silu layout = concat
+        {normalize = true}
+        : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>,
+          tensor<8x128x64xbf16>
+        -> tensor<?x64xbf16>, tensor<?x256xbf16>, tensor<?x2xf32>,
+           tensor<?x2xi32>
+    ```
+  }];
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$x,
+                            Moe_FloatTensorOfRank<2>:$logits,
+                            Moe_WeightTensorOfRank<3>:$w_up,
+                            Moe_WeightTensorOfRank<3>:$w_down,
+                            Variadic<AnyRankedTensor>:$optional_operands),
+                       Moe_RoutingAttrs,
+                       (ins Moe_ActivationAttr:$activation,
+                            Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs,
+                       (ins DefaultValuedAttr<BoolAttr, "false">:$transpose_weights,
+                            DefaultValuedAttr<BoolAttr, "false">:$expert_bias),
+                       Moe_WeightFormatAttrs);
+  let results = (outs Moe_FloatTensorOfRank<2>:$y,
+                      Moe_FloatTensorOfRank<2>:$h,
+                      TensorRankOf<[F32], [2]>:$weights,
+                      Moe_IndexTensorOfRank<2>:$indices);
+  let assemblyFormat = [{
+    $x `,` $logits `,` $w_up `,` $w_down
+    custom<FfnOptionalOperands>($optional_operands, type($optional_operands),
+                                $expert_bias)
+    `k` `=` $k `scoring` `=` custom<EnumKeyword>($scoring)
+    `activation` `=` custom<EnumKeyword>($activation)
+    `layout` `=` custom<EnumKeyword>($layout) attr-dict `:` type($x) `,`
+    type($logits) `,` type($w_up) `,` type($w_down) `->` type($y) `,`
+    type($h) `,` type($weights) `,` type($indices)
+  }];
+  let extraClassDeclaration = [{
+    /// The expert count E.
+    int64_t getNumExperts() { return getLogits().getType().getDimSize(1); }
+    /// The expert intermediate size I (half of w_up's output width).
+    int64_t getIntermediateSize();
+    /// The hidden size H.
+    int64_t getHiddenSize() { return getX().getType().getDimSize(1); }
+    /// The optional operands by name (null when absent), as moe.ffn's.
+    Value getBias();
+    Value getWUpBias();
+    Value getWDownBias();
+    /// The weight scales: never valid here (weight_format plain only);
+    /// null, for the optional-operand printer shared with moe.ffn.
+    Value getWUpScale() { return Value(); }
+    Value getWDownScale() { return Value(); }
+    /// The weight format (plain is the only valid one).
+    WeightFormat getFormat() { return getWeightFormat(); }
+  }];
+}
+
 def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
   let summary = "the gradient of a whole MoE feed-forward layer (moe.ffn)";
   let description = [{
@@ -889,13 +985,31 @@ def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
     activation type): `x` (`H * sizeof(F)` bytes), the pre-activation `h`
     of its `k` rows (`k * 2I * sizeof(F)`), and the routing metadata: the
     `k` expert ids (`k * 4` bytes, i32) and the `k` routing weights (`k *
-    4`, f32); the dispatch order and offsets follow from the ids. This
-    composite saves nothing: it takes the forward's operands and recomputes
-    the routing and `h` itself (one extra up GEMM); the saved-tensor form
-    arrives with the GPU engines.
+    4`, f32); the dispatch order and offsets follow from the ids.
+
+    Two forms:
+
+    - recomputing (no `saved`): the op saves nothing; it takes the
+      forward's operands and recomputes the routing and `h` itself (one
+      extra up GEMM);
+    - saved: `saved(%h, %weights, %indices : types)`, the last three
+      results of `moe.ffn_train` (`h`: `(T*k) x 2I` of `F` in dispatch
+      order, `weights`: `T x k` f32, `indices`: `T x k` i32). The
+      decomposition then has no `moe.route` and no up-projection GEMM: it
+      derives cumsum, get_indices and get_indptr from the saved `indices`,
+      takes the routing weights and `h` as given and recomputes only the
+      activation `glu(h)`. `logits` is still an operand (`moe.route_grad`
+      needs the scores, recomputed per row from the logits), `bias` and the
+      group attributes then only describe the forward.
+
+    In the generic form the saved tensors are the last three operands
+    (after the routing bias and the expert biases): the saved group is
+    present exactly when there are three operands more than the other
+    rules allow.
 
     Constraints: all of `moe.ffn`'s; `dy` is `T x H` of `x`'s type; the
-    results have the types above. Only bf16 / f16 / f32 weights
+    saved tensors have the types above (`h`'s rows `T * k` where `T` is
+    static); the results have the types above. Only bf16 / f16 / f32 weights
     (`weight_format = plain`): training on quantized weights is out of
     scope.
 
@@ -903,6 +1017,16 @@ def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
 
     ```mlir
     %dx, %dl, %dwu, %dwd = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down
+        k = 2 scoring = softmax activation = silu layout = concat
+        {normalize = true}
+        : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>,
+          tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+        -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>,
+           tensor<8x128x64xf32>
+
+    %dx, %dl, %dwu, %dwd = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down
+        saved(%h, %w, %ids : tensor<?x256xbf16>, tensor<?x2xf32>,
+                             tensor<?x2xi32>)
         k = 2 scoring = softmax activation = silu layout = concat
         {normalize = true}
         : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>,
@@ -931,8 +1055,8 @@ def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
                       Variadic<Moe_FloatTensorOfRank<2>>:$bias_grads);
   let assemblyFormat = [{
     $dy `,` $x `,` $logits `,` $w_up `,` $w_down
-    custom<FfnOptionalOperands>($optional_operands, type($optional_operands),
-                                $expert_bias)
+    custom<FfnGradOptionalOperands>($optional_operands,
+                                    type($optional_operands), $expert_bias)
     `k` `=` $k `scoring` `=` custom<EnumKeyword>($scoring)
     `activation` `=` custom<EnumKeyword>($activation)
     `layout` `=` custom<EnumKeyword>($layout) attr-dict `:` type($dy) `,`
@@ -956,6 +1080,12 @@ def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
     /// null, for the optional-operand printer shared with moe.ffn.
     Value getWUpScale() { return Value(); }
     Value getWDownScale() { return Value(); }
+    /// The saved forward tensors (moe.ffn_train's h, weights, indices),
+    /// else null: the last three optional operands, when present.
+    bool hasSaved();
+    Value getSavedH();
+    Value getSavedWeights();
+    Value getSavedIndices();
     /// The expert bias gradients (E x 2I, E x H; expert_bias), else null.
     Value getDwUpBias() {
       return getBiasGrads().size() == 2 ? getBiasGrads()[0] : Value();

@@ -10,7 +10,7 @@
 include "mlir/Pass/PassBase.td"
 
 def MoeDecomposePass : Pass<"moe-decompose"> {
-  let summary = "Expand moe.ffn (and moe.ffn_grad) into the primitive chain";
+  let summary = "Expand moe.ffn (moe.ffn_train, moe.ffn_grad) into the primitive chain";
   let description = [{
     Rewrites every `moe.ffn` into the chain of public ops that defines it
     (docs/Contract.md, section 3):
@@ -22,10 +22,16 @@ def MoeDecomposePass : Pass<"moe-decompose"> {
       -> combine(weights)
     ```
 
+    Every `moe.ffn_train` becomes the same chain; its `h`, `weights` and
+    `indices` results are the chain's `grouped_matmul(w_up)` and
+    `moe.route` results.
+
     Every `moe.ffn_grad` becomes its backward chain (the forward's routing,
-    dispatch metadata and pre-activation recomputed, then dgrad, glu_grad,
-    row_dot, route_grad and grouped_matmul_wgrad; the op reference of
-    `moe.ffn_grad` lists it).
+    dispatch metadata and pre-activation recomputed, or with
+    `saved(h, weights, indices)` only the metadata derived from the saved
+    ids and the activation from the saved h; then dgrad, glu_grad, row_dot,
+    route_grad and grouped_matmul_wgrad; the op reference of `moe.ffn_grad`
+    lists it).
 
     Routing weights are produced in f32 (routing math is f32); the expert
     activations stay in the layer's element type `F` between the two grouped

@@ -22,11 +22,13 @@
 namespace mlir {
 namespace moe {
 
-/// moe.ffn -> the primitive chain of docs/Contract.md section 3, and
-/// moe.ffn_grad -> its backward chain (populateMoeDecomposeFfnGradPatterns).
+/// moe.ffn and moe.ffn_train -> the primitive chain of docs/Contract.md
+/// section 3, and moe.ffn_grad -> its backward chain
+/// (populateMoeDecomposeFfnGradPatterns).
 void populateMoeDecomposePatterns(RewritePatternSet &patterns);
-/// moe.ffn_grad -> the forward's routing and pre-activation recomputed,
-/// then the backward chain (MoeDecomposeFfnGrad.cpp).
+/// moe.ffn_grad -> the forward's routing and pre-activation recomputed (or,
+/// saved form, the metadata of the saved ids and glu of the saved h), then
+/// the backward chain (MoeDecomposeFfnGrad.cpp).
 void populateMoeDecomposeFfnGradPatterns(RewritePatternSet &patterns);
 
 /// The forms each lowering implements once: moe.grouped_matmul is a

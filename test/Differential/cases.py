@@ -575,39 +575,14 @@ def gen_ffn(rng, seed):
 
 
 def gen_ffn_grad(rng, seed):
-    """moe.ffn_grad: gen_ffn's layers (plain weights) and an upstream dy."""
-    style, E, k, attrs, has_bias = _route_config(rng)
-    T = _T(rng)
-    H = int(_pick(rng, [1, 4, 8, 16]))
-    I = int(_pick(rng, [1, 2, 4, 8]))
-    F = _dtype(rng)
-    tw = bool(rng.random() < 0.5)
-    x = _floats(rng, (T, H), F)
-    LF = "f32" if F != "f32" and rng.random() < 0.4 else F
-    logits = _logits(rng, T, E, LF, attrs["scoring"], nonfinite=rng.random() < 0.15)
-    w_up = _floats(rng, (E, 2 * I, H) if tw else (E, H, 2 * I), F, scale=1 / np.sqrt(H))
-    w_down = _floats(rng, (E, H, I) if tw else (E, I, H), F, scale=1 / np.sqrt(I))
-    dyn = rng.random() < 0.5
-    inputs = [
-        Tensor("dy", F, _floats(rng, (T, H), F), dyn),
-        Tensor("x", F, x, dyn),
-        Tensor("logits", LF, logits, dyn),
-        Tensor("w_up", F, w_up),
-        Tensor("w_down", F, w_down),
-    ]
-    if has_bias:
-        inputs.append(Tensor("bias", "f32", ref.round_to(rng.normal(0, 0.5, size=E), "f32")))
-    out = [F, LF, "f32", "f32"]
-    if rng.random() < 0.35:  # per-expert matmul biases (gpt-oss)
-        inputs.append(Tensor("w_up_bias", F, _floats(rng, (E, 2 * I), F, scale=0.5)))
-        inputs.append(Tensor("w_down_bias", F, _floats(rng, (E, H), F, scale=0.5)))
-        out += ["f32", "f32"]
-    attrs["k"] = k
-    attrs.update(_glu_attrs(rng))
-    attrs["transpose_weights"] = tw
-    if rng.random() < 0.1:  # the default, written out
-        attrs["weight_format"] = "plain"
-    return Case("ffn_grad", seed, inputs, attrs, out, style)
+    """moe.ffn_grad: gen_ffn's layers (plain weights) and an upstream dy;
+    results dx, dlogits, f32 dw_up / dw_down (and the expert biases')."""
+    c = gen_ffn(rng, seed)
+    v = {t.name: t for t in c.inputs}
+    F, LF = v["x"].dtype, v["logits"].dtype
+    dy = Tensor("dy", F, _floats(rng, v["x"].value.shape, F), v["x"].dyn)
+    out = [F, LF, "f32", "f32"] + (["f32", "f32"] if "w_up_bias" in v else [])
+    return Case("ffn_grad", seed, [dy] + c.inputs, c.attrs, out, c.note)
 
 
 def gen_ffn_train(rng, seed):

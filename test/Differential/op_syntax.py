@@ -270,21 +270,28 @@ class Syntax:
                 t["rhs"],
                 rt,
             )
-        if op == "ffn_grad":
+        if op in ("ffn", "ffn_train", "ffn_grad"):
             items = self.route_items(a) + self.glu_items(a)
             if a.get("transpose_weights"):
                 items.append(("transpose_weights", "true"))
             items += self.format_items(a)
-            expert = ""
+            groups = ""
             if "w_up_bias" in v:
-                expert = " expert_bias(%s, %s : %s, %s)" % (
+                groups = " expert_bias(%s, %s : %s, %s)" % (
                     v["w_up_bias"],
                     v["w_down_bias"],
                     t["w_up_bias"],
                     t["w_down_bias"],
                 )
-            if "h" in v:  # the saved form (moe.ffn_train's results)
-                expert += " saved(%s, %s, %s : %s, %s, %s)" % (
+            if "w_up_scale" in v:
+                groups += " scales(%s, %s : %s, %s)" % (
+                    v["w_up_scale"],
+                    v["w_down_scale"],
+                    t["w_up_scale"],
+                    t["w_down_scale"],
+                )
+            if "h" in v:  # moe.ffn_grad's saved form (moe.ffn_train's results)
+                groups += " saved(%s, %s, %s : %s, %s, %s)" % (
                     v["h"],
                     v["weights"],
                     v["indices"],
@@ -292,71 +299,23 @@ class Syntax:
                     t["weights"],
                     t["indices"],
                 )
+            # moe.ffn_grad takes the upstream gradient dy first.
+            names = (["dy"] if op == "ffn_grad" else []) + ["x", "logits", "w_up", "w_down"]
             return (
-                "%s = moe.ffn_grad %s, %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
-                "layout = %s%s : %s, %s, %s, %s, %s -> %s"
-            ) % (
-                lhs,
-                v["dy"],
-                v["x"],
-                v["logits"],
-                v["w_up"],
-                v["w_down"],
-                opt("bias", "bias"),
-                expert,
-                a["k"],
-                a["scoring"],
-                a["activation"],
-                a["layout"],
-                attr_dict(items),
-                t["dy"],
-                t["x"],
-                t["logits"],
-                t["w_up"],
-                t["w_down"],
-                rt,
-            )
-        if op in ("ffn", "ffn_train"):
-            items = self.route_items(a) + self.glu_items(a)
-            if a.get("transpose_weights"):
-                items.append(("transpose_weights", "true"))
-            items += self.format_items(a)
-            expert = ""
-            if "w_up_bias" in v:
-                expert = " expert_bias(%s, %s : %s, %s)" % (
-                    v["w_up_bias"],
-                    v["w_down_bias"],
-                    t["w_up_bias"],
-                    t["w_down_bias"],
+                "%s = moe.%s %s%s%s k = %d scoring = %s activation = %s layout = %s%s : %s -> %s"
+                % (
+                    lhs,
+                    op,
+                    ", ".join(v[n] for n in names),
+                    opt("bias", "bias"),
+                    groups,
+                    a["k"],
+                    a["scoring"],
+                    a["activation"],
+                    a["layout"],
+                    attr_dict(items),
+                    ", ".join(t[n] for n in names),
+                    rt,
                 )
-            if "w_up_scale" in v:
-                expert += " scales(%s, %s : %s, %s)" % (
-                    v["w_up_scale"],
-                    v["w_down_scale"],
-                    t["w_up_scale"],
-                    t["w_down_scale"],
-                )
-            return (
-                "%s = moe.%s %s, %s, %s, %s%s%s k = %d scoring = %s activation = %s "
-                "layout = %s%s : %s, %s, %s, %s -> %s"
-            ) % (
-                lhs,
-                op,
-                v["x"],
-                v["logits"],
-                v["w_up"],
-                v["w_down"],
-                opt("bias", "bias"),
-                expert,
-                a["k"],
-                a["scoring"],
-                a["activation"],
-                a["layout"],
-                attr_dict(items),
-                t["x"],
-                t["logits"],
-                t["w_up"],
-                t["w_down"],
-                rt,
             )
         raise KeyError(op)

@@ -437,6 +437,22 @@ def cmp_float(name, got_bits, want, dtype, scale=None, care=None, exact=False):
     return None
 
 
+# moe.ffn's routing and GLU attributes, as the float64 references take them.
+FFN_KW = (
+    "normalize",
+    "n_group",
+    "topk_group",
+    "group_score",
+    "scaling",
+    "activation",
+    "layout",
+    "alpha",
+    "limit",
+    "up_bias",
+    "transpose_weights",
+)
+
+
 def check_case(case, results):
     """List of mismatch strings (empty: pass)."""
     op, a = case.op, case.attrs
@@ -523,23 +539,7 @@ def check_case(case, results):
         val, sc = R.row_dot(v["lhs"], v["rhs"], v.get("acc"))
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op == "ffn_grad":
-        kw = {
-            n: a[n]
-            for n in (
-                "normalize",
-                "n_group",
-                "topk_group",
-                "group_score",
-                "scaling",
-                "activation",
-                "layout",
-                "alpha",
-                "limit",
-                "up_bias",
-                "transpose_weights",
-            )
-            if n in a
-        }
+        kw = {n: a[n] for n in FFN_KW if n in a}
         grads, defined = R.ffn_grad(
             v["dy"],
             v["x"],
@@ -585,25 +585,7 @@ def check_case(case, results):
             )
         )
     elif op == "ffn":
-        kw = {
-            n: a[n]
-            for n in (
-                "normalize",
-                "n_group",
-                "topk_group",
-                "group_score",
-                "scaling",
-                "activation",
-                "layout",
-                "alpha",
-                "limit",
-                "up_bias",
-                "transpose_weights",
-                "weight_format",
-                "scale_fmt",
-            )
-            if n in a
-        }
+        kw = {n: a[n] for n in FFN_KW + ("weight_format", "scale_fmt") if n in a}
         y, sc, defined = R.ffn(
             v["x"],
             v["logits"],
@@ -621,21 +603,6 @@ def check_case(case, results):
         )
         add(cmp_float("result", results[0], y, od[0], sc, defined[:, None]))
     return errs
-
-
-FFN_KW = (
-    "normalize",
-    "n_group",
-    "topk_group",
-    "group_score",
-    "scaling",
-    "activation",
-    "layout",
-    "alpha",
-    "limit",
-    "up_bias",
-    "transpose_weights",
-)
 
 
 def check_ffn_train(case, results):

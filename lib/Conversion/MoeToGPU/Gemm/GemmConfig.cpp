@@ -171,6 +171,18 @@ static GemmKernelConfig swapConfig(const ConvertMoeToGPUPassOptions &options,
                                    int64_t tileM,
                                    int64_t mxfp4StageK = kMxfp4StageK);
 
+/// mxfp4 K per stage for `tileM`-token tiles: mxfp4_hopper from 32 tokens
+/// (the main and 32-token kernels) 128, four stages instead of two (T =
+/// 512 9%, T = 4096 / 16384 10-14% faster, bench/NOTES.md v75); the
+/// 16-token tiles' stages are mostly weights and already four deep (at 128
+/// K and four blocks per SM they were 5-7% slower), and mxfp4's decode
+/// reads 128-byte rows: 256.
+static int64_t mxfp4StageK(ExpertGemmOp op, int64_t tileM) {
+  return op.getFormat() == WeightFormat::mxfp4_hopper && tileM >= 32
+             ? 128
+             : kMxfp4StageK;
+}
+
 /// mxfp4 weights: every tier is the small-M form (the weights are wgmma's
 /// A operand, dequantized in registers: only A may come from registers).
 /// The main kernel: 128 tokens (m64n128k16, each weight tile decoded once
@@ -201,7 +213,7 @@ chooseMxfp4Config(ExpertGemmOp op, const ConvertMoeToGPUPassOptions &options,
   bool hopper = op.getFormat() == WeightFormat::mxfp4_hopper;
   mainOptions.wgmmaSwapTileN = hopper ? 192 : 128;
   config = swapConfig(mainOptions, config, /*rows=*/0, /*tileM=*/128,
-                      hopper ? 128 : kMxfp4StageK);
+                      mxfp4StageK(op, 128));
   if (options.wgmmaStages > config.stages)
     return op.emitOpError("wgmma-stages ")
            << options.wgmmaStages << " does not fit the mxfp4 kernel's "
@@ -419,20 +431,12 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
       (!kMajor && !mnMajorOk))
     return configs;
   int64_t tileM = options.wgmmaSwapTileM ? options.wgmmaSwapTileM : 16;
-  // mxfp4_hopper from 32 tokens: 128-K stages (four instead of two: T =
-  // 512 9% faster, bench/NOTES.md v75; the 16-token tiles' stages are
-  // mostly weights and already four deep: at 128 K and four blocks per SM
-  // they were 5-7% slower).
-  auto mxfp4StageK = [&](int64_t tileM) {
-    return op.getFormat() == WeightFormat::mxfp4_hopper && tileM >= 32
-               ? 128
-               : kMxfp4StageK;
-  };
-  configs.push_back(swapConfig(options, main, rows, tileM, mxfp4StageK(tileM)));
+  configs.push_back(
+      swapConfig(options, main, rows, tileM, mxfp4StageK(op, tileM)));
   // The wide kernel only above the first one's rows and with wider tiles.
   if (wideRows > rows && options.wgmmaWideSwapTileM > tileM)
     configs.push_back(swapConfig(options, main, wideRows,
                                  options.wgmmaWideSwapTileM,
-                                 mxfp4StageK(options.wgmmaWideSwapTileM)));
+                                 mxfp4StageK(op, options.wgmmaWideSwapTileM)));
   return configs;
 }

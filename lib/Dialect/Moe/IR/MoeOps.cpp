@@ -327,6 +327,18 @@ static LogicalResult verifySameDim(Operation *op, Value a, unsigned da,
   return success();
 }
 
+/// `b` has `a`'s element type.
+static LogicalResult verifySameElementType(Operation *op, Value a,
+                                           StringRef aName, Value b,
+                                           StringRef bName) {
+  Type x = cast<ShapedType>(a.getType()).getElementType();
+  Type y = cast<ShapedType>(b.getType()).getElementType();
+  if (x != y)
+    return op->emitOpError() << "expected '" << bName << "' element type " << x
+                             << " (as '" << aName << "'), got " << y;
+  return success();
+}
+
 /// Static `k`: dimension 1 of a `T x k` operand.
 static LogicalResult verifyStaticK(Operation *op, Value v, StringRef name) {
   return verifyStaticDim(op, v, 1, name, "k");
@@ -681,9 +693,9 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
   Type f = cast<RankedTensorType>(lhs.getType()).getElementType();
   unsigned kDim = transposed ? 2 : 1, nDim = transposed ? 1 : 2;
   int64_t e = rhsType.getDimSize(0), n = rhsType.getDimSize(nDim);
-  if (format == WeightFormat::plain && rhsType.getElementType() != f)
-    return op->emitOpError() << "expected 'rhs' element type " << f
-                             << " (as 'lhs'), got " << rhsType.getElementType();
+  if (format == WeightFormat::plain &&
+      failed(verifySameElementType(op, lhs, "lhs", rhs, "rhs")))
+    return failure();
   if (format == WeightFormat::plain &&
       failed(verifySameDim(op, lhs, 1, "lhs", rhs, kDim, "rhs", "K")))
     return failure();
@@ -702,10 +714,8 @@ static LogicalResult verifyGemmOperands(Operation *op, Value lhs, Value rhs,
       return op->emitOpError() << "expected 'bias' to be a 2-D tensor (E x N),"
                                   " got "
                                << bias.getType();
-    if (biasType.getElementType() != f)
-      return op->emitOpError()
-             << "expected 'bias' element type " << f << " (as 'lhs'), got "
-             << biasType.getElementType();
+    if (failed(verifySameElementType(op, lhs, "lhs", bias, "bias")))
+      return failure();
     if (biasType.getShape() != ArrayRef<int64_t>{e, n})
       return op->emitOpError() << "expected 'bias' to be " << e << "x" << n
                                << " (E x N), got " << biasType;
@@ -797,13 +807,10 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   if (failed(verifyStaticDim(*this, lhs, 1, "lhs", "K")) ||
       failed(verifyStaticDim(*this, rhs, 1, "rhs", "N")))
     return failure();
-  Type f = getLhs().getType().getElementType();
-  if (getRhs().getType().getElementType() != f)
-    return emitOpError() << "expected 'rhs' element type " << f
-                         << " (as 'lhs'), got "
-                         << getRhs().getType().getElementType();
-  if (failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
+  if (failed(verifySameElementType(*this, lhs, "lhs", rhs, "rhs")) ||
+      failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
     return failure();
+  Type f = getLhs().getType().getElementType();
   int64_t offsetsLen = dimOf(getOffsets(), 0);
   if (isDyn(offsetsLen) || offsetsLen < 2)
     return emitOpError() << "expected 'offsets' to have E + 1 >= 2 static "
@@ -896,11 +903,9 @@ LogicalResult GluGradOp::verify() {
     return emitOpError() << "expected 'grad' to have " << cols / 2
                          << " columns (N, half of the input's), got "
                          << dimStr(gradCols);
-  Type f = cast<ShapedType>(getInput().getType()).getElementType();
-  Type gf = cast<ShapedType>(getGrad().getType()).getElementType();
-  if (gf != f)
-    return emitOpError() << "expected 'grad' element type " << f
-                         << " (as 'input'), got " << gf;
+  if (failed(
+          verifySameElementType(*this, getInput(), "input", getGrad(), "grad")))
+    return failure();
   return verifyResultTypesExactly(*this);
 }
 
@@ -972,13 +977,10 @@ LogicalResult RowDotOp::verify() {
   Value lhs = getLhs(), rhs = getRhs();
   if (failed(verifyStaticDim(*this, lhs, 1, "lhs", "N")))
     return failure();
-  Type f = getLhs().getType().getElementType();
-  if (getRhs().getType().getElementType() != f)
-    return emitOpError() << "expected 'rhs' element type " << f
-                         << " (as 'lhs'), got "
-                         << getRhs().getType().getElementType();
-  if (failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
+  if (failed(verifySameElementType(*this, lhs, "lhs", rhs, "rhs")) ||
+      failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
     return failure();
+  Type f = getLhs().getType().getElementType();
   if (dimOf(rhs, 1) != dimOf(lhs, 1))
     return emitOpError() << "expected dimension 1 of 'rhs' (N) to be "
                          << dimOf(lhs, 1) << ", got " << dimStr(dimOf(rhs, 1));

@@ -78,6 +78,15 @@ SGMM_ALIGN = 16  # rows per group of torch._scaled_grouped_mm, padded to this
 V = VC = None  # the vendored vLLM module and its vllm_compat (import_vllm_fp8)
 
 
+def over_fp8_max(amax):
+    """amax / 448 as IEEE division, as the format and our kernels compute
+    it. (torch on the GPU divides a tensor by a Python scalar as a multiply
+    by its reciprocal, 1 ulp off for about half of the scales, which flips
+    e4m3 codes of values near a rounding midpoint: the FP8 references read
+    ours at ~1.4e-2 instead of ~5e-3, bench/NOTES.md v76.)"""
+    return amax / torch.tensor(FP8_MAX, dtype=amax.dtype, device=amax.device)
+
+
 # ----------------------------------------------------------------------------
 # The format
 # ----------------------------------------------------------------------------
@@ -93,7 +102,7 @@ def quantize_fp8_blocks(w):
     for e in range(E):
         we = F.pad(w[e].float(), (0, kb * BLOCK - K, 0, nb * BLOCK - N))
         blk = we.reshape(nb, BLOCK, kb, BLOCK)
-        s = blk.abs().amax(dim=(1, 3)).clamp(min=1e-12) / FP8_MAX
+        s = over_fp8_max(blk.abs().amax(dim=(1, 3)).clamp(min=1e-12))
         q = (blk / s[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
         codes[e] = q.reshape(nb * BLOCK, kb * BLOCK)[:N, :K]
         scales[e] = s
@@ -116,7 +125,7 @@ def requantize_per_channel(codes, scales):
     row_scales = torch.empty(E, N, dtype=torch.float32, device=codes.device)
     for e in range(E):
         w = dequantize_fp8_block(codes[e], scales[e])
-        s = w.abs().amax(dim=1).clamp(min=1e-12) / FP8_MAX
+        s = over_fp8_max(w.abs().amax(dim=1).clamp(min=1e-12))
         out[e] = (w / s[:, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
         row_scales[e] = s
     return out, row_scales
@@ -124,7 +133,7 @@ def requantize_per_channel(codes, scales):
 
 def quantize_rows(a, eps=EPS):
     """[M, K] -> (e4m3 [M, K], f32 [M]): one scale per row, max(amax, eps) / 448."""
-    s = a.abs().amax(dim=1).float().clamp(min=eps) / FP8_MAX
+    s = over_fp8_max(a.abs().amax(dim=1).float().clamp(min=eps))
     q = (a.float() / s[:, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
     return q, s
 
@@ -135,7 +144,7 @@ def fake_quant_groups(a, eps=EPS):
     M, K = a.shape
     G = -(-K // BLOCK)
     ag = F.pad(a.float(), (0, G * BLOCK - K)).reshape(M, G, BLOCK)
-    s = ag.abs().amax(dim=2).clamp(min=eps) / FP8_MAX
+    s = over_fp8_max(ag.abs().amax(dim=2).clamp(min=eps))
     q = (ag / s[..., None]).clamp(-FP8_MAX, FP8_MAX).to(FP8).float()
     return (q * s[..., None]).reshape(M, G * BLOCK)[:, :K]
 

@@ -92,7 +92,7 @@ def main(argv=None):
             we = torch.nn.functional.pad(w[e].float(), (0, kb * 128 - K, 0, nb * 128 - N))
             blk = we.reshape(nb, 128, kb, 128)
             amax = blk.abs().amax(dim=(1, 3)).clamp(min=1e-12)
-            s = amax / 448.0
+            s = amax / torch.tensor(448.0, device=amax.device)  # IEEE division
             q = (blk / s[:, None, :, None]).clamp(-448, 448).to(torch.float8_e4m3fn)
             codes[e] = q.reshape(nb * 128, kb * 128)[:N, :K]
             scales[e] = s

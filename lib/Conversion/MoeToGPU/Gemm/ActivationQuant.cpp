@@ -7,8 +7,10 @@
 // An fp8_block expert GEMM multiplies e4m3 activations: each lhs row is
 // quantized per 128 columns (scale = max(amax, 1e-4) / 448, a power of two
 // with scale_fmt ue8m0; code = e4m3(x / scale), round to nearest even,
-// saturating) with the functions --moe-lower-to-cpu uses (LowPrecision.h),
-// so both lowerings quantize bit for bit alike. One warp per (row, group):
+// saturating) as --moe-lower-to-cpu quantizes (LowPrecision.h: the same
+// scale function and IEEE division; the codes by the hardware's cvt,
+// which rounds as roundToE4M3 does), so both lowerings quantize bit for
+// bit alike (a NaN's sign aside). One warp per (row, group):
 // lane l holds columns 4l .. 4l + 3 of the group (coalesced 8-byte reads
 // of 16-bit rows), the group's amax is a warp all-reduce. The lhs rows are
 // quantized before any gather: each row once, however many experts read it.
@@ -19,6 +21,7 @@
 
 #include "Utils/LowPrecision.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
@@ -69,10 +72,24 @@ void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
                             return {arith::MaximumFOp::create(b, p[0], q[0])};
                           })[0];
         Value scale = activationScale(b, amax, ue8m0);
+        // The codes by cvt.rn.satfinite.e4m3x2.f32 (one instruction a pair:
+        // round to nearest even, beyond 448 to 448, NaN to 0x7f), which is
+        // roundToE4M3 then encodeE4M3 but for a NaN's sign (dropped).
+        auto f8 = Float8E4M3FNType::get(b.getContext());
+        SmallVector<Value, 4> code;
+        for (int64_t i = 0; i < 4; i += 2) {
+          Value pair = NVVM::ConvertF32x2ToF8x2Op::create(
+              b, b.getI16Type(), b.div(x[i + 1], scale), b.div(x[i], scale),
+              NVVM::FPRoundingMode::RN, NVVM::SaturationMode::SATFINITE,
+              /*relu=*/false, f8);
+          Value word = arith::ExtUIOp::create(b, b.getI32Type(), pair);
+          code.push_back(arith::TruncIOp::create(b, b.getI8Type(), word));
+          code.push_back(arith::TruncIOp::create(
+              b, b.getI8Type(), arith::ShRUIOp::create(b, word, b.i32(8))));
+        }
         for (int64_t i = 0; i < 4; ++i)
           when(b, in[i], [&](LoweringBuilder &b) {
-            Value code = encodeE4M3(b, roundToE4M3(b, b.div(x[i], scale)));
-            b.store(code, codes, {row, cols[i]});
+            b.store(code[i], codes, {row, cols[i]});
           });
         when(b, b.cmpi(CmpI::eq, lane, b.idx(0)),
              [&](LoweringBuilder &b) { b.store(scale, scales, {row, group}); });

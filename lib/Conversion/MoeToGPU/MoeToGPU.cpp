@@ -30,7 +30,7 @@ using namespace mlir::moe;
 
 void mlir::moe::populateMoeToGPUConversionPatterns(
     RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options) {
-  populateMoeDecomposePatterns(patterns); // moe.ffn
+  populateMoeDecomposePatterns(patterns); // moe.ffn, ffn_train, ffn_grad
   populateMoeFusedFormPatterns(patterns); // grouped_matmul, route_dispatch
   populateRoutingToGPUPatterns(patterns, options.chip,
                                options.routeDispatchSmall,
@@ -38,6 +38,7 @@ void mlir::moe::populateMoeToGPUConversionPatterns(
   populateDispatchToGPUPatterns(patterns, options.chip);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, options);
+  populateBackwardToGPUPatterns(patterns);
 }
 
 namespace {
@@ -115,18 +116,6 @@ struct ConvertMoeToGPUPass
       getOperation()->emitError("convert-moe-to-gpu: ") << *error;
       return signalPassFailure();
     }
-    // The backward ops (and moe.ffn_train, the forward that saves for
-    // them) run on the CPU pipeline only (so far).
-    WalkResult unsupported = getOperation()->walk([](Operation *op) {
-      if (!isa<GluGradOp, GroupedMatmulWgradOp, CombineGradOp, RouteGradOp,
-               RowDotOp, FfnTrainOp, FfnGradOp>(op))
-        return WalkResult::advance();
-      op->emitOpError("has no GPU lowering yet: the backward ops run with "
-                      "--moe-lower-to-cpu");
-      return WalkResult::interrupt();
-    });
-    if (unsupported.wasInterrupted())
-      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<MoeDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -26,6 +26,10 @@ void populateMovementToGPUPatterns(RewritePatternSet &patterns);
 void populateExpertComputeToGPUPatterns(
     RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options);
 
+/// glu_grad, row_dot, combine_grad, route_grad, grouped_matmul_wgrad (the
+/// backward primitives; ffn_train and ffn_grad decompose into them).
+void populateBackwardToGPUPatterns(RewritePatternSet &patterns);
+
 } // namespace moe
 } // namespace mlir
 

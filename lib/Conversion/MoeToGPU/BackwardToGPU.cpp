@@ -1,0 +1,272 @@
+//===- BackwardToGPU.cpp - the backward primitives as GPU kernels ---------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The portable GPU kernels of the layer's backward (moe.ffn_grad and
+// moe.ffn_train decompose into these and the forward primitives): every
+// result element is computed by one thread in the order the CPU lowering
+// (MoeToLinalg) computes it, so the kernels are deterministic (no atomics,
+// no order that depends on scheduling) and write every element (empty
+// experts' weight gradients are exactly `acc` or zero).
+//
+// - moe.glu_grad: one thread per (row, output column): both halves of the
+//   pair (gluGradValues, the CPU lowering's function).
+// - moe.row_dot: one thread per row, the columns summed in order in f32.
+// - moe.combine_grad: one thread per (token, slot, column).
+// - moe.route_grad: one thread per token (E x k steps: the scores on
+//   demand, the picks' contributions in slot order).
+// - moe.grouped_matmul_wgrad: one thread per (expert, k, n), its group's
+//   rows contracted in order in f32 (the SIMT form; the Hopper engine's
+//   ragged-K wgrad is future work).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+#include "Patterns.h"
+
+#include "Utils/Glu.h"
+#include "Utils/Selection.h"
+
+#include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+using CmpF = arith::CmpFPredicate;
+
+namespace {
+
+struct GluGradToGPU : OpRewritePattern<GluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    int64_t n = resultType.getDimSize(1) / 2;
+    GluParams p = gluParamsOf(op);
+    bool concat = p.layout == GluLayout::concat;
+    Value grad = toBuffer(b, op.getGrad());
+    Value input = toBuffer(b, op.getInput());
+    Value rows = b.memDim(input, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, rows));
+    launchRowsCols(b, rows, b.idx(n),
+                   [&](LoweringBuilder &b, Value row, Value col) {
+                     Value gateCol = concat ? col : b.mul(col, b.idx(2));
+                     Value upCol = concat ? b.add(col, b.idx(n))
+                                          : b.add(gateCol, b.idx(1));
+                     auto [dGate, dUp] =
+                         gluGradValues(b, p, b.toF32(b.load(grad, {row, col})),
+                                       b.toF32(b.load(input, {row, gateCol})),
+                                       b.toF32(b.load(input, {row, upCol})));
+                     b.store(b.fromF32(dGate, f), out, {row, gateCol});
+                     b.store(b.fromF32(dUp, f), out, {row, upCol});
+                   });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct RowDotToGPU : OpRewritePattern<RowDotOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RowDotOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    int64_t n = op.getLhs().getType().getDimSize(1);
+    Value lhs = toBuffer(b, op.getLhs());
+    Value rhs = toBuffer(b, op.getRhs());
+    Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
+    Value m = b.memDim(lhs, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, m));
+    launchForEach(b, m, [&](LoweringBuilder &b, Value row) {
+      Value init = acc ? b.load(acc, {row}) : b.f32(0.0);
+      Value dot = b.forLoop(b.idx(0), b.idx(n), {init},
+                            [&](LoweringBuilder &b, Value col,
+                                ValueRange sum) -> SmallVector<Value> {
+                              Value p = b.mul(b.toF32(b.load(lhs, {row, col})),
+                                              b.toF32(b.load(rhs, {row, col})));
+                              return {b.add(sum[0], p)};
+                            })[0];
+      b.store(b.fromF32(dot, o), out, {row});
+    });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct CombineGradToGPU : OpRewritePattern<CombineGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CombineGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type f = resultType.getElementType();
+    int64_t k = resultType.getDimSize(1), h = resultType.getDimSize(2);
+    Value grad = toBuffer(b, op.getGrad());
+    Value weights = op.getWeights() ? toBuffer(b, op.getWeights()) : Value();
+    Value t = b.memDim(grad, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, t));
+    launchRowsCols(b, b.mul(t, b.idx(k)), b.idx(h),
+                   [&](LoweringBuilder &b, Value slot, Value col) {
+                     auto [row, j] = rowAndSlot(b, slot, k);
+                     Value x = b.toF32(b.load(grad, {row, col}));
+                     if (weights)
+                       x = b.mul(b.toF32(b.load(weights, {row, j})), x);
+                     b.store(b.fromF32(x, f), out, {row, j, col});
+                   });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct RouteGradToGPU : OpRewritePattern<RouteGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RouteGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    int64_t e = op.getLogits().getType().getDimSize(1);
+    int64_t k = op.getGrad().getType().getDimSize(1);
+    bool softmax = op.getScoring() == ScoringFn::softmax;
+    bool normalize = op.getNormalize();
+    float scalingValue = op.getScaling().convertToFloat();
+    Value grad = toBuffer(b, op.getGrad());
+    Value logits = toBuffer(b, op.getLogits());
+    Value indices = toBuffer(b, op.getIndices());
+    Value t = b.memDim(logits, 0);
+    Value out = allocBuffer(b, resultType, dynRows(resultType, t));
+    launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
+      Value zero = b.idx(0), numExperts = b.idx(e), kIdx = b.idx(k);
+      Value eI32 = b.i32(e), scaling = b.f32(scalingValue);
+      RoutingScores routing(b, e, softmax, [&](LoweringBuilder &b, Value col) {
+        return b.load(logits, {row, col});
+      });
+      // Over the valid picks in slot order (as the CPU lowering).
+      auto forPicks = [&](LoweringBuilder &b, ValueRange init,
+                          function_ref<SmallVector<Value>(
+                              LoweringBuilder &, Value, Value, ValueRange)>
+                              body) {
+        return b.forLoop(zero, kIdx, init,
+                         [&](LoweringBuilder &b, Value j,
+                             ValueRange acc) -> SmallVector<Value> {
+                           Value id = b.load(indices, {row, j});
+                           return b.ifThen(b.inRange(id, b.i32(0), eI32), acc,
+                                           [&](LoweringBuilder &b) {
+                                             return body(b, j, id, acc);
+                                           });
+                         });
+      };
+      SmallVector<Value> sd =
+          forPicks(b, {b.f32(0.0), b.f32(0.0)},
+                   [&](LoweringBuilder &b, Value j, Value id,
+                       ValueRange acc) -> SmallVector<Value> {
+                     Value s = routing.score(b, b.toIndex(id));
+                     Value g = b.toF32(b.load(grad, {row, j}));
+                     return {b.add(acc[0], s), b.add(acc[1], b.mul(g, s))};
+                   });
+      Value sum = sd[0], dot = sd[1];
+      Value normalized =
+          normalize ? b.cmpf(CmpF::OGT, sum, b.f32(0.0)) : Value();
+      // ds[col]: the picks of expert col, in slot order.
+      auto dsOf = [&](LoweringBuilder &b, Value col) {
+        Value colI32 = b.toI32(col);
+        return forPicks(
+            b, {b.f32(0.0)},
+            [&](LoweringBuilder &b, Value j, Value id,
+                ValueRange acc) -> SmallVector<Value> {
+              return b.ifThen(
+                  b.cmpi(CmpI::eq, id, colI32), acc, [&](LoweringBuilder &b) {
+                    Value g = b.toF32(b.load(grad, {row, j}));
+                    Value d = g;
+                    if (normalized) {
+                      Value safe = b.select(normalized, sum, b.f32(1.0));
+                      Value n = b.div(b.sub(g, b.div(dot, safe)), safe);
+                      d = b.select(normalized, n, g);
+                    }
+                    return SmallVector<Value>{b.add(acc[0], b.mul(scaling, d))};
+                  });
+            })[0];
+      };
+      Value dsDot = b.f32(0.0);
+      if (softmax)
+        dsDot =
+            b.forLoop(zero, numExperts, {dsDot},
+                      [&](LoweringBuilder &b, Value col,
+                          ValueRange acc) -> SmallVector<Value> {
+                        return {b.add(acc[0], b.mul(dsOf(b, col),
+                                                    routing.score(b, col)))};
+                      })[0];
+      forEach(b, zero, numExperts, b.idx(1),
+              [&](LoweringBuilder &b, Value col) {
+                Value s = routing.score(b, col);
+                Value d = dsOf(b, col);
+                Value v = softmax ? b.mul(s, b.sub(d, dsDot))
+                                  : b.mul(b.mul(d, s), b.sub(b.f32(1.0), s));
+                b.store(b.fromF32(v, o), out, {row, col});
+              });
+    });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+struct GroupedMatmulWgradToGPU : OpRewritePattern<GroupedMatmulWgradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(GroupedMatmulWgradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto resultType = op.getResult().getType();
+    Type o = resultType.getElementType();
+    int64_t e = resultType.getDimSize(0), k = resultType.getDimSize(1),
+            n = resultType.getDimSize(2);
+    Value lhs = toBuffer(b, op.getLhs());
+    Value rhs = toBuffer(b, op.getRhs());
+    Value offsets = toBuffer(b, op.getOffsets());
+    Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
+    Value m = b.memDim(lhs, 0);
+    Value out = allocBuffer(b, resultType, {});
+    launchRowsCols(
+        b, b.idx(e * k), b.idx(n),
+        [&](LoweringBuilder &b, Value ek, Value col) {
+          Value expert = arith::DivUIOp::create(b, ek, b.idx(k));
+          Value kk = arith::RemUIOp::create(b, ek, b.idx(k));
+          auto offsetAt = [&](Value i) {
+            return b.clamp(b.toIndex(b.load(offsets, {i})), b.idx(0), m);
+          };
+          Value lo = offsetAt(expert);
+          Value hi =
+              arith::MaxSIOp::create(b, offsetAt(b.add(expert, b.idx(1))), lo);
+          Value init = acc ? b.load(acc, {expert, kk, col}) : b.f32(0.0);
+          Value sum = b.forLoop(lo, hi, {init},
+                                [&](LoweringBuilder &b, Value r,
+                                    ValueRange s) -> SmallVector<Value> {
+                                  Value p =
+                                      b.mul(b.toF32(b.load(lhs, {r, kk})),
+                                            b.toF32(b.load(rhs, {r, col})));
+                                  return {b.add(s[0], p)};
+                                })[0];
+          b.store(b.fromF32(sum, o), out, {expert, kk, col});
+        });
+    rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::moe::populateBackwardToGPUPatterns(RewritePatternSet &patterns) {
+  patterns.add<GluGradToGPU, RowDotToGPU, CombineGradToGPU, RouteGradToGPU,
+               GroupedMatmulWgradToGPU>(patterns.getContext());
+}

@@ -1,0 +1,98 @@
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --implicit-check-not=moe.
+// RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-nvvm=format=ptx | FileCheck %s --check-prefix=PTX --implicit-check-not="= moe."
+
+// The backward primitives' GPU kernels (BackwardToGPU.cpp): one thread per
+// result element (row_dot, route_grad: per row), every sum in the CPU
+// lowering's order, no atomics (deterministic); ffn_grad and ffn_train
+// decompose into these and the forward kernels, and the whole module
+// reaches PTX (PTX lines).
+
+// glu_grad: rows x N threads, both halves of a pair per thread (gpt-oss's
+// interleaved clamped SwiGLU: gate at 2c, up at 2c + 1).
+// CHECK-LABEL: func.func @glu_grad
+// CHECK:       %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
+// CHECK:       gpu.launch
+// CHECK:         math.exp
+// CHECK:         memref.store %{{.*}}, %[[OUT]][%{{.*}}, %[[G:.*]]] : memref<?x64xbf16>
+// CHECK:         memref.store %{{.*}}, %[[OUT]][%{{.*}}, %{{.*}}] : memref<?x64xbf16>
+// CHECK:       bufferization.to_tensor %[[OUT]]
+func.func @glu_grad(%d: tensor<?x32xbf16>, %h: tensor<?x64xbf16>) -> tensor<?x64xbf16> {
+  %r = moe.glu_grad %d, %h silu interleaved {alpha = 1.702 : f32, limit = 7.0 : f32, up_bias = 1.0 : f32} : tensor<?x32xbf16>, tensor<?x64xbf16> -> tensor<?x64xbf16>
+  return %r : tensor<?x64xbf16>
+}
+
+// row_dot: one thread per row, from acc[m], the 32 columns in order in f32.
+// CHECK-LABEL: func.func @row_dot
+// CHECK:       gpu.launch
+// CHECK:         %[[INIT:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<?xf32
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c32{{.*}} iter_args(%[[S:.*]] = %[[INIT]]) -> (f32)
+// CHECK:           arith.mulf
+// CHECK:           arith.addf %[[S]]
+func.func @row_dot(%a: tensor<?x32xbf16>, %b: tensor<?x32xbf16>, %acc: tensor<?xf32>) -> tensor<?xf32> {
+  %r = moe.row_dot %a, %b accumulate(%acc : tensor<?xf32>) : tensor<?x32xbf16>, tensor<?x32xbf16> -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// combine_grad: one thread per (token, slot, column): w[t, j] * g[t, h].
+// CHECK-LABEL: func.func @combine_grad
+// CHECK:       %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x2x32xbf16>
+// CHECK:       gpu.launch
+// CHECK:         arith.mulf
+// CHECK:         memref.store %{{.*}}, %[[OUT]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<?x2x32xbf16>
+func.func @combine_grad(%g: tensor<?x32xbf16>, %w: tensor<?x2xf32>) -> tensor<?x2x32xbf16> {
+  %r = moe.combine_grad %g weights(%w : tensor<?x2xf32>) : tensor<?x32xbf16> -> tensor<?x2x32xbf16>
+  return %r : tensor<?x2x32xbf16>
+}
+
+// route_grad: one thread per token: the softmax's max and sum over the 8
+// experts, S and D over the 2 picks, then per expert its picks' ds.
+// CHECK-LABEL: func.func @route_grad
+// CHECK:       gpu.launch
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c2{{.*}} -> (f32, f32)
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK:           memref.store %{{.*}} : memref<?x8xf32>
+func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi32>) -> tensor<?x8xf32> {
+  %r = moe.route_grad %g, %l, %i scoring = softmax {normalize = true} : tensor<?x2xf32>, tensor<?x8xf32>, tensor<?x2xi32> -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// grouped_matmul_wgrad (SIMT): one thread per (expert, k, n): the group's
+// rows [clamp(off[e]), max(clamp(off[e+1]), lo)) in order from acc[e, k, n]
+// (an empty group writes acc, or zero, exactly).
+// CHECK-LABEL: func.func @wgrad
+// CHECK:       %[[OUT:.*]] = memref.alloc() : memref<4x32x16xf32>
+// CHECK:       gpu.launch
+// CHECK:         %[[LO:.*]] = arith.minsi
+// CHECK:         %[[HI0:.*]] = arith.minsi
+// CHECK:         %[[HI:.*]] = arith.maxsi %[[HI0]], %[[LO]]
+// CHECK:         %[[ACC:.*]] = memref.load %{{.*}} : memref<4x32x16xf32
+// CHECK:         %[[SUM:.*]] = scf.for %{{.*}} = %[[LO]] to %[[HI]] step %{{.*}} iter_args(%{{.*}} = %[[ACC]]) -> (f32)
+// CHECK:         memref.store %[[SUM]], %[[OUT]]
+// CHECK-NOT:   atomic
+func.func @wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi32>, %acc: tensor<4x32x16xf32>) -> tensor<4x32x16xf32> {
+  %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<5xi32>) accumulate(%acc : tensor<4x32x16xf32>) : tensor<?x32xbf16>, tensor<?x16xbf16> -> tensor<4x32x16xf32>
+  return %r : tensor<4x32x16xf32>
+}
+
+// The whole layer's gradient and the training forward.
+// CHECK-LABEL: func.func @ffn_grad
+// CHECK-COUNT-2: gpu.launch
+// PTX-DAG:   gpu.binary
+// PTX-DAG:   llvm.func @ffn_grad(
+// PTX-DAG:   llvm.func @ffn_train(
+func.func @ffn_grad(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x128x64xbf16>, %wd: tensor<8x64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>) {
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>
+  return %r#0, %r#1, %r#2, %r#3 : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>
+}
+
+func.func @ffn_train(%x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x128x64xbf16>, %wd: tensor<8x64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) {
+  %y, %h, %w, %i = moe.ffn_train %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true}
+      : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+  return %y, %h, %w, %i : tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
+}

@@ -70,7 +70,8 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
       mbarrier pipeline, wgmma, persistent grid over the ragged tiles; built
       for 2-CTA clusters, `wgmma-cluster`: when the experts average at least
       one row tile the host launches it in clusters whose two CTAs share
-      each weight tile by TMA multicast, else without clusters) under
+      each weight tile by TMA multicast, else without clusters; fp8_block
+      weights are not clustered by default) under
       a run-time layout guard, else (and as the guard's fallback) the SIMT
       engine (tile-m x tile-n per block, 4 x 4 outputs per thread, f32
       accumulation); both with the gather prologue, bias + GLU + row-scale
@@ -134,7 +135,8 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaCluster", "wgmma-cluster", "int64_t", /*default=*/"0",
            "Hopper GEMM CTAs per cluster: 1, or 2 (pairs of row tiles of "
            "one expert share each weight tile, multicast by TMA; needs "
-           "wgmma-tma and tile-n >= 128); 0: cost model">,
+           "wgmma-tma and tile-n >= 128); 0: cost model (2 where it "
+           "can, but 1 for fp8_block weights)">,
     Option<"wgmmaSwapRows", "wgmma-swap-rows", "int64_t", /*default=*/"-1",
            "Hopper small-M (swap-AB) GEMM kernel: weights on the wgmma M "
            "side, tokens on N; the host launches it instead of the kernel "

@@ -32,9 +32,11 @@
 // TN64: error: 'moe.expert_gemm' op wgmma-tile-n 64 does not tile fp8_block weights (128: one scale block)
 
 // CHECK-LABEL: func.func @fp8(
-// The activation quantization: amax over the warp, codes and scales.
+// The activation quantization: amax over a half warp (a group; each warp
+// quantizes two), codes by cvt.rn.satfinite.e4m3x2.f32, and scales.
 // CHECK: gpu.launch
-// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK-COUNT-4: gpu.shuffle xor
+// CHECK: nvvm.convert.f32x2.to.f8x2
 // CHECK: memref.store %{{.*}} : memref<?x256xi8>
 // CHECK: memref.store %{{.*}} : memref<?x2xf32>
 // The small-M kernels (16 and 32 tokens per tile), then the main kernel.

@@ -48,6 +48,7 @@ _LAZY = {
     "PRESETS": ".presets",
     "MoeConfig": ".presets",
     "ffn_from_config": ".presets",
+    "training_from_config": ".training",
 }
 
 __all__ = sorted(_LAZY)
@@ -55,6 +56,7 @@ __all__ = sorted(_LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from ._moe import BuildError, MLIRError
     from .cpu import CpuModule, numpy_dtype
+    from .training import training_from_config
     from .ir import (
         DTYPES,
         Context,

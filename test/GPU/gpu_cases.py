@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The GPU test cases: one table, three users.
 
-* `gen_mlir.py` writes `cases/ops.mlir` and `cases/ffn_<model>.mlir` from it,
+* `gen_mlir.py` writes `cases/ops.mlir`, `cases/backward.mlir` and
+  `cases/ffn_<model>.mlir` from it,
 * `run_gpu_checks.py` calls the compiled functions with inputs generated here
   and compares them with the float64 numpy reference (`reference.py` of
   test/Differential) through `check_op()` below,
@@ -75,14 +76,16 @@ class Arg:
 
 
 class OpCase:
-    """One function of cases/ops.mlir: a single moe op."""
+    """One function of cases/<stem>.mlir (ops.mlir, backward.mlir): a
+    single moe op."""
 
-    def __init__(self, name, op, attrs, inputs, outputs):
+    def __init__(self, name, op, attrs, inputs, outputs, stem="ops"):
         self.name = name
         self.op = op
         self.attrs = dict(attrs)
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        self.stem = stem
 
     def inp(self, name):
         for a in self.inputs:
@@ -143,8 +146,8 @@ A = Arg
 OP_CASES = []
 
 
-def _case(name, op, attrs, inputs, outputs):
-    OP_CASES.append(OpCase(name, op, attrs, inputs, outputs))
+def _case(name, op, attrs, inputs, outputs, stem="ops"):
+    OP_CASES.append(OpCase(name, op, attrs, inputs, outputs, stem))
 
 
 # moe.topk
@@ -787,6 +790,215 @@ for _n, _F, _H, _I, _E, _b, _tw, _a in _FFN_SMALL:
         _ins += [A("w_up_bias", _F, (_E, 2 * _I)), A("w_down_bias", _F, (_E, _H))]
     _case(_n, "ffn", dict(_a, transpose_weights=_tw), _ins, [A("result", _F, ("T", _H))])
 
+
+# ----------------------------------------------------------------------------
+# The backward functions of cases/backward.mlir
+# ----------------------------------------------------------------------------
+#
+# The backward primitives at small shapes, and two small layers (LAYERS) as
+# moe.ffn_train, moe.ffn_grad and moe.ffn_grad's saved(h, weights, indices)
+# form. A file of their own, so that the forward libraries build and run
+# whatever state the backward lowering is in.
+#
+# Tolerances (||got - ref|| / ||ref||, the reference in float64):
+# * the primitives: REL_TOL of the result type, as the forward ops; each
+#   rounds once, at its end (f32 results of bf16 operands: 1e-5, f32
+#   accumulation only). route_grad's error is relative to the norm of its
+#   terms (reference.route_grad's scale): a row whose normalised weights
+#   cannot move (one valid id) cancels to zero, and f32 leaves a residue.
+#   Experts / groups with no rows must be exact (zero, or `acc`);
+#   combine_grad without weights copies (exact).
+# * the layers: GRAD_TOL[F] for every result, whatever its element type.
+#   reference.ffn_grad rounds to F wherever the chain rounds (h, a = glu(h),
+#   g = dy W2^T, w g, dh, each slot's dx row, w dy), so the chain is checked
+#   against what it should compute: against unrounded float64 the bf16
+#   layer is up to 5e-2 off (dlogits = route_grad(<g, a>) cancels; T = 1).
+#   What remains is the compiled chain's f32 summation order flipping the
+#   last bit of an intermediate (2^-8 for bf16) and the results' own
+#   rounding. The CPU pipeline, over 60 seeds at T = 1..7: dx 2.5e-3,
+#   dlogits 3.6e-3, the f32 weight gradients 3e-4 (sums of products of
+#   bf16-rounded values: bf16-accurate, whatever their type; the
+#   differential tester also compares them at F). So 1e-2, the bf16 bound,
+#   for every result of a bf16 layer; 1e-5 for an f32 layer (CPU: 1.6e-6).
+#   The layers' edge logits keep sigmoid scores off saturation, where
+#   f32's 1 - s alone costs 1e-4.
+GRAD_TOL = {"f32": 1e-5, "bf16": 1e-2}
+BACKWARD = "backward"
+
+
+def _bcase(name, op, attrs, inputs, outputs):
+    _case(name, op, attrs, inputs, outputs, BACKWARD)
+
+
+_SWIGLU_OSS = dict(activation="silu", layout="interleaved", alpha=1.702, limit=7.0, up_bias=1.0)
+
+# moe.glu_grad: name, F, rows, N, attrs
+for _n, _F, _M, _N, _a in (
+    ("glu_grad_silu_concat_bf16", "bf16", "T", 128, dict(activation="silu", layout="concat")),
+    ("glu_grad_swiglu_interleaved_f32", "f32", "T", 64, _SWIGLU_OSS),
+    ("glu_grad_swiglu_interleaved_bf16", "bf16", "2*T", 128, _SWIGLU_OSS),
+    (
+        "glu_grad_gelu_tanh_limit_concat_f32",
+        "f32",
+        "T",
+        32,
+        dict(activation="gelu_tanh", layout="concat", limit=3.0),
+    ),
+):
+    _bcase(
+        _n,
+        "glu_grad",
+        _a,
+        [A("grad", _F, (_M, _N)), A("input", _F, (_M, 2 * _N))],
+        [A("result", _F, (_M, 2 * _N))],
+    )
+
+# moe.row_dot: name, F, result type, rows, N, accumulate
+for _n, _F, _O, _M, _N, _acc in (
+    ("row_dot_bf16_acc_f32", "bf16", "f32", "2*T", 128, True),
+    ("row_dot_f32", "f32", "f32", "T", 96, False),
+    ("row_dot_bf16", "bf16", "bf16", "T", 64, False),
+):
+    _ins = [A("lhs", _F, (_M, _N)), A("rhs", _F, (_M, _N))]
+    if _acc:
+        _ins.append(A("acc", "f32", (_M,)))
+    _bcase(_n, "row_dot", {}, _ins, [A("result", _O, (_M,))])
+
+# moe.combine_grad (k is the result's dimension 1)
+_bcase(
+    "combine_grad_weighted_bf16_f32w",
+    "combine_grad",
+    {},
+    [A("grad", "bf16", ("T", 256)), A("weights", "f32", ("T", 2))],
+    [A("result", "bf16", ("T", 2, 256))],
+)
+_bcase(
+    "combine_grad_unweighted_f32",
+    "combine_grad",
+    {},
+    [A("grad", "f32", ("T", 64))],
+    [A("result", "f32", ("T", 4, 64))],
+)
+
+# moe.route_grad: name, logits type, result type, E, k, attrs (ids may be -1)
+for _n, _F, _O, _E, _k, _a in (
+    ("route_grad_softmax_norm_f32", "f32", "f32", 32, 4, dict(scoring="softmax", normalize=True)),
+    (
+        "route_grad_sigmoid_norm_scaled_f32",
+        "f32",
+        "f32",
+        64,
+        8,
+        dict(scoring="sigmoid", normalize=True, scaling=2.5),
+    ),
+    (
+        "route_grad_softmax_norm_bf16",
+        "bf16",
+        "bf16",
+        16,
+        2,
+        dict(scoring="softmax", normalize=True),
+    ),
+):
+    _bcase(
+        _n,
+        "route_grad",
+        _a,
+        [A("grad", "f32", ("T", _k)), A("logits", _F, ("T", _E)), A("indices", "i32", ("T", _k))],
+        [A("result", _O, ("T", _E))],
+    )
+
+# moe.grouped_matmul_wgrad: name, F, result type, rows, E, K, N, accumulate.
+# Offsets always leave experts empty; on edge inputs they are also clamped
+# (below 0, past M) and decreasing (gen_wgrad_offsets).
+for _n, _F, _O, _M, _E, _K, _N, _acc in (
+    ("grouped_matmul_wgrad_bf16_f32out", "bf16", "f32", "2*T", 8, 64, 128, False),
+    ("grouped_matmul_wgrad_bf16_acc", "bf16", "f32", "2*T", 8, 128, 64, True),
+    ("grouped_matmul_wgrad_bf16_tails", "bf16", "bf16", "2*T", 8, 96, 200, False),
+    ("grouped_matmul_wgrad_f32_many_experts", "f32", "f32", "T", 16, 40, 24, False),
+):
+    _ins = [A("lhs", _F, (_M, _K)), A("rhs", _F, (_M, _N)), A("offsets", "i32", (_E + 1,))]
+    if _acc:
+        _ins.append(A("acc", "f32", (_E, _K, _N)))
+    _bcase(_n, "grouped_matmul_wgrad", {}, _ins, [A("result", _O, (_E, _K, _N))])
+
+# The layers: name, F, logits type, H, I, E, routing bias, expert biases,
+# attributes. A softmax layer in bf16 (nn.Linear weights) and a DeepSeek-like
+# sigmoid layer (bias, groups, scaling) with expert biases in f32.
+LAYERS = [
+    (
+        "softmax_bf16",
+        "bf16",
+        "bf16",
+        64,
+        64,
+        8,
+        False,
+        False,
+        dict(
+            k=2,
+            scoring="softmax",
+            normalize=True,
+            activation="silu",
+            layout="concat",
+            transpose_weights=True,
+        ),
+    ),
+    (
+        "deepseek_like_f32",
+        "f32",
+        "f32",
+        64,
+        32,
+        16,
+        True,
+        True,
+        dict(
+            k=4,
+            scoring="sigmoid",
+            normalize=True,
+            n_group=4,
+            topk_group=2,
+            group_score="top2_sum",
+            scaling=2.5,
+            activation="silu",
+            layout="concat",
+            transpose_weights=False,
+        ),
+    ),
+]
+for _n, _F, _LF, _H, _I, _E, _b, _eb, _a in LAYERS:
+    _k, _tw = _a["k"], _a["transpose_weights"]
+    _wu = (_E, 2 * _I, _H) if _tw else (_E, _H, 2 * _I)
+    _wd = (_E, _H, _I) if _tw else (_E, _I, _H)
+    _ins = [
+        A("x", _F, ("T", _H)),
+        A("logits", _LF, ("T", _E)),
+        A("w_up", _F, _wu),
+        A("w_down", _F, _wd),
+    ]
+    if _b:
+        _ins.append(A("bias", "f32", (_E,)))
+    if _eb:
+        _ins += [A("w_up_bias", _F, (_E, 2 * _I)), A("w_down_bias", _F, (_E, _H))]
+    _saved = [
+        A("h", _F, ("%d*T" % _k, 2 * _I)),
+        A("weights", "f32", ("T", _k)),
+        A("indices", "i32", ("T", _k)),
+    ]
+    _grads = [
+        A("dx", _F, ("T", _H)),
+        A("dlogits", _LF, ("T", _E)),
+        A("dw_up", "f32", _wu),
+        A("dw_down", "f32", _wd),
+    ]
+    if _eb:
+        _grads += [A("dw_up_bias", "f32", (_E, 2 * _I)), A("dw_down_bias", "f32", (_E, _H))]
+    _bcase("ffn_train_" + _n, "ffn_train", _a, _ins, [A("y", _F, ("T", _H))] + _saved)
+    _dy = [A("dy", _F, ("T", _H))]
+    _bcase("ffn_grad_" + _n, "ffn_grad", _a, _dy + _ins, _grads)
+    _bcase("ffn_grad_saved_" + _n, "ffn_grad", _a, _dy + _ins + _saved, _grads)
+
 CASES_BY_NAME = {c.name: c for c in OP_CASES}
 assert len(CASES_BY_NAME) == len(OP_CASES), "duplicate case names"
 
@@ -1049,7 +1261,9 @@ CONST_CASES = [
 
 def case_files():
     """{file name in cases/: [function names]}"""
-    out = {"ops.mlir": [c.name for c in OP_CASES]}
+    out = {}
+    for c in OP_CASES:
+        out.setdefault(c.stem + ".mlir", []).append(c.name)
     for m in MODELS:
         out["ffn_%s.mlir" % m.name] = ["ffn", "route"]
     out["ffn_const.mlir"] = [c.name for c in CONST_CASES]
@@ -1060,7 +1274,7 @@ def signatures():
     """{(case file stem, function): (input Args, output Args)}"""
     sig = {}
     for c in OP_CASES:
-        sig[("ops", c.name)] = (c.inputs, c.outputs)
+        sig[(c.stem, c.name)] = (c.inputs, c.outputs)
     for m in MODELS:
         sig[("ffn_" + m.name, "ffn")] = (m.ffn_inputs(), m.ffn_outputs())
         sig[("ffn_" + m.name, "route")] = (m.route_inputs(), m.route_outputs())
@@ -1194,6 +1408,84 @@ def gen_permutation(rng, n, mode, bad_frac=0.2):
     return v
 
 
+def gen_wgrad_offsets(rng, M, E, mode):
+    """E+1 offsets over M rows (E >= 6) for moe.grouped_matmul_wgrad:
+    experts 1 and E-1 always empty; edge: also clamped (below 0, past M)
+    and a decreasing pair (an empty group between two that overlap)."""
+    off = np.concatenate([[0], np.sort(rng.integers(0, M + 1, size=E - 1)), [M]])
+    off[2] = off[1]
+    off[E - 1] = M
+    if mode == "edge":
+        off[0] = -int(rng.integers(1, 5))
+        off[E - 1] = M + int(rng.integers(1, 5))
+        off[E] = M + int(rng.integers(5, 50))
+        off[4] = max(off[3] - int(rng.integers(1, 3)), -1)
+    return off.astype(np.int64)
+
+
+def favoured_experts(E, k, route):
+    """k experts a layer's logits can favour so that every token picks them
+    (inside topk_group groups for group-limited routing): E-k get none."""
+    if route.get("n_group", 1) > 1:
+        g = E // route["n_group"]
+        groups = list(range(route["topk_group"]))
+        per = -(-k // len(groups))
+        fav = [gi * g + (3 * j + 1) % g for gi in groups for j in range(per)][:k]
+    else:
+        fav = [(j * 37 + 3) % E for j in range(k)]
+    assert len(set(fav)) == k
+    return fav
+
+
+def gen_layer_logits(rng, T, E, F, a, mode):
+    """Logits of the training layers. random: gen_logits'. edge: every token
+    favours the same k experts (most experts get no token), with rows of
+    NaN (all scores zero) and of ties (the lower-index rule). Scores stay
+    clear of saturation, where f32's 1 - s loses the digits a rel-err
+    bound of 1e-5 needs."""
+    if mode != "edge":
+        return gen_logits(rng, T, E, F, mode)
+    x = rng.normal(-3.0, 0.5, size=(T, E))
+    x[:, favoured_experts(E, a["k"], a)] += 6.0
+    r = rng.random(T)
+    x[r < 0.1] = np.nan
+    x[(r >= 0.1) & (r < 0.2)] = 0.5
+    return R.round_to(x, F)
+
+
+def _training_inputs(rng, case, v, mode):
+    """moe.ffn_train / moe.ffn_grad inputs beyond moe.ffn's: dy, and the
+    saved h, weights, indices (moe.ffn_train's results, from reference.py).
+    Rows whose routing is a near tie get new logits: the weight gradients
+    sum over every token, so no row may be left out of the comparison."""
+    a = case.attrs
+    E, LF = v["logits"].shape[1], case.inp("logits").dtype
+    for _ in range(100):
+        amb = R.route(v["logits"], bias=v.get("bias"), **_route_attrs(a))[2]
+        if not amb.any():
+            break
+        v["logits"][amb] = gen_layer_logits(rng, int(amb.sum()), E, LF, a, mode)
+    else:
+        raise AssertionError("%s: no routing without near ties" % case.name)
+    F = case.inp("x").dtype
+    if case.has("dy"):
+        v["dy"] = floats(rng, v["x"].shape, F)
+    if case.has("h"):
+        saved, _ = R.ffn_saved(
+            v["x"],
+            v["logits"],
+            v["w_up"],
+            F,
+            bias=v.get("bias"),
+            transpose_weights=a.get("transpose_weights", False),
+            w_up_bias=v.get("w_up_bias"),
+            **_route_attrs(a),
+        )
+        v["h"] = R.round_to(saved["h"], F)
+        v["weights"] = saved["weights"]
+        v["indices"] = saved["ids"]
+
+
 def gen_inputs(case, T, mode="random", seed=0):
     """{input name: numpy array} for `case` at T tokens. Floats are float64
     holding values exact in their type; ints are int64 within int32."""
@@ -1291,13 +1583,16 @@ def gen_inputs(case, T, mode="random", seed=0):
             v["scatter"] = gen_permutation(rng, M, mode, bad_frac=0.15)
         if "scale" in sh:
             v["scale"] = R.round_to(rng.uniform(0.0, 1.0, size=M), dt["scale"])
-    elif op == "ffn":
+    elif op in ("ffn", "ffn_train", "ffn_grad"):
         F = dt["x"]
         T_, H = sh["x"]
         E = sh["logits"][1]
         I = sh["w_down"][2] if a.get("transpose_weights") else sh["w_down"][1]
         v["x"] = floats(rng, sh["x"], F)
-        v["logits"] = gen_logits(rng, T_, E, dt["logits"], mode)
+        if op == "ffn":
+            v["logits"] = gen_logits(rng, T_, E, dt["logits"], mode)
+        else:
+            v["logits"] = gen_layer_logits(rng, T_, E, dt["logits"], a, mode)
         v["w_up"] = floats(rng, sh["w_up"], F, scale=1.0 / np.sqrt(H))
         v["w_down"] = floats(rng, sh["w_down"], F, scale=1.0 / np.sqrt(I))
         if "bias" in sh:
@@ -1305,6 +1600,44 @@ def gen_inputs(case, T, mode="random", seed=0):
         if "w_up_bias" in sh:
             v["w_up_bias"] = floats(rng, sh["w_up_bias"], F, scale=0.5)
             v["w_down_bias"] = floats(rng, sh["w_down_bias"], F, scale=0.2)
+        if op != "ffn":
+            _training_inputs(rng, case, v, mode)
+    elif op == "glu_grad":
+        v["grad"] = floats(rng, sh["grad"], dt["grad"])
+        v["input"] = floats(rng, sh["input"], dt["input"], scale=3.0)
+        if mode == "edge" and T:  # at and next to the clamps; saturated
+            L = a.get("limit", 3.0)
+            pool = R.round_to([L, -L, 1.02 * L, -1.02 * L, 0.98 * L, 40.0, -40.0, 0.0], dt["input"])
+            m = rng.random(sh["input"]) < 0.2
+            v["input"][m] = pool[rng.integers(0, len(pool), size=int(m.sum()))]
+    elif op == "row_dot":
+        v["lhs"] = floats(rng, sh["lhs"], dt["lhs"])
+        v["rhs"] = floats(rng, sh["rhs"], dt["rhs"])
+        if "acc" in sh:
+            v["acc"] = floats(rng, sh["acc"], "f32", scale=4.0)
+        if mode == "edge" and T:  # rows of zeros
+            v["lhs"][rng.random(sh["lhs"][0]) < 0.2] = 0.0
+    elif op == "combine_grad":
+        v["grad"] = floats(rng, sh["grad"], dt["grad"])
+        if "weights" in sh:
+            v["weights"] = R.round_to(rng.uniform(-1.0, 1.0, size=sh["weights"]), dt["weights"])
+            if mode == "edge" and T:
+                v["weights"][rng.random(sh["weights"]) < 0.3] = 0.0
+    elif op == "route_grad":
+        T_, E = sh["logits"]
+        k = sh["indices"][1]
+        v["grad"] = floats(rng, sh["grad"], dt["grad"])
+        v["logits"] = gen_logits(rng, T_, E, dt["logits"], mode)
+        v["indices"] = gen_ids(rng, T_, k, E, mode)
+        if mode != "edge" and T:  # dropped slots
+            v["indices"][rng.random((T_, k)) < 0.1] = -1
+    elif op == "grouped_matmul_wgrad":
+        M = sh["lhs"][0]
+        v["lhs"] = floats(rng, sh["lhs"], dt["lhs"])
+        v["rhs"] = floats(rng, sh["rhs"], dt["rhs"])
+        v["offsets"] = gen_wgrad_offsets(rng, M, sh["offsets"][0] - 1, mode)
+        if "acc" in sh:
+            v["acc"] = floats(rng, sh["acc"], "f32", scale=2.0)
     else:
         raise KeyError(op)
     for arg in case.inputs:  # shape sanity
@@ -1326,15 +1659,24 @@ def gen_inputs(case, T, mode="random", seed=0):
 
 class Expect:
     """The expected value of one result. kind: 'exact' (ints, and floats
-    that are copies of inputs; NaN == NaN) or 'float' (rel-err bound)."""
+    that are copies of inputs; NaN == NaN) or 'float' (rel-err bound `tol`,
+    default REL_TOL of the result type, relative to the norm of `scale`
+    when given: reference.py's error scale, the size of the terms, for a
+    value that can cancel to zero; the slices of dim 0 in the mask `exact`
+    must match exactly, e.g. the weight gradient of an expert with no
+    rows)."""
 
-    def __init__(self, value, kind, rows=None):
+    def __init__(self, value, kind, rows=None, tol=None, exact=None, scale=None):
         self.value = np.asarray(value)
         self.kind = kind
         self.rows = rows  # bool mask over dim 0: rows to compare (None = all)
+        self.tol = tol
+        self.exact = exact
+        self.scale = scale
 
 
-def rel_err(got, want):
+def rel_err(got, want, scale=None):
+    """||got - want|| / ||want|| (/ ||scale|| when given)."""
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
     if got.size == 0:
@@ -1342,7 +1684,7 @@ def rel_err(got, want):
     if not np.all(np.isfinite(got)):
         return float("inf")
     num = np.linalg.norm((got - want).ravel())
-    den = np.linalg.norm(want.ravel())
+    den = np.linalg.norm(np.asarray(want if scale is None else scale, np.float64).ravel())
     if den == 0.0:
         return 0.0 if num == 0.0 else float("inf")
     return float(num / den)
@@ -1352,6 +1694,7 @@ class Outcome:
     def __init__(self):
         self.ok = True
         self.err = 0.0
+        self.tol = 0.0  # the largest float tolerance applied
         self.msgs = []
         self.notes = []
 
@@ -1371,14 +1714,24 @@ class Outcome:
 def compare(out, name, dtype, got, exp):
     """Compare one result into Outcome `out`."""
     got = np.asarray(got)
-    want = exp.value
+    want, scale = exp.value, exp.scale
     if got.shape != want.shape:
         out.fail("%s: shape %s, expected %s" % (name, got.shape, want.shape))
         out.merge_err(float("inf"))
         return
+    if exp.exact is not None and exp.exact.any():
+        g, w = np.asarray(got[exp.exact], np.float64), np.asarray(want[exp.exact], np.float64)
+        n = int(np.count_nonzero(~((g == w) | (np.isnan(g) & np.isnan(w)))))
+        if n:
+            out.fail(
+                "%s: %d elements of the slices %s that must be exactly the reference's differ"
+                % (name, n, np.flatnonzero(exp.exact).tolist())
+            )
+            out.merge_err(float("inf"))
     if exp.rows is not None and got.ndim >= 1:
         got = got[exp.rows]
         want = want[exp.rows]
+        scale = None if scale is None else scale[exp.rows]
     if exp.kind == "exact":
         if dtype in FLOAT_TYPES:
             g = np.asarray(got, dtype=np.float64)
@@ -1402,7 +1755,8 @@ def compare(out, name, dtype, got, exp):
             )
             out.merge_err(float("inf"))
         return
-    tol = REL_TOL[dtype]
+    tol = REL_TOL[dtype] if exp.tol is None else exp.tol
+    out.tol = max(out.tol, tol)
     g = np.asarray(got, dtype=np.float64)
     nan = ~np.isfinite(g) & np.isfinite(want)
     if np.any(nan):
@@ -1413,7 +1767,7 @@ def compare(out, name, dtype, got, exp):
         )
         out.merge_err(float("inf"))
         return
-    e = rel_err(g, want)
+    e = rel_err(g, want, scale)
     out.merge_err(e)
     if not e < tol:
         diff = np.abs(g - want)
@@ -1549,29 +1903,115 @@ def expected(case, inp, got, out):
     elif op == "expert_gemm":
         res = {"result": Expect(expert_gemm_ref(case, inp), "float")}
     elif op == "ffn":
-        ra = _route_attrs(a)
-        F = case.inp("x").dtype
-        y, _, defined = R.ffn(
-            inp["x"],
-            inp["logits"],
-            inp["w_up"],
-            inp["w_down"],
-            F,
-            bias=inp.get("bias"),
-            activation=a["activation"],
-            layout=a["layout"],
-            transpose_weights=a.get("transpose_weights", False),
-            w_up_bias=inp.get("w_up_bias"),
-            w_down_bias=inp.get("w_down_bias"),
-            **ra,
-            **_glu_kw(a),
-        )
+        y, _, defined = _ffn_ref(case, inp)
         if not defined.all():
             out.notes.append("%d near-tie rows skipped" % int((~defined).sum()))
         res = {"result": Expect(y, "float", rows=defined)}
+    elif op == "glu_grad":
+        val, _ = R.glu_grad(inp["grad"], inp["input"], a["activation"], a["layout"], **_glu_kw(a))
+        res = {"result": Expect(val, "float")}
+    elif op == "row_dot":
+        val, _ = R.row_dot(inp["lhs"], inp["rhs"], inp.get("acc"))
+        res = {"result": Expect(val, "float")}
+    elif op == "combine_grad":
+        val, _ = R.combine_grad(inp["grad"], case.outputs[0].shape[1], inp.get("weights"))
+        res = {"result": Expect(val, "float" if "weights" in inp else "exact")}
+    elif op == "route_grad":
+        # A row's gradient cancels to zero where its normalised weights
+        # cannot move (one valid id): f32 leaves a residue of the terms' size.
+        val, sc = R.route_grad(
+            inp["grad"],
+            inp["logits"],
+            inp["indices"],
+            a["scoring"],
+            a.get("normalize", False),
+            f32(a.get("scaling", 1.0)),
+        )
+        res = {"result": Expect(val, "float", scale=sc)}
+    elif op == "grouped_matmul_wgrad":
+        val, _ = R.grouped_matmul_wgrad(inp["lhs"], inp["rhs"], inp["offsets"], inp.get("acc"))
+        off = np.clip(np.asarray(inp["offsets"]), 0, inp["lhs"].shape[0])
+        res = {"result": Expect(val, "float", exact=off[1:] <= off[:-1])}
+    elif op == "ffn_train":
+        y, _, defined = _ffn_ref(case, inp)
+        W, ids = _route_ref(out, inp, got, a)
+        saved, _ = R.ffn_saved(
+            inp["x"],
+            inp["logits"],
+            inp["w_up"],
+            case.inp("x").dtype,
+            bias=inp.get("bias"),
+            transpose_weights=a.get("transpose_weights", False),
+            w_up_bias=inp.get("w_up_bias"),
+            **_route_attrs(a),
+        )
+        # h is in dispatch order: another selection of one row moves others
+        h_rows = np.full(len(saved["h"]), defined.all() and np.array_equal(ids, saved["ids"]))
+        if not h_rows.all() and len(h_rows):
+            out.notes.append("h not compared: the selection differs by a near tie")
+        res = {
+            "y": Expect(y, "float", rows=defined),
+            "h": Expect(saved["h"], "float", rows=h_rows),
+            "weights": Expect(W, "float"),
+            "indices": Expect(ids, "exact"),
+        }
+    elif op == "ffn_grad":
+        F = case.inp("x").dtype
+        grads, defined = R.ffn_grad(
+            inp["dy"], inp["x"], inp["logits"], inp["w_up"], inp["w_down"], F, **_layer_kw(a, inp)
+        )
+        tol = GRAD_TOL[F]
+        res = {n: Expect(grads[n][0], "float", rows=defined, tol=tol) for n in ("dx", "dlogits")}
+        empty = empty_experts(case, inp)
+        for r in case.outputs[2:]:  # the weight gradients sum over every token
+            rows = np.full(len(empty), bool(defined.all()))
+            res[r.name] = Expect(grads[r.name][0], "float", rows=rows, tol=tol, exact=empty & rows)
+        if not defined.all():
+            out.notes.append(
+                "%d near-tie rows skipped, weight gradients not compared" % int((~defined).sum())
+            )
     else:
         raise KeyError(op)
     return res
+
+
+def _layer_kw(a, inp):
+    """reference.ffn / ffn_grad keyword arguments of a layer case."""
+    return dict(
+        bias=inp.get("bias"),
+        activation=a["activation"],
+        layout=a["layout"],
+        transpose_weights=a.get("transpose_weights", False),
+        w_up_bias=inp.get("w_up_bias"),
+        w_down_bias=inp.get("w_down_bias"),
+        **_route_attrs(a),
+        **_glu_kw(a),
+    )
+
+
+def _ffn_ref(case, inp):
+    """reference.ffn of a moe.ffn / moe.ffn_train case: (y, scale, defined)."""
+    return R.ffn(
+        inp["x"],
+        inp["logits"],
+        inp["w_up"],
+        inp["w_down"],
+        case.inp("x").dtype,
+        **_layer_kw(case.attrs, inp),
+    )
+
+
+def empty_experts(case, inp):
+    """Bool [E]: the experts no token of a layer case selects (their weight
+    gradients must be exactly zero)."""
+    E = inp["logits"].shape[1]
+    if "indices" in inp:
+        ids = np.asarray(inp["indices"])
+    else:
+        ids = R.route(inp["logits"], bias=inp.get("bias"), **_route_attrs(case.attrs))[1]
+    empty = np.ones(E, dtype=bool)
+    empty[ids[(ids >= 0) & (ids < E)]] = False
+    return empty
 
 
 def expert_gemm_ref(case, inp):

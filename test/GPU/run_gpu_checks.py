@@ -11,10 +11,13 @@ Checks, one line each (status, name, build, T, error, tolerance, seconds, notes)
   selfcheck/torch_reference   torch_reference.py vs reference.py (float64)
   sig/<file>                  each .so's manifest (from the IR, at build time)
                               matches gpu_cases.py's table
-  op/<fn>                     every function of ops.so at T in 0,1,7,64,300 on
-                              fresh random inputs vs reference.py: integers
-                              exact, copies exact, computed floats
-                              ||out-ref||/||ref|| < 1e-5 (f32), 1e-2 (bf16)
+  op/<fn>                     every function of ops.so and backward.so at T
+                              in 0,1,7,64,300 on fresh random inputs vs
+                              reference.py: integers exact, copies exact,
+                              computed floats ||out-ref||/||ref|| < 1e-5
+                              (f32), 1e-2 (bf16); the layer gradients at the
+                              layer's precision, experts without tokens
+                              exactly zero (gpu_cases.GRAD_TOL)
   edge/<fn>                   the same on adversarial inputs: -1 / >= E /
                               int32-extreme ids, duplicates, empty experts,
                               NaN / inf / tied logits, clamped offsets
@@ -32,12 +35,26 @@ Checks, one line each (status, name, build, T, error, tolerance, seconds, notes)
   edge/ffn-<model>-...        T=0, empty experts, non-finite logit rows, and
                               DeepSeek-V3 at T=38000 (T*k*H > 2^31) on a row
                               subset that includes the last rows
+  bwd-det/<fn>                every backward function (cases/backward.mlir)
+                              called 5 times on the same inputs (T=1000):
+                              bitwise the same results
+  bwd-zero/<fn>               moe.ffn_grad (both forms) at T=1000 with every
+                              token on the same few experts: the others'
+                              weight gradients exactly zero
+  bwd-graph/<fn>              moe.ffn_grad (both forms) captured in a CUDA
+                              graph at T=64, replayed with new inputs copied
+                              in: bitwise a plain call's results, and within
+                              tolerance of reference.py
+  bwd-pair/<layer>            moe.ffn_train's saved h, weights, indices from
+                              the GPU into moe.ffn_grad's saved form, vs
+                              reference.py
 
 Every output is poisoned before the call (NaN, 0x7fff..., 0x7f bytes for i1)
 and followed by a poisoned guard region that must stay untouched; inputs
 must come back unmodified. Both builds (ops.unfused.so / ops.fused.so, ...)
 are checked. --small is the subset meant for
-`compute-sanitizer --tool memcheck` (ops at T <= 64, models at T = 8).
+`compute-sanitizer --tool memcheck` (ops at T <= 64, models at T = 8,
+bwd-det/ and bwd-zero/ at T = 64, no bwd-graph/).
 
 Writes results.json and results.md into --out (default $OUT, else the
 current directory). Exit status: 0 all passed, 1 some check failed, 2 none
@@ -75,6 +92,10 @@ T_FFN_SMALL = [8]
 T_CONST = [0, 1, 7, 64, 300]
 T_CONST_SMALL = [1, 64]
 BIG_T = 38000
+T_DET = 1000  # bwd-det/, bwd-zero/: many rows per expert
+T_DET_SMALL = 64
+T_BWD = 64  # bwd-graph/, bwd-pair/
+DET_CALLS = 5
 BUILDS = ("unfused", "fused")
 FFN_TOL = 1e-2
 ROUTE_W_TOL = 1e-5
@@ -432,7 +453,7 @@ class TorchBackend:
 
         return TR.to_torch(arr, dtype, self.dev)
 
-    def _poison(self, buf, dtype):
+    def poison(self, buf, dtype):
         t = self.torch
         if dtype in ("f32", "bf16", "f16"):
             buf.fill_(float("nan"))
@@ -444,7 +465,7 @@ class TorchBackend:
     def alloc_out(self, shape, dtype):
         numel = int(np.prod(shape)) if len(shape) else 1
         buf = self.torch.empty(numel + GUARD, dtype=self.dt[dtype], device=self.dev)
-        self._poison(buf, dtype)
+        self.poison(buf, dtype)
         return OutBuf(buf, buf[:numel].view(shape), numel, dtype)
 
     def guard_ok(self, o):
@@ -626,7 +647,7 @@ def call_checked(backend, mod, fn, ins_spec, ins, outs_spec, outs, T):
 
 def run_op(res, mods, backend, case, build, T, mode):
     name = ("edge/" if mode == "edge" else "op/") + case.name
-    mod = mods.get("ops", build)
+    mod = mods.get(case.stem, build)
     if isinstance(mod, str):
         return res.add(name, build, T, "FAIL", detail=mod)
     t0 = time.time()
@@ -645,16 +666,14 @@ def run_op(res, mods, backend, case, build, T, mode):
         for a, x, s in zip(case.inputs, ins, saved):
             if not backend.same(x, s):
                 oc.fail("input %s was modified" % a.name)
-        tol = (
-            max([G.REL_TOL[r.dtype] for r in case.outputs if r.dtype in G.REL_TOL] or [0.0]) or None
-        )
+        tol = max([G.REL_TOL[r.dtype] for r in case.outputs if r.dtype in G.REL_TOL] + [oc.tol])
         return res.add(
             name,
             build,
             T,
             "PASS" if oc.ok else "FAIL",
             err=oc.err,
-            tol=tol,
+            tol=tol or None,
             secs=secs,
             detail=oc.detail,
         )
@@ -788,6 +807,185 @@ def run_const_unload(res, backend, path, build, want):
 
 
 # ----------------------------------------------------------------------------
+# (d) backward: determinism, empty experts, CUDA graphs, train -> grad
+# ----------------------------------------------------------------------------
+
+
+def backward_cases(op=None):
+    return [c for c in G.OP_CASES if c.stem == G.BACKWARD and op in (None, c.op)]
+
+
+def _call_fresh(backend, mod, case, ins, T):
+    """One call of `case` on device inputs `ins` into new poisoned outputs."""
+    outs = [backend.alloc_out(r.shape_at(T), r.dtype) for r in case.outputs]
+    call_checked(backend, mod, case.name, case.inputs, ins, case.outputs, outs, T)
+    return outs
+
+
+def _got(backend, case, outs):
+    return {r.name: backend.to_numpy(o.view, r.dtype) for r, o in zip(case.outputs, outs)}
+
+
+def _bwd_check(res, mods, backend, name, case, build, T, body):
+    """Runs `body(mod) -> (ok, err, tol, detail)` as check `name`."""
+    mod = mods.get(case.stem, build)
+    if isinstance(mod, str):
+        return res.add(name, build, T, "FAIL", detail=mod)
+    if res.over_budget():
+        return res.add(name, build, T, "SKIP", detail="time budget")
+    t0 = time.time()
+    try:
+        ok, err, tol, detail = body(mod)
+        res.add(name, build, T, "PASS" if ok else "FAIL", err, tol, time.time() - t0, detail)
+    except ContextLost:
+        raise
+    except Exception as ex:  # noqa: BLE001
+        res.add(
+            name,
+            build,
+            T,
+            "FAIL",
+            secs=time.time() - t0,
+            detail="%s: %s" % (type(ex).__name__, str(ex)[:500]),
+        )
+
+
+def run_bwd_det(res, mods, backend, case, build, T):
+    """bwd-det/<fn>: DET_CALLS calls on the same inputs give bitwise the
+    same results (no order-dependent reduction, e.g. float atomics)."""
+
+    def body(mod):
+        inp = G.gen_inputs(case, T, "random")
+        ins = [backend.to_device(inp[a.name], a.dtype) for a in case.inputs]
+        first = _call_fresh(backend, mod, case, ins, T)
+        diff = []
+        for i in range(2, DET_CALLS + 1):
+            outs = _call_fresh(backend, mod, case, ins, T)
+            for r, a, b in zip(case.outputs, first, outs):
+                if not backend.same(a.view, b.view):
+                    diff.append("%s (call %d)" % (r.name, i))
+        if diff:
+            return False, None, None, "differ from call 1: " + ", ".join(diff[:8])
+        return True, None, None, "%d calls bitwise equal" % DET_CALLS
+
+    _bwd_check(res, mods, backend, "bwd-det/" + case.name, case, build, T, body)
+
+
+def run_bwd_zero(res, mods, backend, case, build, T):
+    """bwd-zero/<fn>: moe.ffn_grad where every token picks the same few
+    experts (gen_inputs' edge logits): the weight gradients of the experts
+    no token picks are exactly zero (written, not left poisoned)."""
+
+    def body(mod):
+        inp = G.gen_inputs(case, T, "edge")
+        empty = G.empty_experts(case, inp)
+        if not empty.any():
+            raise AssertionError("harness bug: every expert has tokens")
+        ins = [backend.to_device(inp[a.name], a.dtype) for a in case.inputs]
+        got = _got(backend, case, _call_fresh(backend, mod, case, ins, T))
+        bad = [
+            "%s[%d]" % (r.name, e)
+            for r in case.outputs[2:]
+            for e in np.flatnonzero(empty)
+            if np.any(got[r.name][e] != 0.0)
+        ]
+        detail = "%d of %d experts without tokens" % (int(empty.sum()), len(empty))
+        if bad:
+            return False, None, None, detail + "; not exactly zero: " + ", ".join(bad[:8])
+        return True, None, None, detail + ": their weight gradients exactly zero"
+
+    _bwd_check(res, mods, backend, "bwd-zero/" + case.name, case, build, T, body)
+
+
+def run_bwd_graph(res, mods, backend, case, build, T):
+    """bwd-graph/<fn>: one call captured in a CUDA graph (after a warm-up
+    on a side stream), then replayed twice with new inputs copied into the
+    captured input tensors: each replay bitwise equal to a plain call on
+    those inputs, and within tolerance of the reference."""
+    torch = backend.torch
+
+    def body(mod):
+        inp = G.gen_inputs(case, T, "random", seed=100)
+        ins = [backend.to_device(inp[a.name], a.dtype) for a in case.inputs]
+        outs = [backend.alloc_out(r.shape_at(T), r.dtype) for r in case.outputs]
+        args = ins + [o.view for o in outs]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                mod.call(case.name, *args, stream=side)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            mod.call(case.name, *args, stream=torch.cuda.current_stream())
+        torch.cuda.synchronize()
+        mod.synchronize()
+        ok, err, tol, notes = True, 0.0, 0.0, []
+        for rnd in (1, 2):
+            inp = G.gen_inputs(case, T, "random", seed=100 + rnd)
+            for a, x in zip(case.inputs, ins):
+                x.copy_(backend.to_device(inp[a.name], a.dtype))
+            for o in outs:
+                backend.poison(o.buf, o.dtype)
+            graph.replay()
+            torch.cuda.synchronize()
+            mod.synchronize()
+            plain = _call_fresh(backend, mod, case, ins, T)
+            oc = G.check_op(case, inp, _got(backend, case, outs))
+            err, tol = max(err, oc.err), max(tol, oc.tol)
+            if not all(backend.same(o.view, p.view) for o, p in zip(outs, plain)):
+                ok = False
+                notes.append("replay %d differs from a plain call" % rnd)
+            if not oc.ok:
+                ok = False
+                notes.append("replay %d: %s" % (rnd, oc.detail))
+        del graph
+        return ok, err, tol or None, "; ".join(notes) or "2 replays with new inputs"
+
+    _bwd_check(res, mods, backend, "bwd-graph/" + case.name, case, build, T, body)
+
+
+def run_bwd_pair(res, mods, backend, layer, build, T):
+    """bwd-pair/<layer>: moe.ffn_train's h, weights and indices, as computed
+    on the GPU, into moe.ffn_grad's saved form: its results within
+    tolerance of the reference (the layer's gradient)."""
+    train = G.CASES_BY_NAME["ffn_train_" + layer]
+    grad = G.CASES_BY_NAME["ffn_grad_saved_" + layer]
+
+    def body(mod):
+        inp = G.gen_inputs(grad, T, "random")
+        dev = {a.name: backend.to_device(inp[a.name], a.dtype) for a in grad.inputs}
+        touts = _call_fresh(backend, mod, train, [dev[a.name] for a in train.inputs], T)
+        for r, o in zip(train.outputs[1:], touts[1:]):  # h, weights, indices
+            dev[r.name] = o.view
+            inp[r.name] = backend.to_numpy(o.view, r.dtype)
+        gouts = _call_fresh(backend, mod, grad, [dev[a.name] for a in grad.inputs], T)
+        oc = G.check_op(grad, inp, _got(backend, grad, gouts))
+        return oc.ok, oc.err, oc.tol or None, oc.detail
+
+    _bwd_check(res, mods, backend, "bwd-pair/" + layer, grad, build, T, body)
+
+
+def run_backward(res, mods, backend, builds, small, selected):
+    """The bwd-*/ checks. --small (the sanitizer run, torch's caching
+    allocator off, which graph capture needs) leaves bwd-graph/ out."""
+    T_det = T_DET_SMALL if small else T_DET
+    for build in builds:
+        for case in backward_cases():
+            if selected("bwd-det/" + case.name):
+                run_bwd_det(res, mods, backend, case, build, T_det)
+        for case in backward_cases("ffn_grad"):
+            if selected("bwd-zero/" + case.name):
+                run_bwd_zero(res, mods, backend, case, build, T_det)
+            if not small and selected("bwd-graph/" + case.name):
+                run_bwd_graph(res, mods, backend, case, build, T_BWD)
+        for layer, *_ in G.LAYERS:
+            if selected("bwd-pair/" + layer):
+                run_bwd_pair(res, mods, backend, layer, build, T_BWD)
+
+
+# ----------------------------------------------------------------------------
 # (b) + (c) model layers
 # ----------------------------------------------------------------------------
 
@@ -850,7 +1048,7 @@ class ModelRunner:
         if kind == "empty-experts":
             # every token prefers the same k experts (inside topk_group groups
             # for DeepSeek), so E-k experts get no token at all
-            fav = self.favoured()
+            fav = G.favoured_experts(m.E, m.k, m.route)
             lg = lg * 0.5 - 8.0
             lg[:, fav] += 16.0
         elif kind == "nonfinite" and T:
@@ -871,18 +1069,6 @@ class ModelRunner:
             lg[rows(6), 7 % m.E] = inf  # two +inf
             lg[rows(6), 3 % m.E] = inf
         return x, lg.to(torch.float32 if m.logits_f == "f32" else torch.bfloat16)
-
-    def favoured(self):
-        m = self.m
-        if m.route.get("n_group", 1) > 1:
-            g = m.E // m.route["n_group"]
-            groups = list(range(m.route["topk_group"]))
-            per = -(-m.k // len(groups))
-            fav = [gi * g + (3 * j + 1) % g for gi in groups for j in range(per)][: m.k]
-        else:
-            fav = [(j * 37 + 3) % m.E for j in range(m.k)]
-        assert len(set(fav)) == m.k
-        return fav
 
     def ref_route(self, lg):
         return self.TR.route(lg, bias=self.bias, k=self.m.k, **self.route_kw())
@@ -1256,6 +1442,12 @@ def main(argv=None):
         for c in G.CONST_CASES:
             print("const/%s" % c.name)
         print("const/uploads\nconst/unload")
+        for c in backward_cases():
+            print("bwd-det/%s" % c.name)
+        for c in backward_cases("ffn_grad"):
+            print("bwd-zero/%s\nbwd-graph/%s" % (c.name, c.name))
+        for layer, *_ in G.LAYERS:
+            print("bwd-pair/%s" % layer)
         for m in G.MODELS:
             print("route/%s\nffn/%s" % (m.name, m.name))
             labels = ["T0", "empty-experts", "nonfinite"]
@@ -1342,6 +1534,8 @@ def main(argv=None):
                 mr = ModelRunner(res, mods, backend, m, builds, args)
                 mr.run(t_ffn, edge=True, big=big and m.name == "deepseek_v3")
         op_checks("edge", T_EDGE_SMALL if args.small else T_EDGE)
+        if not args.dry_run:
+            run_backward(res, mods, backend, builds, args.small, args.selected)
     except ContextLost as ex:
         res.aborted = "CUDA context lost after %s" % ex
         res.add("abort", status="FAIL", detail=res.aborted + "; later checks did not run")

@@ -6,7 +6,9 @@
      mode, and the reference, fed back as the "compiled" result (rounded to
      the result types), passes check_op;
   3. check_op catches corrupted results: one wrong integer, a poisoned
-     (unwritten) float, a float error above the tolerance, a wrong route id;
+     (unwritten) float, a float error above the tolerance, a wrong route id,
+     a tiny non-zero weight gradient of an expert without rows (whose edge
+     inputs must have such experts);
   4. run_gpu_checks.py --dry-run passes end to end, and with an injected bug
      (last row never written) fails with exit status 1;
   5. the signature parser agrees with the table on the generated files;
@@ -127,6 +129,39 @@ def test_route_near_tie():
     oc = G.check_op(case, inp, alt)
     if not oc.ok or "near-tie" not in oc.detail:
         fail("near tie not accepted: %s" % oc.detail)
+
+
+def test_backward_exact():
+    """Experts / groups without rows: their slices must be exactly zero,
+    and the edge inputs must have some (bwd-zero/ relies on them)."""
+    n = 0
+    for case in G.OP_CASES:
+        if case.op not in ("ffn_grad", "grouped_matmul_wgrad"):
+            continue
+        for mode in ("random", "edge"):
+            inp = G.gen_inputs(case, 64, mode)
+            if case.op == "ffn_grad":
+                empty = G.empty_experts(case, inp)
+                names = [r.name for r in case.outputs[2:]]
+            else:
+                off = np.clip(inp["offsets"], 0, inp["lhs"].shape[0])
+                empty = off[1:] <= off[:-1]
+                names = ["result"]
+                if mode == "edge" and not (inp["offsets"] > inp["lhs"].shape[0]).any():
+                    fail("%s: edge offsets not clamped at M" % case.name)
+            if not empty.any():
+                if mode == "edge" or case.op != "ffn_grad":
+                    fail("%s %s: no expert without rows" % (case.name, mode))
+                continue
+            got0 = as_result(case, G.expected(case, inp, {}, G.Outcome()))
+            for name in names:
+                got = {k: v.copy() for k, v in got0.items()}
+                got[name][np.flatnonzero(empty)[0]].reshape(-1)[0] = 1e-30
+                oc = G.check_op(case, inp, got)
+                n += 1
+                if oc.ok or "exactly" not in oc.detail:
+                    fail("%s %s: 1e-30 in an empty %s slice not detected" % (case.name, mode, name))
+    print("exact empty slices: %d corruptions" % n)
 
 
 def _manifest(stem):
@@ -262,6 +297,7 @@ def main():
         test_route_near_tie,
         test_cases_roundtrip,
         test_detection,
+        test_backward_exact,
         test_dry_run,
     ):
         print("--- %s" % t.__name__, flush=True)

@@ -674,10 +674,11 @@ def to_numpy(t, dtype):
 
 
 def self_check(device="cuda", Ts=(0, 1, 7, 33), verbose=False):
-    """Every op of gpu_cases.OP_CASES (random and edge inputs) through
-    run_case(), checked with gpu_cases.check_op() against reference.py, plus
-    the ffn row-subset / id-override paths. Returns a list of failure
-    strings (empty: all good)."""
+    """Every forward op of gpu_cases.OP_CASES (random and edge inputs)
+    through run_case(), checked with gpu_cases.check_op() against
+    reference.py, plus the ffn row-subset / id-override paths (the backward
+    cases are checked against reference.py alone). Returns a list of
+    failure strings (empty: all good)."""
     import numpy as np
     import gpu_cases as G
 
@@ -688,6 +689,8 @@ def self_check(device="cuda", Ts=(0, 1, 7, 33), verbose=False):
     if not e < 5e-5:
         failures.append("f32 GEMMs are not IEEE f32 (rel err %.3g; TF32 on?)" % e)
     for case in G.OP_CASES:
+        if case.stem == G.BACKWARD:
+            continue
         for T in Ts:
             for mode in ("random", "edge"):
                 n += 1

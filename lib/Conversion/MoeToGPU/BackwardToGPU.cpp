@@ -15,8 +15,8 @@
 //   pair (gluGradValues, the CPU lowering's function).
 // - moe.row_dot: one thread per row, the columns summed in order in f32.
 // - moe.combine_grad: one thread per (token, slot, column).
-// - moe.route_grad: one thread per token (E x k steps: the scores on
-//   demand, the picks' contributions in slot order).
+// - moe.route_grad: one thread per token: the k picks' contributions
+//   once, then per expert its picks' sum (the scores on demand).
 // - moe.grouped_matmul_wgrad: one thread per (expert, k, n), its group's
 //   rows contracted in order in f32 (the SIMT form; the Hopper engine's
 //   ragged-K wgrad is future work).
@@ -147,56 +147,45 @@ struct RouteGradToGPU : OpRewritePattern<RouteGradOp> {
     Value t = b.memDim(logits, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, t));
     launchForEach(b, t, [&](LoweringBuilder &b, Value row) {
-      Value zero = b.idx(0), numExperts = b.idx(e), kIdx = b.idx(k);
+      Value zero = b.idx(0), numExperts = b.idx(e);
       Value eI32 = b.i32(e), scaling = b.f32(scalingValue);
       RoutingScores routing(b, e, softmax, [&](LoweringBuilder &b, Value col) {
         return b.load(logits, {row, col});
       });
-      // Over the valid picks in slot order (as the CPU lowering).
-      auto forPicks = [&](LoweringBuilder &b, ValueRange init,
-                          function_ref<SmallVector<Value>(
-                              LoweringBuilder &, Value, Value, ValueRange)>
-                              body) {
-        return b.forLoop(zero, kIdx, init,
-                         [&](LoweringBuilder &b, Value j,
-                             ValueRange acc) -> SmallVector<Value> {
-                           Value id = b.load(indices, {row, j});
-                           return b.ifThen(b.inRange(id, b.i32(0), eI32), acc,
-                                           [&](LoweringBuilder &b) {
-                                             return body(b, j, id, acc);
-                                           });
-                         });
-      };
-      SmallVector<Value> sd =
-          forPicks(b, {b.f32(0.0), b.f32(0.0)},
-                   [&](LoweringBuilder &b, Value j, Value id,
-                       ValueRange acc) -> SmallVector<Value> {
-                     Value s = routing.score(b, b.toIndex(id));
-                     Value g = b.toF32(b.load(grad, {row, j}));
-                     return {b.add(acc[0], s), b.add(acc[1], b.mul(g, s))};
-                   });
-      Value sum = sd[0], dot = sd[1];
+      // The k picks (unrolled: k is static) and their contributions to ds,
+      // once per token: S and D over the valid picks in slot order, then
+      // c_j = scaling * d_j (as the CPU lowering adds them).
+      SmallVector<Value> id(k), valid(k), g(k), s(k);
+      Value sum = b.f32(0.0), dot = b.f32(0.0);
+      for (int64_t j = 0; j < k; ++j) {
+        id[j] = b.load(indices, {row, b.idx(j)});
+        valid[j] = b.inRange(id[j], b.i32(0), eI32);
+        g[j] = b.toF32(b.load(grad, {row, b.idx(j)}));
+        Value safeId = b.toIndex(b.select(valid[j], id[j], b.i32(0)));
+        s[j] = routing.score(b, safeId);
+        sum = b.select(valid[j], b.add(sum, s[j]), sum);
+        dot = b.select(valid[j], b.add(dot, b.mul(g[j], s[j])), dot);
+      }
       Value normalized =
           normalize ? b.cmpf(CmpF::OGT, sum, b.f32(0.0)) : Value();
-      // ds[col]: the picks of expert col, in slot order.
+      SmallVector<Value> c(k);
+      for (int64_t j = 0; j < k; ++j) {
+        Value d = g[j];
+        if (normalized) {
+          Value safe = b.select(normalized, sum, b.f32(1.0));
+          Value n = b.div(b.sub(g[j], b.div(dot, safe)), safe);
+          d = b.select(normalized, n, g[j]);
+        }
+        c[j] = b.mul(scaling, d);
+      }
+      // ds[col]: the contributions of the picks of expert col, in slot
+      // order from 0.
       auto dsOf = [&](LoweringBuilder &b, Value col) {
-        Value colI32 = b.toI32(col);
-        return forPicks(
-            b, {b.f32(0.0)},
-            [&](LoweringBuilder &b, Value j, Value id,
-                ValueRange acc) -> SmallVector<Value> {
-              return b.ifThen(
-                  b.cmpi(CmpI::eq, id, colI32), acc, [&](LoweringBuilder &b) {
-                    Value g = b.toF32(b.load(grad, {row, j}));
-                    Value d = g;
-                    if (normalized) {
-                      Value safe = b.select(normalized, sum, b.f32(1.0));
-                      Value n = b.div(b.sub(g, b.div(dot, safe)), safe);
-                      d = b.select(normalized, n, g);
-                    }
-                    return SmallVector<Value>{b.add(acc[0], b.mul(scaling, d))};
-                  });
-            })[0];
+        Value colI32 = b.toI32(col), ds = b.f32(0.0);
+        for (int64_t j = 0; j < k; ++j)
+          ds = b.select(b.andi(valid[j], b.cmpi(CmpI::eq, id[j], colI32)),
+                        b.add(ds, c[j]), ds);
+        return ds;
       };
       Value dsDot = b.f32(0.0);
       if (softmax)

@@ -34,6 +34,7 @@ re-exported here, so `moe_mlir_runtime.X` is the API:
     library.py      Library: the compiled .so through ctypes (streams,
                     errors, synchronize, module constants)
     artifact.py     load, Artifact, Function: checked calls on torch tensors
+    autograd.py     ffn_autograd: a training artifact as a torch.autograd.Function
 
 `torch` (None without it) and the cache `_torch_dtype_names` are attributes
 of this package that every module reads at each use, so patching them here
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 from . import cache, hf
 from .artifact import Artifact, Function, load
+from .autograd import ffn_autograd
 from .cache import cache_root, find_cached, load_cached
 from .descriptors import (
     CU_STREAM_LEGACY,

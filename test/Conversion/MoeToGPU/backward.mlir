@@ -45,13 +45,16 @@ func.func @combine_grad(%g: tensor<?x32xbf16>, %w: tensor<?x2xf32>) -> tensor<?x
 }
 
 // route_grad: one thread per token: the softmax's max and sum over the 8
-// experts, S and D over the 2 picks, then per expert its picks' ds.
+// experts, the 2 picks' contributions once (unrolled, the divisions of the
+// renormalisation there), then per expert the sum of its picks' (dsDot,
+// then the result row).
 // CHECK-LABEL: func.func @route_grad
 // CHECK:       gpu.launch
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %c2{{.*}} -> (f32, f32)
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
+// CHECK-NOT:     scf.for
+// CHECK:         arith.divf
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c8{{.*}} -> (f32)
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %c8
 // CHECK:           memref.store %{{.*}} : memref<?x8xf32>
 func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi32>) -> tensor<?x8xf32> {

@@ -227,6 +227,13 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
                                const ConvertMoeToGPUPassOptions &options) {
   GemmKernelConfig config;
   config.simt = MoeGemmTiles{options.tileM, options.tileN, options.tileK};
+  // GEMMs a few columns wide (the backward's <dO, b_down> per row, N = 1):
+  // a 32-column SIMT tile. (At 64, f32 operands, N = 1: ptxas spilled 236
+  // bytes at 255 registers; at 32, 72 registers.)
+  int64_t gemmColumns =
+      op.getRhs().getType().getDimSize(op.getTransposeRhs() ? 1 : 2);
+  if (gemmColumns <= 4 && options.tileN > 32)
+    config.simt.tileN = 32;
   std::optional<std::string> reason = wgmmaUnsupportedReason(op, options.chip);
   if (options.gemm == "simt" || (options.gemm == "auto" && reason)) {
     config.engine = GemmEngine::Simt;
@@ -326,8 +333,15 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   if (options.wgmmaCluster == 2 && !clusterable)
     return op.emitOpError("wgmma-cluster=2 needs the weight tiles by TMA "
                           "(wgmma-tma) and tile-n >= 128");
-  config.cluster =
-      options.wgmmaCluster ? options.wgmmaCluster : (clusterable ? 2 : 1);
+  // fp8_block: no clusters by default (H100, bench/NOTES.md v76, two
+  // rounds: Qwen3-30B-A3B T = 4096 629 - 634 -> 594 us, T = 16384 2043 -
+  // 2070 -> 1925 - 2003; DeepSeek-V3 within +-1%; small T unchanged: the
+  // 128 x 128 FP8 tile's stage is consumed twice as fast as bf16's, and
+  // the pair's coupled stage releases cost more than the halved weight
+  // reads save).
+  config.cluster = options.wgmmaCluster    ? options.wgmmaCluster
+                   : (clusterable && !fp8) ? 2
+                                           : 1;
   config.programmatic = options.programmaticLaunch;
   config.producerRegisters = options.wgmmaProducerRegisters;
   return config;

@@ -50,23 +50,20 @@ struct GluGradToGPU : OpRewritePattern<GluGradOp> {
     Type f = resultType.getElementType();
     int64_t n = resultType.getDimSize(1) / 2;
     GluParams p = gluParamsOf(op);
-    bool concat = p.layout == GluLayout::concat;
     Value grad = toBuffer(b, op.getGrad());
     Value input = toBuffer(b, op.getInput());
     Value rows = b.memDim(input, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, rows));
-    launchRowsCols(b, rows, b.idx(n),
-                   [&](LoweringBuilder &b, Value row, Value col) {
-                     Value gateCol = concat ? col : b.mul(col, b.idx(2));
-                     Value upCol = concat ? b.add(col, b.idx(n))
-                                          : b.add(gateCol, b.idx(1));
-                     auto [dGate, dUp] =
-                         gluGradValues(b, p, b.toF32(b.load(grad, {row, col})),
-                                       b.toF32(b.load(input, {row, gateCol})),
-                                       b.toF32(b.load(input, {row, upCol})));
-                     b.store(b.fromF32(dGate, f), out, {row, gateCol});
-                     b.store(b.fromF32(dUp, f), out, {row, upCol});
-                   });
+    launchRowsCols(
+        b, rows, b.idx(n), [&](LoweringBuilder &b, Value row, Value col) {
+          auto [gateCol, upCol] = gluPairColumns(b, p.layout, n, col);
+          auto [dGate, dUp] =
+              gluGradValues(b, p, b.toF32(b.load(grad, {row, col})),
+                            b.toF32(b.load(input, {row, gateCol})),
+                            b.toF32(b.load(input, {row, upCol})));
+          b.store(b.fromF32(dGate, f), out, {row, gateCol});
+          b.store(b.fromF32(dUp, f), out, {row, upCol});
+        });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
   }

@@ -301,20 +301,17 @@ struct GluToGPU : OpRewritePattern<GluOp> {
     Type f = resultType.getElementType();
     int64_t n = resultType.getDimSize(1);
     GluParams p = gluParamsOf(op);
-    bool concat = p.layout == GluLayout::concat;
     Value input = toBuffer(b, op.getInput());
     Value rows = b.memDim(input, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, rows));
-    launchRowsCols(b, rows, b.idx(n),
-                   [&](LoweringBuilder &b, Value row, Value col) {
-                     Value gateCol = concat ? col : b.mul(col, b.idx(2));
-                     Value upCol = concat ? b.add(col, b.idx(n))
-                                          : b.add(gateCol, b.idx(1));
-                     Value gate = b.toF32(b.load(input, {row, gateCol}));
-                     Value up = b.toF32(b.load(input, {row, upCol}));
-                     Value y = gluValue(b, p, gate, up, /*approximate=*/true);
-                     b.store(b.fromF32(y, f), out, {row, col});
-                   });
+    launchRowsCols(
+        b, rows, b.idx(n), [&](LoweringBuilder &b, Value row, Value col) {
+          auto [gateCol, upCol] = gluPairColumns(b, p.layout, n, col);
+          Value gate = b.toF32(b.load(input, {row, gateCol}));
+          Value up = b.toF32(b.load(input, {row, upCol}));
+          Value y = gluValue(b, p, gate, up, /*approximate=*/true);
+          b.store(b.fromF32(y, f), out, {row, col});
+        });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
   }

@@ -61,6 +61,15 @@ Value mlir::moe::applyActivation(LoweringBuilder &b, Activation activation,
   llvm_unreachable("unknown activation");
 }
 
+std::pair<Value, Value> mlir::moe::gluPairColumns(LoweringBuilder &b,
+                                                  GluLayout layout, int64_t n,
+                                                  Value col) {
+  if (layout == GluLayout::concat)
+    return {col, b.add(col, b.idx(n))};
+  Value gate = b.mul(col, b.idx(2));
+  return {gate, b.add(gate, b.idx(1))};
+}
+
 Value mlir::moe::gluValue(LoweringBuilder &b, const GluParams &p, Value gate,
                           Value up, bool approximate) {
   if (p.limit) {

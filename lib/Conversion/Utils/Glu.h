@@ -50,6 +50,12 @@ Value applyActivation(LoweringBuilder &b, Activation activation, float alpha,
 Value gluValue(LoweringBuilder &b, const GluParams &p, Value gate, Value up,
                bool approximate = false);
 
+/// The input columns {gate, up} of output column `col` of a GLU whose
+/// output has `n` columns (concat: col and n + col; interleaved: 2 col and
+/// 2 col + 1).
+std::pair<Value, Value> gluPairColumns(LoweringBuilder &b, GluLayout layout,
+                                       int64_t n, Value col);
+
 /// moe.glu_grad on one pair, all f32: {d gate, d up} from the result's
 /// gradient `grad` and the glu's input pair (exact forms, no `afn`).
 std::pair<Value, Value> gluGradValues(LoweringBuilder &b, const GluParams &p,

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Issue 47's benchmark: forward + backward of the bench layers (the four
+configs of bench_moe.py, softmax top-k renormalised, SwiGLU concat,
+nn.Linear weights, bf16) at T = 4096 and 16384, ours against the
+torchtitan-style layer (torch routing, argsort dispatch, two
+torch._grouped_mm with autograd) in the same cell.
+
+Build here (the compiler; OUT default bench-artifacts-train):
+  python3 bench/bench_train.py --build OUT
+Run there (torch, the GPU), from the repository root with OUT carried:
+  python3 bench/bench_train.py --dir OUT --out "$OUT" [--configs ...] [--T ...]
+
+Per cell: ours = moe_mlir_runtime.ffn_autograd of the layer's training
+library (@ffn_train + @ffn_grad), torch = the grouped-mm layer; both
+called eagerly (forward, then backward of sum(y * dy)), the median of
+runs between CUDA events with L2 flushed before each (bench_moe.Timer);
+TFLOP/s counts 3x the forward's GEMM FLOPs; the gradients of x, the
+logits and both weights are compared between the two (rel. err, bf16;
+torch's weight gradients in bf16, ours cast from f32). Writes
+OUT/train.md and prints the table."""
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CONFIGS = ("qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b", "deepseek-v3")
+
+
+def bench_config(name):
+    """The bench's simplification of preset `name` (bench_moe.py's layers):
+    softmax top-k renormalised, no routing bias or groups, SwiGLU concat,
+    nn.Linear weights, no expert biases."""
+    from moe_mlir import PRESETS
+
+    return PRESETS[name].replace(
+        scoring="softmax",
+        normalize=True,
+        n_group=1,
+        topk_group=1,
+        group_score="max",
+        scaling=1.0,
+        routing_bias=False,
+        expert_bias=False,
+        activation="silu",
+        layout="concat",
+        alpha=1.0,
+        limit=None,
+        up_bias=0.0,
+        transpose_weights=True,
+        logits_dtype=None,
+    )
+
+
+def build(out):
+    sys.path.insert(0, os.path.join(REPO, "build", "python_packages"))
+    import shutil
+
+    from moe_mlir import gpu, training_from_config
+
+    os.makedirs(out, exist_ok=True)
+    shapes = {}
+    for name in CONFIGS:
+        cfg = bench_config(name)
+        gpu.compile_gpu(training_from_config(cfg), os.path.join(out, name + ".train.so"))
+        shapes[name] = dict(H=cfg.hidden, I=cfg.intermediate, E=cfg.experts, k=cfg.top_k)
+        print("built", name, flush=True)
+    with open(os.path.join(out, "train_layers.json"), "w") as f:
+        json.dump(shapes, f, indent=1)
+    for f in ("bench_train.py", "bench_moe.py", "gen_layers.py", "torch_reference.py"):
+        src = os.path.join(HERE, f)
+        if os.path.exists(src):
+            shutil.copy(src, out)
+    rt = os.path.join(out, "moe_mlir_runtime")
+    shutil.rmtree(rt, ignore_errors=True)
+    shutil.copytree(
+        os.path.join(REPO, "build", "python_packages", "moe_mlir_runtime"),
+        rt,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return 0
+
+
+def torch_layer(torch, F, k):
+    """The torchtitan-style layer: y = sum_j w_j * down(silu(gate) * up)."""
+
+    def layer(x, logits, w_up, w_down):
+        T = x.shape[0]
+        probs = torch.softmax(logits.float(), dim=1)
+        w, ids = torch.topk(probs, k, dim=1)
+        w = w / w.sum(dim=1, keepdim=True)
+        flat = ids.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.bincount(flat, minlength=w_up.shape[0]).to(torch.int32)
+        offs = torch.cumsum(counts, 0, dtype=torch.int32)
+        rows = x.index_select(0, order // k)
+        gu = torch._grouped_mm(rows, w_up.transpose(1, 2), offs=offs)
+        n = gu.shape[1] // 2
+        a = F.silu(gu[:, :n]) * gu[:, n:]
+        d = torch._grouped_mm(a, w_down.transpose(1, 2), offs=offs)
+        d = d * w.reshape(-1)[order].to(d.dtype).unsqueeze(1)
+        inv = torch.empty_like(order).index_copy_(
+            0, order, torch.arange(order.numel(), device=x.device)
+        )
+        return d.index_select(0, inv).view(T, k, -1).sum(dim=1, dtype=torch.float32).to(x.dtype)
+
+    return layer
+
+
+def run(args):
+    sys.path.insert(0, args.dir)
+    import torch
+    import torch.nn.functional as F
+
+    import bench_moe as BM
+    import moe_mlir_runtime as rt
+
+    BM.torch = torch
+    with open(os.path.join(args.dir, "train_layers.json")) as f:
+        shapes = json.load(f)
+    timer = BM.Timer(args)
+    rows = []
+    for name in args.configs.split(","):
+        s = shapes[name]
+        H, I, E, k = s["H"], s["I"], s["E"], s["k"]
+        ours = rt.ffn_autograd(rt.load(os.path.join(args.dir, name + ".train.so")))
+        ref = torch_layer(torch, F, k)
+        g = torch.Generator(device="cuda").manual_seed(47)
+        bf16 = dict(dtype=torch.bfloat16, device="cuda")
+        w_up = (torch.randn(E, 2 * I, H, generator=g, **bf16) / H**0.5).requires_grad_(True)
+        w_down = (torch.randn(E, H, I, generator=g, **bf16) / I**0.5).requires_grad_(True)
+        for T in [int(t) for t in args.T.split(",")]:
+            x = torch.randn(T, H, generator=g, **bf16).requires_grad_(True)
+            logits = torch.randn(T, E, generator=g, **bf16).requires_grad_(True)
+            dy = torch.randn(T, H, generator=g, **bf16)
+            leaves = (x, logits, w_up, w_down)
+
+            def step(layer):
+                for t in leaves:
+                    t.grad = None
+                layer(*leaves).backward(dy)
+
+            flops = 3 * 2 * T * k * (H * 2 * I + I * H)
+            cell = dict(layer=name, T=T)
+            grads = {}
+            for key, layer in (("torch", ref), ("ours", ours)):
+                try:
+                    step(layer)
+                    torch.cuda.synchronize()
+                    grads[key] = [t.grad.float().clone() for t in leaves]
+                    stats = timer.measure(lambda layer=layer: step(layer))
+                    cell[key + "_us"] = stats["us"]
+                    cell[key + "_tflops"] = flops / stats["us"] / 1e6
+                except Exception as ex:  # noqa: BLE001 - report and go on
+                    cell[key + "_error"] = "%s: %s" % (type(ex).__name__, str(ex)[:200])
+            if "torch" in grads and "ours" in grads:
+                cell["rel_err"] = max(
+                    float((a - b).norm() / max(float(b.norm()), 1e-30))
+                    for a, b in zip(grads["ours"], grads["torch"])
+                )
+            if "ours_us" in cell and "torch_us" in cell:
+                cell["speedup"] = cell["torch_us"] / cell["ours_us"]
+            rows.append(cell)
+            print(json.dumps(cell), flush=True)
+            torch.cuda.empty_cache()
+    lines = [
+        "| layer | T | ours us | torch us | ours/torch | ours TFLOP/s | torch TFLOP/s | grad rel. err |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in rows:
+        lines.append(
+            "| %s | %d | %s | %s | %s | %s | %s | %s |"
+            % (
+                c["layer"],
+                c["T"],
+                "%.0f" % c["ours_us"] if "ours_us" in c else c.get("ours_error", "-"),
+                "%.0f" % c["torch_us"] if "torch_us" in c else c.get("torch_error", "-"),
+                "%.2fx" % c["speedup"] if "speedup" in c else "-",
+                "%.0f" % c["ours_tflops"] if "ours_tflops" in c else "-",
+                "%.0f" % c["torch_tflops"] if "torch_tflops" in c else "-",
+                "%.1e" % c["rel_err"] if "rel_err" in c else "-",
+            )
+        )
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "train.md"), "w") as f:
+        f.write("# forward + backward, ours (ffn_autograd) vs torch._grouped_mm autograd\n\n")
+        f.write(text + "\n")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=None, help="build the libraries into this folder (here)")
+    ap.add_argument("--dir", default=HERE)
+    ap.add_argument("--out", default=os.environ.get("OUT") or "bench-results")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--T", default="4096,16384")
+    ap.add_argument("--min-runs", type=int, default=3)
+    ap.add_argument("--max-runs", type=int, default=20)
+    ap.add_argument("--max-seconds-per-cell", type=float, default=2.0)
+    args = ap.parse_args()
+    if args.build:
+        return build(args.build)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

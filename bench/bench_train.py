@@ -73,13 +73,10 @@ def build(out):
         src = os.path.join(HERE, f)
         if os.path.exists(src):
             shutil.copy(src, out)
-    rt = os.path.join(out, "moe_mlir_runtime")
-    shutil.rmtree(rt, ignore_errors=True)
-    shutil.copytree(
-        os.path.join(REPO, "build", "python_packages", "moe_mlir_runtime"),
-        rt,
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    sys.path.insert(0, os.path.join(REPO, "python", "runtime"))
+    import ship  # the runtime package's own copier
+
+    ship.copy_package(out)
     return 0
 
 

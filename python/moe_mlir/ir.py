@@ -9,6 +9,7 @@ is built.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import sys
@@ -665,32 +666,91 @@ class FunctionBuilder:
         ``w_down_scale`` as in :meth:`grouped_matmul` (with
         ``transpose_weights``; mxfp4 weights hold two values a byte along
         H and I). Result ``T x H``."""
-        return Value(
-            self._b.ffn(
-                _caller_location(),
-                _raw_value(x, "x"),
-                _raw_value(logits, "logits"),
-                _raw_value(w_up, "w_up"),
-                _raw_value(w_down, "w_down"),
-                _opt_raw(bias, "bias"),
-                k,
-                scoring,
-                normalize,
-                n_group,
-                topk_group,
-                group_score,
-                float(scaling),
-                activation,
-                layout,
-                float(alpha),
-                None if limit is None else float(limit),
-                float(up_bias),
-                transpose_weights,
-                _opt_raw(w_up_bias, "w_up_bias"),
-                _opt_raw(w_down_bias, "w_down_bias"),
-                weight_format,
-                scale_fmt,
-                _opt_raw(w_up_scale, "w_up_scale"),
-                _opt_raw(w_down_scale, "w_down_scale"),
-            )
+        arguments = dict(locals())  # every parameter, nothing else yet
+        del arguments["self"]
+        return self._ffn_family("ffn", None, arguments, ())[0]
+
+    def ffn_train(
+        self,
+        x: Value,
+        logits: Value,
+        w_up: Value,
+        w_down: Value,
+        bias: Optional[Value] = None,
+        **attributes,
+    ) -> Tuple[Value, Value, Value, Value]:
+        """``moe.ffn_train``: :meth:`ffn` (the same operands and keyword
+        attributes, plain weights) plus what its backward needs saved:
+        ``(y, h, weights, indices)``, ``h`` the up projection's
+        pre-activation in dispatch order (``(T*k) x 2I``), ``weights``
+        ``T x k`` f32, ``indices`` ``T x k`` i32."""
+        arguments = self._ffn_arguments(x, logits, w_up, w_down, bias, attributes)
+        return tuple(self._ffn_family("ffn_train", None, arguments, ()))
+
+    def ffn_grad(
+        self,
+        dy: Value,
+        x: Value,
+        logits: Value,
+        w_up: Value,
+        w_down: Value,
+        bias: Optional[Value] = None,
+        *,
+        saved: Sequence[Value] = (),
+        **attributes,
+    ) -> Tuple[Value, ...]:
+        """``moe.ffn_grad``: the gradients of :meth:`ffn` (the same operands
+        and keyword attributes, plain weights) from ``dy`` (``T x H``):
+        ``(dx, dlogits, dw_up, dw_down)``, the weight gradients f32, plus
+        ``(dw_up_bias, dw_down_bias)`` f32 with the expert biases. ``saved``:
+        :meth:`ffn_train`'s ``(h, weights, indices)`` (then no routing and
+        no up GEMM are recomputed), or empty."""
+        arguments = self._ffn_arguments(x, logits, w_up, w_down, bias, attributes)
+        return tuple(self._ffn_family("ffn_grad", dy, arguments, saved))
+
+    def _ffn_arguments(self, x, logits, w_up, w_down, bias, attributes):
+        """:meth:`ffn`'s arguments for these, its defaults filled in (an
+        unknown or missing keyword raises TypeError, as for ffn itself)."""
+        bound = inspect.signature(FunctionBuilder.ffn).bind(
+            self, x, logits, w_up, w_down, bias, **attributes
         )
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        del arguments["self"]
+        return arguments
+
+    def _ffn_family(self, op, dy, a, saved):
+        """moe.ffn / ffn_train / ffn_grad (``op``) from :meth:`ffn`'s
+        arguments ``a``, ``dy`` (ffn_grad) and ``saved`` (ffn_grad's
+        saved form): the list of results."""
+        raw = self._b.ffn_family(
+            _caller_location(),
+            op,
+            _opt_raw(dy, "dy"),
+            _raw_value(a["x"], "x"),
+            _raw_value(a["logits"], "logits"),
+            _raw_value(a["w_up"], "w_up"),
+            _raw_value(a["w_down"], "w_down"),
+            _opt_raw(a["bias"], "bias"),
+            a["k"],
+            a["scoring"],
+            a["normalize"],
+            a["n_group"],
+            a["topk_group"],
+            a["group_score"],
+            float(a["scaling"]),
+            a["activation"],
+            a["layout"],
+            float(a["alpha"]),
+            None if a["limit"] is None else float(a["limit"]),
+            float(a["up_bias"]),
+            a["transpose_weights"],
+            _opt_raw(a["w_up_bias"], "w_up_bias"),
+            _opt_raw(a["w_down_bias"], "w_down_bias"),
+            a["weight_format"],
+            a["scale_fmt"],
+            _opt_raw(a["w_up_scale"], "w_up_scale"),
+            _opt_raw(a["w_down_scale"], "w_down_scale"),
+            [_raw_value(v, n) for v, n in zip(saved, ("h", "weights", "indices"))],
+        )
+        return [Value(v) for v in raw]

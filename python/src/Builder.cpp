@@ -454,18 +454,33 @@ PyValue PyFunctionBuilder::multihotToIndices(const PyLoc &loc,
       b, location(loc), fb, pm, pos, b.getI64IntegerAttr(k)))[0];
 }
 
-PyValue PyFunctionBuilder::ffn(
-    const PyLoc &loc, const PyValue &x, const PyValue &logits,
-    const PyValue &wUp, const PyValue &wDown,
-    const std::optional<PyValue> &bias, int64_t k, const std::string &scoring,
-    bool normalize, int64_t nGroup, int64_t topkGroup,
-    const std::string &groupScore, double scaling,
+/// A type carried as a value (the op of ffnFamily's `create`).
+template <typename T> struct OpTag {
+  using type = T;
+};
+
+std::vector<PyValue> PyFunctionBuilder::ffnFamily(
+    const PyLoc &loc, const std::string &op, const std::optional<PyValue> &dy,
+    const PyValue &x, const PyValue &logits, const PyValue &wUp,
+    const PyValue &wDown, const std::optional<PyValue> &bias, int64_t k,
+    const std::string &scoring, bool normalize, int64_t nGroup,
+    int64_t topkGroup, const std::string &groupScore, double scaling,
     const std::string &activation, const std::string &layout, double alpha,
     std::optional<double> limit, double upBias, bool transposeWeights,
     const std::optional<PyValue> &wUpBias,
     const std::optional<PyValue> &wDownBias, const std::string &weightFormat,
     const std::string &scaleFmt, const std::optional<PyValue> &wUpScale,
-    const std::optional<PyValue> &wDownScale) {
+    const std::optional<PyValue> &wDownScale,
+    const std::vector<PyValue> &saved) {
+  if (op != "ffn" && op != "ffn_train" && op != "ffn_grad")
+    buildError("ffn_family: op must be ffn, ffn_train or ffn_grad, got '" + op +
+               "'");
+  bool grad = op == "ffn_grad";
+  if (grad != dy.has_value())
+    buildError(grad ? "ffn_grad needs dy" : op + " takes no dy");
+  if (!saved.empty() && (!grad || saved.size() != 3))
+    buildError("saved tensors are (h, weights, indices), for ffn_grad only");
+  Value dyv = grad ? use(*dy, "dy") : Value();
   Value xv = use(x, "x");
   Value lg = use(logits, "logits");
   Value up = use(wUp, "w_up");
@@ -474,28 +489,27 @@ PyValue PyFunctionBuilder::ffn(
   Value upBs = wUpBias ? use(*wUpBias, "w_up_bias") : Value();
   Value downBs = wDownBias ? use(*wDownBias, "w_down_bias") : Value();
   OpBuilder b = OpBuilder::atBlockEnd(&state->func.getBody().front());
-  Type fb[] = {
-      tensorOf({ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type())};
+  Location l = location(loc);
   FloatAttr limitAttr =
       limit ? b.getF32FloatAttr(static_cast<float>(*limit)) : FloatAttr();
   // expert_bias follows the operands; the verifier reports one expert bias
   // without the other (the operand count).
   bool expertBias = upBs || downBs;
   SmallVector<Value> optional;
-  if (bs)
-    optional.push_back(bs);
-  if (upBs)
-    optional.push_back(upBs);
-  if (downBs)
-    optional.push_back(downBs);
+  for (Value v : {bs, upBs, downBs})
+    if (v)
+      optional.push_back(v);
   // The weight scales come last (the op's getWUpScale / getWDownScale); the
   // verifier reports a missing one against weight_format.
   if (wUpScale)
     optional.push_back(use(*wUpScale, "w_up_scale"));
   if (wDownScale)
     optional.push_back(use(*wDownScale, "w_down_scale"));
-  return wrap(createVerified<FfnOp, true>(
-      b, location(loc), fb, xv, lg, up, down, ValueRange(optional),
+  // moe.ffn_grad's saved (h, weights, indices) follow everything else.
+  const char *savedNames[] = {"h", "weights", "indices"};
+  for (auto [i, v] : llvm::enumerate(saved))
+    optional.push_back(use(v, savedNames[i]));
+  auto attrs = std::make_tuple(
       b.getI64IntegerAttr(k), scoringAttr(ctx(), scoring),
       b.getBoolAttr(normalize), b.getI64IntegerAttr(nGroup),
       b.getI64IntegerAttr(topkGroup), groupScoreAttr(ctx(), groupScore),
@@ -504,7 +518,34 @@ PyValue PyFunctionBuilder::ffn(
       b.getF32FloatAttr(static_cast<float>(alpha)), limitAttr,
       b.getF32FloatAttr(static_cast<float>(upBias)),
       b.getBoolAttr(transposeWeights), b.getBoolAttr(expertBias),
-      weightFormatAttr(ctx(), weightFormat), scaleFmtAttr(ctx(), scaleFmt)))[0];
+      weightFormatAttr(ctx(), weightFormat), scaleFmtAttr(ctx(), scaleFmt));
+  auto create = [&](auto tag, ArrayRef<Type> types, auto... leading) {
+    using OpTy = typename decltype(tag)::type;
+    constexpr bool infer = !std::is_same_v<OpTy, FfnGradOp>;
+    return std::apply(
+        [&](auto... a) {
+          return createVerified<OpTy, infer>(b, l, types, leading..., lg, up,
+                                             down, ValueRange(optional), a...);
+        },
+        attrs);
+  };
+  Type f32 = b.getF32Type();
+  Type fb[] = {tensorOf({ShapedType::kDynamic, ShapedType::kDynamic}, f32)};
+  if (op == "ffn")
+    return wrap(create(OpTag<FfnOp>{}, fb, xv));
+  if (op == "ffn_train")
+    return wrap(create(OpTag<FfnTrainOp>{}, fb, xv));
+  // moe.ffn_grad's results: dx and dlogits of x's and the logits' types, the
+  // f32 weight (and expert-bias) gradients of their operands' shapes.
+  auto f32Like = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return t ? Type(RankedTensorType::get(t.getShape(), f32)) : v.getType();
+  };
+  SmallVector<Type> types = {xv.getType(), lg.getType(), f32Like(up),
+                             f32Like(down)};
+  if (expertBias && upBs && downBs)
+    types.append({f32Like(upBs), f32Like(downBs)});
+  return wrap(create(OpTag<FfnGradOp>{}, types, dyv, xv));
 }
 
 PyValue PyFunctionBuilder::expandSlots(const PyLoc &loc, const PyValue &input,

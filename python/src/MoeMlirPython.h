@@ -266,18 +266,23 @@ public:
                                          int64_t numExperts);
   PyValue multihotToIndices(const PyLoc &loc, const PyValue &probsMultihot,
                             const PyValue &positionMap, int64_t k);
-  PyValue ffn(const PyLoc &loc, const PyValue &x, const PyValue &logits,
-              const PyValue &wUp, const PyValue &wDown,
-              const std::optional<PyValue> &bias, int64_t k,
-              const std::string &scoring, bool normalize, int64_t nGroup,
-              int64_t topkGroup, const std::string &groupScore, double scaling,
-              const std::string &activation, const std::string &layout,
-              double alpha, std::optional<double> limit, double upBias,
-              bool transposeWeights, const std::optional<PyValue> &wUpBias,
-              const std::optional<PyValue> &wDownBias,
-              const std::string &weightFormat, const std::string &scaleFmt,
-              const std::optional<PyValue> &wUpScale,
-              const std::optional<PyValue> &wDownScale);
+  /// moe.ffn ("ffn": its result), moe.ffn_train ("ffn_train": y, h,
+  /// weights, indices) or moe.ffn_grad ("ffn_grad": `dy` first, `saved` the
+  /// forward's h, weights, indices or none; the gradients): the same
+  /// operands and attributes.
+  std::vector<PyValue> ffnFamily(
+      const PyLoc &loc, const std::string &op, const std::optional<PyValue> &dy,
+      const PyValue &x, const PyValue &logits, const PyValue &wUp,
+      const PyValue &wDown, const std::optional<PyValue> &bias, int64_t k,
+      const std::string &scoring, bool normalize, int64_t nGroup,
+      int64_t topkGroup, const std::string &groupScore, double scaling,
+      const std::string &activation, const std::string &layout, double alpha,
+      std::optional<double> limit, double upBias, bool transposeWeights,
+      const std::optional<PyValue> &wUpBias,
+      const std::optional<PyValue> &wDownBias, const std::string &weightFormat,
+      const std::string &scaleFmt, const std::optional<PyValue> &wUpScale,
+      const std::optional<PyValue> &wDownScale,
+      const std::vector<PyValue> &saved);
   /// tensor.expand_shape of an `M x H` tensor to `(M/k) x k x H`.
   PyValue expandSlots(const PyLoc &loc, const PyValue &input, int64_t k);
 

@@ -161,7 +161,7 @@ NB_MODULE(_moe, m) {
       .def("combine", &PyFunctionBuilder::combine)
       .def("indices_to_multihot", &PyFunctionBuilder::indicesToMultihot)
       .def("multihot_to_indices", &PyFunctionBuilder::multihotToIndices)
-      .def("ffn", &PyFunctionBuilder::ffn)
+      .def("ffn_family", &PyFunctionBuilder::ffnFamily)
       .def("expand_slots", &PyFunctionBuilder::expandSlots);
 
   bindExecution(m);

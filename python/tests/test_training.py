@@ -77,3 +77,18 @@ def test_verifier_errors_surface():
     bad = CONFIGS["softmax"].replace(top_k=9)
     with pytest.raises(MLIRError):
         training_from_config(bad)
+
+
+def test_builder_checks():
+    """FunctionBuilder.ffn_train / ffn_grad take ffn's keywords only, and
+    ffn_grad's saved tensors are (h, weights, indices)."""
+    from moe_mlir import BuildError, FunctionBuilder, Module
+
+    config = CONFIGS["softmax"]
+    attrs = config.ffn_attributes()
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        with FunctionBuilder(Module(), "f", config.input_types(None, "f32")) as f:
+            f.ffn_train(*f.args, **attrs, bogus=1)
+    with pytest.raises(BuildError, match="saved tensors"):
+        with FunctionBuilder(Module(), "g", config.input_types(None, "f32")) as f:
+            f.ffn_grad(f.args[0], *f.args, saved=f.args[:2], **attrs)

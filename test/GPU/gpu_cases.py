@@ -704,6 +704,20 @@ for _n, _F, _W, _E, _k, _b, _a in _RD:
         ],
     )
 
+# The DeepSeek-like layers' routing and GLU: sigmoid scores, 4 groups
+# keeping 2 by top2_sum, renormalised, scaled.
+DEEPSEEK_LIKE = dict(
+    k=4,
+    scoring="sigmoid",
+    normalize=True,
+    n_group=4,
+    topk_group=2,
+    group_score="top2_sum",
+    scaling=2.5,
+    activation="silu",
+    layout="concat",
+)
+
 # moe.ffn at small dims (the model-size layers are in cases/ffn_<model>.mlir)
 _FFN_SMALL = [
     (
@@ -724,17 +738,7 @@ _FFN_SMALL = [
         16,
         True,
         False,
-        dict(
-            k=4,
-            scoring="sigmoid",
-            normalize=True,
-            n_group=4,
-            topk_group=2,
-            group_score="top2_sum",
-            scaling=2.5,
-            activation="silu",
-            layout="concat",
-        ),
+        DEEPSEEK_LIKE,
     ),
     (
         "ffn_small_gpt_oss_like_bf16",
@@ -953,18 +957,7 @@ LAYERS = [
         16,
         True,
         True,
-        dict(
-            k=4,
-            scoring="sigmoid",
-            normalize=True,
-            n_group=4,
-            topk_group=2,
-            group_score="top2_sum",
-            scaling=2.5,
-            activation="silu",
-            layout="concat",
-            transpose_weights=False,
-        ),
+        dict(DEEPSEEK_LIKE, transpose_weights=False),
     ),
 ]
 for _n, _F, _LF, _H, _I, _E, _b, _eb, _a in LAYERS:

@@ -48,13 +48,10 @@ def main(argv):
         json.dump(table, f, indent=1, sort_keys=True)
     shutil.copy(os.path.join(HERE, "training_check.py"), out)
     shutil.copy(os.path.join(REPO, "test", "GPU", "torch_reference.py"), out)
-    rt = os.path.join(out, "moe_mlir_runtime")
-    shutil.rmtree(rt, ignore_errors=True)
-    shutil.copytree(
-        os.path.join(REPO, "build", "python_packages", "moe_mlir_runtime"),
-        rt,
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    sys.path.insert(0, os.path.join(REPO, "python", "runtime"))
+    import ship  # the runtime package's own copier
+
+    ship.copy_package(out)
     return 0
 
 

@@ -17,7 +17,13 @@ runs between CUDA events with L2 flushed before each (bench_moe.Timer);
 TFLOP/s counts 3x the forward's GEMM FLOPs; the gradients of x, the
 logits and both weights are compared between the two (rel. err, bf16;
 torch's weight gradients in bf16, ours cast from f32). Writes
-OUT/train.md and prints the table."""
+OUT/train.md and prints the table.
+
+--gemms: the expert GEMMs alone, per layer and T (rows routed by a random
+top-k): our forward grouped matmuls (up: [T k, H] x [E, 2I, H]^T, down)
+and our weight gradients (moe.grouped_matmul_wgrad, f32 and bf16
+results) against torch._grouped_mm's (the ragged-K form autograd uses,
+bf16 results), in TFLOP/s; writes OUT/gemms.md."""
 
 import argparse
 import json
@@ -64,11 +70,22 @@ def build(out):
     shapes = {}
     for name in CONFIGS:
         cfg = bench_config(name)
-        gpu.compile_gpu(training_from_config(cfg), os.path.join(out, name + ".train.so"))
+        # bf16 weight gradients, as torch's layer returns them
+        gpu.compile_gpu(
+            training_from_config(cfg, weight_grads="weights"),
+            os.path.join(out, name + ".train.so"),
+        )
         shapes[name] = dict(H=cfg.hidden, I=cfg.intermediate, E=cfg.experts, k=cfg.top_k)
         print("built", name, flush=True)
     with open(os.path.join(out, "train_layers.json"), "w") as f:
         json.dump(shapes, f, indent=1)
+    for name in CONFIGS:
+        cfg = bench_config(name)
+        gpu.compile_gpu(
+            gemms_module(cfg.hidden, cfg.intermediate, cfg.experts),
+            os.path.join(out, name + ".gemms.so"),
+        )
+        print("built", name, "gemms", flush=True)
     for f in ("bench_train.py", "bench_moe.py", "gen_layers.py", "torch_reference.py"):
         src = os.path.join(HERE, f)
         if os.path.exists(src):
@@ -77,6 +94,158 @@ def build(out):
     import ship  # the runtime package's own copier
 
     ship.copy_package(out)
+    return 0
+
+
+def gemms_module(H, I, E):
+    """The layer's four expert GEMMs (bf16, nn.Linear weights) and the
+    weight gradients with bf16 results, as MLIR text."""
+    off = "tensor<%dxi32>" % (E + 1)
+
+    def fwd(name, K, N):
+        return (
+            "func.func @%s(%%x: tensor<?x%dxbf16>, %%w: tensor<%dx%dx%dxbf16>, %%off: %s)"
+            " -> tensor<?x%dxbf16> {\n"
+            "  %%y = moe.grouped_matmul %%x, %%w offsets(%%off : %s) {transpose_rhs = true}"
+            " : tensor<?x%dxbf16>, tensor<%dx%dx%dxbf16> -> tensor<?x%dxbf16>\n"
+            "  return %%y : tensor<?x%dxbf16>\n}\n"
+            % (name, K, E, N, K, off, N, off, K, E, N, K, N, N)
+        )
+
+    def wgrad(name, K, N, O):
+        return (
+            "func.func @%s(%%d: tensor<?x%dxbf16>, %%x: tensor<?x%dxbf16>, %%off: %s)"
+            " -> tensor<%dx%dx%dx%s> {\n"
+            "  %%g = moe.grouped_matmul_wgrad %%d, %%x offsets(%%off : %s)"
+            " : tensor<?x%dxbf16>, tensor<?x%dxbf16> -> tensor<%dx%dx%dx%s>\n"
+            "  return %%g : tensor<%dx%dx%dx%s>\n}\n"
+            % (name, K, N, off, E, K, N, O, off, K, N, E, K, N, O, E, K, N, O)
+        )
+
+    return "".join(
+        [
+            fwd("fwd_up", H, 2 * I),
+            fwd("fwd_down", I, H),
+            wgrad("wgrad_up", 2 * I, H, "f32"),
+            wgrad("wgrad_down", H, I, "f32"),
+            wgrad("wgrad_up_bf16", 2 * I, H, "bf16"),
+            wgrad("wgrad_down_bf16", H, I, "bf16"),
+        ]
+    )
+
+
+def run_gemms(args):
+    """--gemms: see the module docstring."""
+    sys.path.insert(0, args.dir)
+    import torch
+
+    import bench_moe as BM
+    import moe_mlir_runtime as rt
+
+    BM.torch = torch
+    with open(os.path.join(args.dir, "train_layers.json")) as f:
+        shapes = json.load(f)
+    timer = BM.Timer(args)
+    rows = []
+    for name in args.configs.split(","):
+        s = shapes[name]
+        H, I, E, k = s["H"], s["I"], s["E"], s["k"]
+        art = rt.load(os.path.join(args.dir, name + ".gemms.so"))
+        g = torch.Generator(device="cuda").manual_seed(48)
+        bf16 = dict(dtype=torch.bfloat16, device="cuda")
+        w_up = torch.randn(E, 2 * I, H, generator=g, **bf16) / H**0.5
+        w_down = torch.randn(E, H, I, generator=g, **bf16) / I**0.5
+        for T in [int(t) for t in args.T.split(",")]:
+            M = T * k
+            ids = torch.randn(T, E, generator=g, device="cuda").topk(k, dim=1).indices
+            counts = torch.bincount(ids.reshape(-1), minlength=E)
+            cum = torch.cumsum(counts, 0).to(torch.int32)
+            off = torch.cat([torch.zeros(1, dtype=torch.int32, device="cuda"), cum])
+            x = torch.randn(M, H, generator=g, **bf16)
+            a = torch.randn(M, I, generator=g, **bf16)
+            d_up = torch.randn(M, 2 * I, generator=g, **bf16)
+            d_down = torch.randn(M, H, generator=g, **bf16)
+            cases = [
+                (
+                    "fwd_up",
+                    lambda: art.fn("fwd_up")(x, w_up, off),
+                    lambda: torch._grouped_mm(x, w_up.transpose(1, 2), offs=cum),
+                    2 * I * H,
+                ),
+                (
+                    "fwd_down",
+                    lambda: art.fn("fwd_down")(a, w_down, off),
+                    lambda: torch._grouped_mm(a, w_down.transpose(1, 2), offs=cum),
+                    I * H,
+                ),
+                (
+                    "wgrad_up",
+                    lambda: art.fn("wgrad_up")(d_up, x, off),
+                    lambda: torch._grouped_mm(d_up.t(), x, offs=cum),
+                    2 * I * H,
+                ),
+                ("wgrad_up_bf16", lambda: art.fn("wgrad_up_bf16")(d_up, x, off), None, 2 * I * H),
+                (
+                    "wgrad_down",
+                    lambda: art.fn("wgrad_down")(d_down, a, off),
+                    lambda: torch._grouped_mm(d_down.t(), a, offs=cum),
+                    I * H,
+                ),
+                ("wgrad_down_bf16", lambda: art.fn("wgrad_down_bf16")(d_down, a, off), None, I * H),
+            ]
+            for gemm, ours, ref, kn in cases:
+                cell = dict(layer=name, T=T, gemm=gemm)
+                flops = 2 * M * kn
+                try:
+                    got = ours()
+                    torch.cuda.synchronize()
+                    if ref is not None:
+                        # on a slice (4 experts / 4096 rows): a whole f32
+                        # DeepSeek-V3 gradient is 30 GB
+                        cut = slice(0, 4 if got.dim() == 3 else 4096)
+                        want = ref()[cut].float()
+                        part = got[cut].float()
+                        cell["rel_err"] = float(
+                            (part - want).norm() / max(float(want.norm()), 1e-30)
+                        )
+                        del want, part
+                        st = timer.measure(ref)
+                        cell["torch_us"] = st["us"]
+                        cell["torch_tflops"] = flops / st["us"] / 1e6
+                    del got
+                    st = timer.measure(ours)
+                    cell["ours_us"] = st["us"]
+                    cell["ours_tflops"] = flops / st["us"] / 1e6
+                except Exception as ex:  # noqa: BLE001 - report and go on
+                    cell["error"] = "%s: %s" % (type(ex).__name__, str(ex)[:200])
+                rows.append(cell)
+                print(json.dumps(cell), flush=True)
+                torch.cuda.empty_cache()
+    lines = [
+        "| layer | T | GEMM | ours us | ours TFLOP/s | torch us | torch TFLOP/s | rel. err vs torch |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    fmt = lambda c, key, f: (f % c[key]) if key in c else "-"  # noqa: E731
+    for c in rows:
+        lines.append(
+            "| %s | %d | %s | %s | %s | %s | %s | %s |"
+            % (
+                c["layer"],
+                c["T"],
+                c["gemm"],
+                fmt(c, "ours_us", "%.0f") if "error" not in c else c["error"],
+                fmt(c, "ours_tflops", "%.0f"),
+                fmt(c, "torch_us", "%.0f"),
+                fmt(c, "torch_tflops", "%.0f"),
+                fmt(c, "rel_err", "%.1e"),
+            )
+        )
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "gemms.md"), "w") as f:
+        f.write("# expert GEMMs: forward and weight gradients, ours vs torch._grouped_mm\n\n")
+        f.write(text + "\n")
     return 0
 
 
@@ -196,13 +365,14 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench-results")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--T", default="4096,16384")
+    ap.add_argument("--gemms", action="store_true", help="the expert GEMMs alone (gemms.md)")
     ap.add_argument("--min-runs", type=int, default=3)
     ap.add_argument("--max-runs", type=int, default=20)
     ap.add_argument("--max-seconds-per-cell", type=float, default=2.0)
     args = ap.parse_args()
     if args.build:
         return build(args.build)
-    return run(args)
+    return run_gemms(args) if args.gemms else run(args)
 
 
 if __name__ == "__main__":

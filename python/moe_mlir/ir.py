@@ -697,16 +697,19 @@ class FunctionBuilder:
         bias: Optional[Value] = None,
         *,
         saved: Sequence[Value] = (),
+        weight_grads: str = "f32",
         **attributes,
     ) -> Tuple[Value, ...]:
         """``moe.ffn_grad``: the gradients of :meth:`ffn` (the same operands
         and keyword attributes, plain weights) from ``dy`` (``T x H``):
-        ``(dx, dlogits, dw_up, dw_down)``, the weight gradients f32, plus
-        ``(dw_up_bias, dw_down_bias)`` f32 with the expert biases. ``saved``:
+        ``(dx, dlogits, dw_up, dw_down)``, the weight gradients f32
+        (``weight_grads="f32"``) or in the weights' type (``"weights"``:
+        each f32 sum rounded once, half the bytes), plus ``(dw_up_bias,
+        dw_down_bias)`` f32 with the expert biases. ``saved``:
         :meth:`ffn_train`'s ``(h, weights, indices)`` (then no routing and
         no up GEMM are recomputed), or empty."""
         arguments = self._ffn_arguments(x, logits, w_up, w_down, bias, attributes)
-        return tuple(self._ffn_family("ffn_grad", dy, arguments, saved))
+        return tuple(self._ffn_family("ffn_grad", dy, arguments, saved, weight_grads))
 
     def _ffn_arguments(self, x, logits, w_up, w_down, bias, attributes):
         """:meth:`ffn`'s arguments for these, its defaults filled in (an
@@ -719,7 +722,7 @@ class FunctionBuilder:
         del arguments["self"]
         return arguments
 
-    def _ffn_family(self, op, dy, a, saved):
+    def _ffn_family(self, op, dy, a, saved, weight_grads="f32"):
         """moe.ffn / ffn_train / ffn_grad (``op``) from :meth:`ffn`'s
         arguments ``a``, ``dy`` (ffn_grad) and ``saved`` (ffn_grad's
         saved form): the list of results."""
@@ -752,5 +755,6 @@ class FunctionBuilder:
             _opt_raw(a["w_up_scale"], "w_up_scale"),
             _opt_raw(a["w_down_scale"], "w_down_scale"),
             [_raw_value(v, n) for v, n in zip(saved, ("h", "weights", "indices"))],
+            weight_grads,
         )
         return [Value(v) for v in raw]

@@ -32,10 +32,14 @@ def training_from_config(
     T: Optional[int] = None,
     dtype: str = "bf16",
     *,
+    weight_grads: str = "f32",
     context: Optional[Context] = None,
 ) -> Module:
     """A verified module with ``@ffn_train`` and ``@ffn_grad`` for the layer
-    ``config`` (a :class:`MoeConfig` or a key of :data:`PRESETS`)."""
+    ``config`` (a :class:`MoeConfig` or a key of :data:`PRESETS`).
+    ``weight_grads``: the weight gradients' type, ``"f32"`` (ready for an
+    f32 ``main_grad``) or ``"weights"`` (``dtype``: each f32 sum rounded
+    once; half the bytes written, no cast in :func:`ffn_autograd`)."""
     if isinstance(config, str):
         config = PRESETS[config]
     if config.weight_format != "plain":
@@ -68,5 +72,5 @@ def training_from_config(
     with FunctionBuilder(module, "ffn_grad", [inputs[0]] + inputs + saved) as f:
         dy, args, h = f.args[0], f.args[1 : 1 + len(inputs)], f.args[1 + len(inputs) :]
         main, expert = operands(args)
-        f.ret(*f.ffn_grad(dy, *main, saved=h, **attributes, **expert))
+        f.ret(*f.ffn_grad(dy, *main, saved=h, weight_grads=weight_grads, **attributes, **expert))
     return module

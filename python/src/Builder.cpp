@@ -470,14 +470,17 @@ std::vector<PyValue> PyFunctionBuilder::ffnFamily(
     const std::optional<PyValue> &wUpBias,
     const std::optional<PyValue> &wDownBias, const std::string &weightFormat,
     const std::string &scaleFmt, const std::optional<PyValue> &wUpScale,
-    const std::optional<PyValue> &wDownScale,
-    const std::vector<PyValue> &saved) {
+    const std::optional<PyValue> &wDownScale, const std::vector<PyValue> &saved,
+    const std::string &weightGrads) {
   if (op != "ffn" && op != "ffn_train" && op != "ffn_grad")
     buildError("ffn_family: op must be ffn, ffn_train or ffn_grad, got '" + op +
                "'");
   bool grad = op == "ffn_grad";
   if (grad != dy.has_value())
     buildError(grad ? "ffn_grad needs dy" : op + " takes no dy");
+  if (weightGrads != "f32" && weightGrads != "weights")
+    buildError("weight_grads must be 'f32' or 'weights', got '" + weightGrads +
+               "'");
   if (!saved.empty() && (!grad || saved.size() != 3))
     buildError("saved tensors are (h, weights, indices), for ffn_grad only");
   Value dyv = grad ? use(*dy, "dy") : Value();
@@ -536,13 +539,17 @@ std::vector<PyValue> PyFunctionBuilder::ffnFamily(
   if (op == "ffn_train")
     return wrap(create(OpTag<FfnTrainOp>{}, fb, xv));
   // moe.ffn_grad's results: dx and dlogits of x's and the logits' types, the
-  // f32 weight (and expert-bias) gradients of their operands' shapes.
+  // weight gradients of the weights' shapes (f32, or with weight_grads =
+  // "weights" the weights' types), the expert-bias gradients f32.
   auto f32Like = [&](Value v) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
     return t ? Type(RankedTensorType::get(t.getShape(), f32)) : v.getType();
   };
-  SmallVector<Type> types = {xv.getType(), lg.getType(), f32Like(up),
-                             f32Like(down)};
+  auto dwLike = [&](Value v) {
+    return weightGrads == "weights" ? v.getType() : f32Like(v);
+  };
+  SmallVector<Type> types = {xv.getType(), lg.getType(), dwLike(up),
+                             dwLike(down)};
   if (expertBias && upBs && downBs)
     types.append({f32Like(upBs), f32Like(downBs)});
   return wrap(create(OpTag<FfnGradOp>{}, types, dyv, xv));

@@ -269,7 +269,8 @@ public:
   /// moe.ffn ("ffn": its result), moe.ffn_train ("ffn_train": y, h,
   /// weights, indices) or moe.ffn_grad ("ffn_grad": `dy` first, `saved` the
   /// forward's h, weights, indices or none; the gradients): the same
-  /// operands and attributes.
+  /// operands and attributes. `weightGrads` (ffn_grad): "f32" or
+  /// "weights" (the weight gradients in the weights' type).
   std::vector<PyValue> ffnFamily(
       const PyLoc &loc, const std::string &op, const std::optional<PyValue> &dy,
       const PyValue &x, const PyValue &logits, const PyValue &wUp,
@@ -282,7 +283,7 @@ public:
       const std::optional<PyValue> &wDownBias, const std::string &weightFormat,
       const std::string &scaleFmt, const std::optional<PyValue> &wUpScale,
       const std::optional<PyValue> &wDownScale,
-      const std::vector<PyValue> &saved);
+      const std::vector<PyValue> &saved, const std::string &weightGrads);
   /// tensor.expand_shape of an `M x H` tensor to `(M/k) x k x H`.
   PyValue expandSlots(const PyLoc &loc, const PyValue &input, int64_t k);
 

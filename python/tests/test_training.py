@@ -92,3 +92,29 @@ def test_builder_checks():
     with pytest.raises(BuildError, match="saved tensors"):
         with FunctionBuilder(Module(), "g", config.input_types(None, "f32")) as f:
             f.ffn_grad(f.args[0], *f.args, saved=f.args[:2], **attrs)
+
+
+def test_weight_grads_in_weights_type():
+    """weight_grads="weights": the weight gradients in the weights' type
+    (bf16), each the f32 module's sum rounded once; the rest unchanged."""
+    import ml_dtypes
+
+    config = CONFIGS["softmax"]
+    rng = np.random.default_rng(11)
+    T = 6
+    args = [a.astype(ml_dtypes.bfloat16) for a in inputs(config, T, rng)]
+    ref = training_from_config(config, dtype="bf16").compile_cpu()
+    half = training_from_config(config, dtype="bf16", weight_grads="weights").compile_cpu()
+    y, h, w, ids = ref.call("ffn_train", *args)
+    dy = rng.standard_normal(y.shape).astype(ml_dtypes.bfloat16)
+    want = ref.call("ffn_grad", dy, *args, h, w, ids)
+    got = half.call("ffn_grad", dy, *args, h, w, ids)
+    for i in (0, 1):
+        np.testing.assert_array_equal(got[i], want[i])
+    for i in (2, 3):
+        assert want[i].dtype == np.float32 and got[i].dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(got[i], want[i].astype(ml_dtypes.bfloat16))
+    from moe_mlir import BuildError
+
+    with pytest.raises(BuildError, match="weight_grads must be"):
+        training_from_config(config, weight_grads="bf16")

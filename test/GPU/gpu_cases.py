@@ -920,6 +920,12 @@ for _n, _F, _O, _M, _E, _K, _N, _acc in (
     ("grouped_matmul_wgrad_bf16_acc", "bf16", "f32", "2*T", 8, 128, 64, True),
     ("grouped_matmul_wgrad_bf16_tails", "bf16", "bf16", "2*T", 8, 96, 200, False),
     ("grouped_matmul_wgrad_f32_many_experts", "f32", "f32", "T", 16, 40, 24, False),
+    # The Hopper kernel (WgmmaWgrad.cpp): 192-column tiles and a last row
+    # tile half past K, bf16 results; 256-column tiles (two row tiles, two
+    # column tiles, setmaxnreg) into an f32 acc; f16.
+    ("grouped_matmul_wgrad_bf16_tile192", "bf16", "bf16", "2*T", 8, 192, 192, False),
+    ("grouped_matmul_wgrad_bf16_tile256_acc", "bf16", "f32", "3*T", 6, 256, 512, True),
+    ("grouped_matmul_wgrad_f16", "f16", "f16", "2*T", 8, 128, 128, False),
 ):
     _ins = [A("lhs", _F, (_M, _K)), A("rhs", _F, (_M, _N)), A("offsets", "i32", (_E + 1,))]
     if _acc:
@@ -990,7 +996,10 @@ for _n, _F, _LF, _H, _I, _E, _b, _eb, _a in LAYERS:
     _bcase("ffn_train_" + _n, "ffn_train", _a, _ins, [A("y", _F, ("T", _H))] + _saved)
     _dy = [A("dy", _F, ("T", _H))]
     _bcase("ffn_grad_" + _n, "ffn_grad", _a, _dy + _ins, _grads)
-    _bcase("ffn_grad_saved_" + _n, "ffn_grad", _a, _dy + _ins + _saved, _grads)
+    # The saved form returns the weight gradients in the weights' type
+    # (weight_grads="weights"; bf16 for the bf16 layer).
+    _grads_w = _grads[:2] + [A("dw_up", _F, _wu), A("dw_down", _F, _wd)] + _grads[4:]
+    _bcase("ffn_grad_saved_" + _n, "ffn_grad", _a, _dy + _ins + _saved, _grads_w)
 
 CASES_BY_NAME = {c.name: c for c in OP_CASES}
 assert len(CASES_BY_NAME) == len(OP_CASES), "duplicate case names"

@@ -115,7 +115,10 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"gemm", "gemm", "std::string", /*default=*/"\"auto\"",
            "Expert GEMM engine: auto (cost model: wgmma on sm_90a where the "
            "op allows it, else simt), simt (portable f32 FMA), wgmma "
-           "(Hopper tensor cores; an op it cannot run is an error)">,
+           "(Hopper tensor cores; an op it cannot run is an error). "
+           "moe.grouped_matmul_wgrad takes the Hopper kernel on sm_90a "
+           "unless simt (16-bit operands, K and N multiples of 64; else "
+           "the portable kernel, whatever this option says)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target chip (selects the GEMM engines available)">,
     Option<"wgmmaTileM", "wgmma-tile-m", "int64_t", /*default=*/"0",

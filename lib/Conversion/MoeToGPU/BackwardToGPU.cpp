@@ -17,12 +17,13 @@
 // - moe.combine_grad: one thread per (token, slot, column).
 // - moe.route_grad: one thread per token: the k picks' contributions
 //   once, then per expert its picks' sum (the scores on demand).
-// - moe.grouped_matmul_wgrad: one thread per (expert, k, n), its group's
-//   rows contracted in order in f32 (the SIMT form; the Hopper engine's
-//   ragged-K wgrad is future work).
+// - moe.grouped_matmul_wgrad: on sm_90a with 16-bit operands and K, N
+//   multiples of 64, the Hopper kernel (Gemm/WgmmaWgrad.cpp); else one
+//   thread per (expert, k, n), its group's rows contracted in order in f32.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gemm/GemmKernel.h"
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
@@ -207,52 +208,86 @@ struct RouteGradToGPU : OpRewritePattern<RouteGradOp> {
   }
 };
 
+/// The portable weight-gradient kernel: one thread per (expert, k, n), its
+/// group's rows contracted in order in f32.
+void emitSimtWgrad(LoweringBuilder &b, const gpu_lowering::WgradOperands &w) {
+  int64_t k = w.kDim, n = w.nDim;
+  launchRowsCols(
+      b, b.idx(w.numExperts * k), b.idx(n),
+      [&](LoweringBuilder &b, Value ek, Value col) {
+        Value expert = arith::DivUIOp::create(b, ek, b.idx(k));
+        Value kk = arith::RemUIOp::create(b, ek, b.idx(k));
+        auto offsetAt = [&](Value i) {
+          return b.clamp(b.toIndex(b.load(w.offsets, {i})), b.idx(0), w.m);
+        };
+        Value lo = offsetAt(expert);
+        Value hi =
+            arith::MaxSIOp::create(b, offsetAt(b.add(expert, b.idx(1))), lo);
+        Value init = w.acc ? b.load(w.acc, {expert, kk, col}) : b.f32(0.0);
+        Value sum = b.forLoop(lo, hi, {init},
+                              [&](LoweringBuilder &b, Value r,
+                                  ValueRange s) -> SmallVector<Value> {
+                                Value p =
+                                    b.mul(b.toF32(b.load(w.lhs, {r, kk})),
+                                          b.toF32(b.load(w.rhs, {r, col})));
+                                return {b.add(s[0], p)};
+                              })[0];
+        b.store(b.fromF32(sum, w.outElem), w.out, {expert, kk, col});
+      });
+}
+
 struct GroupedMatmulWgradToGPU : OpRewritePattern<GroupedMatmulWgradOp> {
-  using OpRewritePattern::OpRewritePattern;
+  GroupedMatmulWgradToGPU(MLIRContext *ctx,
+                          const ConvertMoeToGPUPassOptions &options)
+      : OpRewritePattern(ctx), options(options) {}
 
   LogicalResult matchAndRewrite(GroupedMatmulWgradOp op,
                                 PatternRewriter &rewriter) const override {
     LoweringBuilder b(op.getLoc(), rewriter);
     auto resultType = op.getResult().getType();
-    Type o = resultType.getElementType();
-    int64_t e = resultType.getDimSize(0), k = resultType.getDimSize(1),
-            n = resultType.getDimSize(2);
-    Value lhs = toBuffer(b, op.getLhs());
-    Value rhs = toBuffer(b, op.getRhs());
-    Value offsets = toBuffer(b, op.getOffsets());
-    Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
-    Value m = b.memDim(lhs, 0);
-    Value out = allocBuffer(b, resultType, {});
-    launchRowsCols(
-        b, b.idx(e * k), b.idx(n),
-        [&](LoweringBuilder &b, Value ek, Value col) {
-          Value expert = arith::DivUIOp::create(b, ek, b.idx(k));
-          Value kk = arith::RemUIOp::create(b, ek, b.idx(k));
-          auto offsetAt = [&](Value i) {
-            return b.clamp(b.toIndex(b.load(offsets, {i})), b.idx(0), m);
-          };
-          Value lo = offsetAt(expert);
-          Value hi =
-              arith::MaxSIOp::create(b, offsetAt(b.add(expert, b.idx(1))), lo);
-          Value init = acc ? b.load(acc, {expert, kk, col}) : b.f32(0.0);
-          Value sum = b.forLoop(lo, hi, {init},
-                                [&](LoweringBuilder &b, Value r,
-                                    ValueRange s) -> SmallVector<Value> {
-                                  Value p =
-                                      b.mul(b.toF32(b.load(lhs, {r, kk})),
-                                            b.toF32(b.load(rhs, {r, col})));
-                                  return {b.add(s[0], p)};
-                                })[0];
-          b.store(b.fromF32(sum, o), out, {expert, kk, col});
-        });
-    rewriter.replaceOp(op, toTensor(b, out));
+    gpu_lowering::WgradOperands w;
+    w.lhs = toBuffer(b, op.getLhs());
+    w.rhs = toBuffer(b, op.getRhs());
+    w.offsets = toBuffer(b, op.getOffsets());
+    w.acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
+    w.m = b.memDim(w.lhs, 0);
+    w.numExperts = resultType.getDimSize(0);
+    w.kDim = resultType.getDimSize(1);
+    w.nDim = resultType.getDimSize(2);
+    w.inElem = op.getLhs().getType().getElementType();
+    w.outElem = resultType.getElementType();
+    w.out = allocBuffer(b, resultType, {});
+    // The Hopper kernel where it can run and the rows allow its 16-byte
+    // copies (checked on the host at call time), else the portable one.
+    if (std::optional<gpu_lowering::WgradConfig> config =
+            gpu_lowering::chooseWgradConfig(op, options)) {
+      scf::IfOp::create(
+          b, gpu_lowering::wgradOperandsAligned(b, w),
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder nb(loc, nested);
+            gpu_lowering::emitWgmmaWgrad(nb, w, *config);
+            scf::YieldOp::create(nb);
+          },
+          [&](OpBuilder &nested, Location loc) {
+            LoweringBuilder nb(loc, nested);
+            emitSimtWgrad(nb, w);
+            scf::YieldOp::create(nb);
+          });
+    } else {
+      emitSimtWgrad(b, w);
+    }
+    rewriter.replaceOp(op, toTensor(b, w.out));
     return success();
   }
+
+  ConvertMoeToGPUPassOptions options;
 };
 
 } // namespace
 
-void mlir::moe::populateBackwardToGPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<GluGradToGPU, RowDotToGPU, CombineGradToGPU, RouteGradToGPU,
-               GroupedMatmulWgradToGPU>(patterns.getContext());
+void mlir::moe::populateBackwardToGPUPatterns(
+    RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options) {
+  patterns.add<GluGradToGPU, RowDotToGPU, CombineGradToGPU, RouteGradToGPU>(
+      patterns.getContext());
+  patterns.add<GroupedMatmulWgradToGPU>(patterns.getContext(), options);
 }

@@ -38,7 +38,7 @@ void mlir::moe::populateMoeToGPUConversionPatterns(
   populateDispatchToGPUPatterns(patterns, options.chip);
   populateMovementToGPUPatterns(patterns);
   populateExpertComputeToGPUPatterns(patterns, options);
-  populateBackwardToGPUPatterns(patterns);
+  populateBackwardToGPUPatterns(patterns, options);
 }
 
 namespace {

@@ -28,7 +28,8 @@ void populateExpertComputeToGPUPatterns(
 
 /// glu_grad, row_dot, combine_grad, route_grad, grouped_matmul_wgrad (the
 /// backward primitives; ffn_train and ffn_grad decompose into them).
-void populateBackwardToGPUPatterns(RewritePatternSet &patterns);
+void populateBackwardToGPUPatterns(RewritePatternSet &patterns,
+                                   const ConvertMoeToGPUPassOptions &options);
 
 } // namespace moe
 } // namespace mlir

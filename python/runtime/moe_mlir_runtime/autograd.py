@@ -17,8 +17,9 @@ backward needs (the up projection's pre-activation h in dispatch order, the
 routing weights and ids: `k*2I*sizeof(F) + 8k` bytes a token); the backward
 runs `ffn_grad` on them (no routing, no up GEMM again). Both launch on
 torch's current stream with no host synchronisation. The weight and
-expert-bias gradients come back in f32 and are cast to the parameters'
-dtype (autograd's rule); the routing bias, which only steers the
+expert-bias gradients come back in f32 (the weight gradients in the
+weights' type when the library was built with `weight_grads="weights"`)
+and are cast to the parameters' dtype where they differ (autograd's rule); the routing bias, which only steers the
 selection, gets none. Deterministic: the same inputs give bitwise the same
 gradients.
 """

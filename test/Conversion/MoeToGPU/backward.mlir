@@ -1,5 +1,7 @@
 // RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --implicit-check-not=moe.
 // RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-nvvm=format=ptx | FileCheck %s --check-prefix=PTX --implicit-check-not="= moe."
+// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMT
+// RUN: moe-opt %s --convert-moe-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SIMT
 
 // The backward primitives' GPU kernels (BackwardToGPU.cpp): one thread per
 // result element (row_dot, route_grad: per row), every sum in the CPU
@@ -78,6 +80,52 @@ func.func @route_grad(%g: tensor<?x2xf32>, %l: tensor<?x8xf32>, %i: tensor<?x2xi
 func.func @wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi32>, %acc: tensor<4x32x16xf32>) -> tensor<4x32x16xf32> {
   %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<5xi32>) accumulate(%acc : tensor<4x32x16xf32>) : tensor<?x32xbf16>, tensor<?x16xbf16> -> tensor<4x32x16xf32>
   return %r : tensor<4x32x16xf32>
+}
+
+// grouped_matmul_wgrad on sm_90a, 16-bit operands, K and N multiples of 64:
+// the Hopper kernel (Gemm/WgmmaWgrad.cpp) when the rows allow 16-byte
+// copies (a host-side check), else the SIMT kernel above. 384 threads
+// (producer + two consumer warpgroups), 64-token stages of both operands
+// by cp.async (zero-filled past the expert's rows), MN-major A and B
+// (layouts col / row), the first MMA of an item not accumulating, one group
+// in flight; N = 256 gives 128 x 256 tiles and setmaxnreg 104 / 200.
+// The grid is min(items, 132): 4 experts x 1 row tile x 1 column tile. The
+// epilogue adds acc (read per element) and stores f32 pairs.
+// CHECK-LABEL: func.func @wgrad_hopper
+// CHECK:       %[[OUT:.*]] = memref.alloc() : memref<4x128x256xf32>
+// CHECK:       scf.if
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4{{.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c384
+// CHECK:           nvvm.setmaxregister {{ *}}decrease 104
+// CHECK:           nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// CHECK:           nvvm.cp.async.mbarrier.arrive
+// CHECK:           nvvm.setmaxregister {{ *}}increase 200
+// CHECK:           nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3:   nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT:      nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:           memref.load %{{.*}} : memref<4x128x256xf32
+// CHECK:           llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<1>
+// CHECK:       } else {
+// CHECK:         gpu.launch
+// CHECK:           scf.for
+// CHECK:       bufferization.to_tensor %[[OUT]]
+// SIMT-LABEL:  func.func @wgrad_hopper
+// SIMT-NOT:    nvvm.wgmma
+// SIMT:        return
+func.func @wgrad_hopper(%dy: tensor<?x128xbf16>, %x: tensor<?x256xbf16>, %off: tensor<5xi32>, %acc: tensor<4x128x256xf32>) -> tensor<4x128x256xf32> {
+  %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<5xi32>) accumulate(%acc : tensor<4x128x256xf32>) : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<4x128x256xf32>
+  return %r : tensor<4x128x256xf32>
+}
+
+// f16 results, N = 192: 128 x 192 tiles (m64n192k16), f16 pairs stored.
+// CHECK-LABEL: func.func @wgrad_hopper_f16
+// CHECK:         gpu.launch
+// CHECK:           nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 192, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <col>], B[<f16>, <one>, <row>]
+// CHECK:           llvm.store {{.*}} : vector<2xf16>, !llvm.ptr<1>
+func.func @wgrad_hopper_f16(%dy: tensor<?x64xf16>, %x: tensor<?x192xf16>, %off: tensor<9xi32>) -> tensor<8x64x192xf16> {
+  %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>) : tensor<?x64xf16>, tensor<?x192xf16> -> tensor<8x64x192xf16>
+  return %r : tensor<8x64x192xf16>
 }
 
 // The whole layer's gradient and the training forward.

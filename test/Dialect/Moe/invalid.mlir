@@ -2019,8 +2019,16 @@ func.func @ffn_grad_dlogits_type(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l
 
 // -----
 
-func.func @ffn_grad_dw_up_not_f32(%dy: tensor<4x64xbf16>, %x: tensor<4x64xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) {
-  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_up' to be 'tensor<8x64x256xf32>' (the weights' shape, f32), got 'tensor<8x64x256xbf16>'}}
+func.func @ffn_grad_dw_up_type(%dy: tensor<4x64xbf16>, %x: tensor<4x64xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_up' to be 'tensor<8x64x256xf32>' or 'tensor<8x64x256xbf16>' (the weights' shape, f32 or the weights' type), got 'tensor<8x64x256xf16>'}}
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xbf16>, tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xf16>, tensor<8x128x64xf32>
+  return
+}
+
+// -----
+
+func.func @ffn_grad_dw_types_differ(%dy: tensor<4x64xbf16>, %x: tensor<4x64xbf16>, %l: tensor<4x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) {
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_up' and 'dw_down' of one element type, got 'bf16' and 'f32'}}
   %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xbf16>, tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16> -> tensor<4x64xbf16>, tensor<4x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xf32>
   return
 }
@@ -2028,7 +2036,7 @@ func.func @ffn_grad_dw_up_not_f32(%dy: tensor<4x64xbf16>, %x: tensor<4x64xbf16>,
 // -----
 
 func.func @ffn_grad_dw_down_shape(%dy: tensor<4x64xf32>, %x: tensor<4x64xf32>, %l: tensor<4x8xf32>, %wu: tensor<8x64x256xf32>, %wd: tensor<8x128x64xf32>) {
-  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_down' to be 'tensor<8x128x64xf32>' (the weights' shape, f32), got 'tensor<8x64x128xf32>'}}
+  // expected-error @+1 {{'moe.ffn_grad' op expected 'dw_down' to be 'tensor<8x128x64xf32>' (the weights' shape, f32 or the weights' type), got 'tensor<8x64x128xf32>'}}
   %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat : tensor<4x64xf32>, tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x128x64xf32> -> tensor<4x64xf32>, tensor<4x8xf32>, tensor<8x64x256xf32>, tensor<8x64x128xf32>
   return
 }

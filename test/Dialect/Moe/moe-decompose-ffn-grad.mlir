@@ -98,3 +98,15 @@ func.func @ffn_grad_static_t_biases_transposed(%dy: tensor<4x32xf32>, %x: tensor
       -> tensor<4x32xf32>, tensor<4x16xf32>, tensor<16x48x32xf32>, tensor<16x32x24xf32>, tensor<16x48xf32>, tensor<16x32xf32>
   return %r#0, %r#1, %r#2, %r#3, %r#4, %r#5 : tensor<4x32xf32>, tensor<4x16xf32>, tensor<16x48x32xf32>, tensor<16x32x24xf32>, tensor<16x48xf32>, tensor<16x32xf32>
 }
+
+// Weight gradients in the weights' type (bf16): the two wgrads return bf16,
+// each sum rounded once from f32.
+// CHECK-LABEL: func.func @ffn_grad_bf16_weight_grads
+// CHECK:       moe.grouped_matmul_wgrad {{.*}} -> tensor<8x128x64xbf16>
+// CHECK:       moe.grouped_matmul_wgrad {{.*}} -> tensor<8x64x256xbf16>
+func.func @ffn_grad_bf16_weight_grads(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>) {
+  %r:4 = moe.ffn_grad %dy, %x, %l, %wu, %wd k = 2 scoring = softmax activation = silu layout = concat {normalize = true}
+      : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+      -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+  return %r#0, %r#1, %r#2, %r#3 : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xbf16>, tensor<8x128x64xbf16>
+}

@@ -90,6 +90,21 @@ func.func @grouped_matmul_wgrad_f32_many_experts(%lhs: tensor<?x40xf32>, %rhs: t
   return %result : tensor<16x40x24xf32>
 }
 
+func.func @grouped_matmul_wgrad_bf16_tile192(%lhs: tensor<?x192xbf16>, %rhs: tensor<?x192xbf16>, %offsets: tensor<9xi32>) -> tensor<8x192x192xbf16> attributes {llvm.emit_c_interface} {
+  %result = moe.grouped_matmul_wgrad %lhs, %rhs offsets(%offsets : tensor<9xi32>) : tensor<?x192xbf16>, tensor<?x192xbf16> -> tensor<8x192x192xbf16>
+  return %result : tensor<8x192x192xbf16>
+}
+
+func.func @grouped_matmul_wgrad_bf16_tile256_acc(%lhs: tensor<?x256xbf16>, %rhs: tensor<?x512xbf16>, %offsets: tensor<7xi32>, %acc: tensor<6x256x512xf32>) -> tensor<6x256x512xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.grouped_matmul_wgrad %lhs, %rhs offsets(%offsets : tensor<7xi32>) accumulate(%acc : tensor<6x256x512xf32>) : tensor<?x256xbf16>, tensor<?x512xbf16> -> tensor<6x256x512xf32>
+  return %result : tensor<6x256x512xf32>
+}
+
+func.func @grouped_matmul_wgrad_f16(%lhs: tensor<?x128xf16>, %rhs: tensor<?x128xf16>, %offsets: tensor<9xi32>) -> tensor<8x128x128xf16> attributes {llvm.emit_c_interface} {
+  %result = moe.grouped_matmul_wgrad %lhs, %rhs offsets(%offsets : tensor<9xi32>) : tensor<?x128xf16>, tensor<?x128xf16> -> tensor<8x128x128xf16>
+  return %result : tensor<8x128x128xf16>
+}
+
 func.func @ffn_train_softmax_bf16(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x128x64xbf16>, %w_down: tensor<8x64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) attributes {llvm.emit_c_interface} {
   %y, %h, %weights, %indices = moe.ffn_train %x, %logits, %w_up, %w_down k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true} : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
   return %y, %h, %weights, %indices : tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
@@ -100,9 +115,9 @@ func.func @ffn_grad_softmax_bf16(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, 
   return %dx, %dlogits, %dw_up, %dw_down : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>
 }
 
-func.func @ffn_grad_saved_softmax_bf16(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x128x64xbf16>, %w_down: tensor<8x64x64xbf16>, %h: tensor<?x128xbf16>, %weights: tensor<?x2xf32>, %indices: tensor<?x2xi32>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>) attributes {llvm.emit_c_interface} {
-  %dx, %dlogits, %dw_up, %dw_down = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down saved(%h, %weights, %indices : tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true} : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>
-  return %dx, %dlogits, %dw_up, %dw_down : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xf32>, tensor<8x64x64xf32>
+func.func @ffn_grad_saved_softmax_bf16(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x128x64xbf16>, %w_down: tensor<8x64x64xbf16>, %h: tensor<?x128xbf16>, %weights: tensor<?x2xf32>, %indices: tensor<?x2xi32>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16>) attributes {llvm.emit_c_interface} {
+  %dx, %dlogits, %dw_up, %dw_down = moe.ffn_grad %dy, %x, %logits, %w_up, %w_down saved(%h, %weights, %indices : tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true} : tensor<?x64xbf16>, tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16>
+  return %dx, %dlogits, %dw_up, %dw_down : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16>
 }
 
 func.func @ffn_train_deepseek_like_f32(%x: tensor<?x64xf32>, %logits: tensor<?x16xf32>, %w_up: tensor<16x64x64xf32>, %w_down: tensor<16x32x64xf32>, %bias: tensor<16xf32>, %w_up_bias: tensor<16x64xf32>, %w_down_bias: tensor<16x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x4xf32>, tensor<?x4xi32>) attributes {llvm.emit_c_interface} {

@@ -19,6 +19,8 @@
 //                     consumer warpgroups, cp.async operand loaders with the
 //                     128-byte swizzle, TMA weights (multicast in 2-CTA
 //                     clusters), mbarrier pipeline, wgmma
+//   WgmmaWgrad.cpp    Hopper kernel of moe.grouped_matmul_wgrad (the
+//                     ragged-K weight gradients; not an expert_gemm)
 //   NVVMBuilder.h     the thin layer over the NVVM / LLVM ops the Hopper
 //                     engine uses (pointers, mbarriers, cp.async, wgmma)
 //
@@ -309,6 +311,34 @@ Value emitRhsTensorMap(LoweringBuilder &b, ModuleOp module,
 /// Run-time condition (host side) under which the Hopper engine's operand
 /// loaders are valid: unit inner strides, 16-byte aligned rows.
 Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);
+
+//===----------------------------------------------------------------------===//
+// The Hopper weight-gradient kernel (WgmmaWgrad.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The buffers and static facts of one moe.grouped_matmul_wgrad.
+struct WgradOperands {
+  Value lhs, rhs, offsets; // [M, K], [M, N] (16-bit), [E + 1] i32
+  Value acc;               // [E, K, N] f32 or null
+  Value out;               // [E, K, N], identity layout
+  Value m;                 // rows of lhs / rhs (index)
+  int64_t numExperts = 0, kDim = 0, nDim = 0;
+  Type inElem, outElem;
+};
+/// Its configuration: output columns per item (the wgmma N) and stages.
+struct WgradConfig {
+  int64_t tileN = 256, stages = 4, numSMs = 132;
+};
+/// The Hopper kernel's configuration for `op` (nullopt: the portable
+/// kernel runs it: another chip, gemm=simt, f32 operands, an output type
+/// other than f32 or the operands', K or N not a multiple of 64).
+std::optional<WgradConfig>
+chooseWgradConfig(GroupedMatmulWgradOp op,
+                  const ConvertMoeToGPUPassOptions &options);
+/// Run-time condition (host side) for the kernel's 16-byte row copies.
+Value wgradOperandsAligned(LoweringBuilder &b, const WgradOperands &w);
+void emitWgmmaWgrad(LoweringBuilder &b, const WgradOperands &w,
+                    const WgradConfig &config);
 
 } // namespace gpu_lowering
 } // namespace moe

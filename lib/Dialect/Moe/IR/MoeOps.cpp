@@ -1429,19 +1429,33 @@ LogicalResult FfnGradOp::verify() {
       return emitOpError() << "expected '" << name << "' to be "
                            << like.getType() << " (as " << what << "), got "
                            << result.getType();
-  // The weight gradients: the weights' shapes, f32.
+  // The weight gradients: the weights' shapes, f32 or the weights' type
+  // (rounded once from the f32 sums), both the same.
   Type f32 = Float32Type::get(getContext());
   int64_t e = getNumExperts(), h = getHiddenSize();
   int64_t twoI = 2 * getIntermediateSize();
   for (auto [name, result, like] :
        {std::make_tuple("dw_up", getDwUp(), getWUp()),
         std::make_tuple("dw_down", getDwDown(), getWDown())}) {
-    auto expected = RankedTensorType::get(like.getType().getShape(), f32);
-    if (result.getType() != expected)
-      return emitOpError() << "expected '" << name << "' to be " << expected
-                           << " (the weights' shape, f32), got "
-                           << result.getType();
+    auto shape = like.getType().getShape();
+    Type w = like.getType().getElementType();
+    auto expected = RankedTensorType::get(shape, f32);
+    if (result.getType() != expected &&
+        result.getType() != RankedTensorType::get(shape, w)) {
+      InFlightDiagnostic diag = emitOpError() << "expected '" << name
+                                              << "' to be " << expected;
+      if (w != f32)
+        diag << " or " << RankedTensorType::get(shape, w);
+      return diag << " (the weights' shape, f32 or the weights' type), got "
+                  << result.getType();
+    }
   }
+  if (getDwUp().getType().getElementType() !=
+      getDwDown().getType().getElementType())
+    return emitOpError() << "expected 'dw_up' and 'dw_down' of one element "
+                            "type, got "
+                         << getDwUp().getType().getElementType() << " and "
+                         << getDwDown().getType().getElementType();
   size_t biasGrads = getBiasGrads().size();
   size_t wantBiasGrads = getExpertBias() ? 2 : 0;
   if (biasGrads != wantBiasGrads)

@@ -125,11 +125,14 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
                                      rhs, offsets, optional, transpose,
                                      WeightFormat::plain, ScaleFmt::f32);
     };
-    auto wgrad = [&](Value lhs, Value rhs) -> Value {
+    // The weight gradients' element type (f32, or the weights' type: the
+    // f32 sums rounded once); the expert biases' are f32.
+    Type dwType = op.getDwUp().getType().getElementType();
+    auto wgrad = [&](Value lhs, Value rhs, Type o) -> Value {
       int64_t kk = cast<RankedTensorType>(lhs.getType()).getDimSize(1);
       int64_t nn = cast<RankedTensorType>(rhs.getType()).getDimSize(1);
       return GroupedMatmulWgradOp::create(rewriter, loc,
-                                          tensorOf({e, kk, nn}, f32), lhs, rhs,
+                                          tensorOf({e, kk, nn}, o), lhs, rhs,
                                           offsets, /*acc=*/Value());
     };
 
@@ -173,10 +176,10 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
                {{0, 1}, {2}}, {rowsOf(op.getX()), index(k), index(h)});
     Value dx = CombineOp::create(rewriter, loc, dxSlots, Value());
 
-    // The weight gradients (f32), in the weights' layouts.
+    // The weight gradients, in the weights' layouts.
     Value dOut = scaleRows(dyRows, rowWeights);
-    Value dwDown = tw ? wgrad(dOut, act) : wgrad(act, dOut);
-    Value dwUp = tw ? wgrad(dUp, xRows) : wgrad(xRows, dUp);
+    Value dwDown = tw ? wgrad(dOut, act, dwType) : wgrad(act, dOut, dwType);
+    Value dwUp = tw ? wgrad(dUp, xRows, dwType) : wgrad(xRows, dUp, dwType);
     SmallVector<Value> results = {dx, dLogits, dwUp, dwDown};
     if (op.getExpertBias()) {
       Value one =
@@ -187,8 +190,8 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
             tensor::DimOp::create(rewriter, loc, xRows, 0).getResult());
       Value ones = tensor::SplatOp::create(rewriter, loc, one,
                                            tensorOf({m, 1}, f), dynSizes);
-      results.push_back(collapse(wgrad(ones, dUp), {{0, 1}, {2}}));
-      results.push_back(collapse(wgrad(ones, dOut), {{0, 1}, {2}}));
+      results.push_back(collapse(wgrad(ones, dUp, f32), {{0, 1}, {2}}));
+      results.push_back(collapse(wgrad(ones, dOut, f32), {{0, 1}, {2}}));
     }
     rewriter.replaceOp(op, results);
     return success();

@@ -955,9 +955,10 @@ def Moe_FfnGradOp : Moe_Op<"ffn_grad"> {
 
     - `dx` (`T x H`, the type of `x`),
     - `dlogits` (`T x E`, the type of `logits`),
-    - `dw_up`, `dw_down` (the shapes of `w_up` and `w_down`, f32: the
-      weight gradients are accumulated in f32 and returned in f32, as
-      `moe.grouped_matmul_wgrad` does, ready to add into an f32 `main_grad`),
+    - `dw_up`, `dw_down` (the shapes of `w_up` and `w_down`, accumulated
+      in f32 as `moe.grouped_matmul_wgrad` does; both f32, ready to add
+      into an f32 `main_grad`, or both the weights' type, each sum rounded
+      once: half the bytes to write, the parameters' gradient dtype),
     - with `expert_bias`: `dw_up_bias` (`E x 2I`, f32) and `dw_down_bias`
       (`E x H`, f32).
 

@@ -1,0 +1,431 @@
+//===- WgmmaWgrad.cpp - the Hopper ragged-K weight-gradient kernel --------===//
+//
+// Part of the moe-mlir project.
+//
+//===----------------------------------------------------------------------===//
+//
+// moe.grouped_matmul_wgrad on the Hopper tensor cores (sm_90a), 16-bit
+// operands:
+//
+//   out[e] = acc[e] + sum_{lo_e <= m < hi_e} lhs[m]^T rhs[m]     (E x K x N)
+//
+// The contraction runs over the expert's rows (tokens), so in wgmma terms
+// the output tile's rows are lhs columns and its columns rhs columns, and
+// a K step is a slice of 64 tokens: A = the slice's lhs columns (64 tokens
+// x 64 lhs columns per consumer warpgroup, a token's columns contiguous:
+// the MN-major, "transposed" A of wgmma) and B = its rhs columns (MN-major
+// as well); both are atoms of 64 MN elements x 8 token rows of 128 bytes
+// with the 128-byte swizzle, one k16 step 16 token rows (2048 bytes).
+//
+// - Block: 384 threads. Warpgroup 0 is the producer; warpgroups 1 and 2
+//   each own 64 output rows (lhs columns) x tileN output columns of the
+//   128 x tileN tile, f32 accumulators in registers (m64n<tileN>k16).
+// - Work items: (expert, 128-row tile, tileN-column tile), E x ceil(K /
+//   128) x N / tileN of them, a static count; the persistent grid strides
+//   over them in order, so the blocks of one wave share an expert and its
+//   token slices stay in L2. An item runs over ceil(rows_e / 64) K steps;
+//   a running step counter carries the pipeline's stage and phase across
+//   items (the producer fills the next item's stages during the
+//   epilogue).
+// - Producer: 16-byte cp.async of both operands, the swizzle applied by
+//   hand (chunk c of token row r at c ^ (r % 8)); token rows past the
+//   expert's last row and lhs columns past K read zeros (src-size 0), so
+//   another expert's rows (even inf / NaN ones) never enter a product.
+//   full[s] completes on the 128 producer threads' cp.async arrivals,
+//   empty[s] when the 256 consumer threads have released the stage.
+// - Consumers: one wgmma group in flight (the previous step's stage is
+//   released after the next step's MMAs are issued). The epilogue adds
+//   `acc` (main_grad) when given and stores each thread's column pairs
+//   directly (8 bytes of f32 a pair; four lanes cover 32 contiguous bytes
+//   of a row). An expert with no rows stores acc[e] or zeros: every output
+//   element is written exactly once, by one thread, so the kernel is
+//   deterministic with no atomics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmKernel.h"
+#include "NVVMBuilder.h"
+
+using namespace mlir;
+using namespace mlir::moe;
+using namespace mlir::moe::gpu_lowering;
+
+using CmpI = arith::CmpIPredicate;
+
+namespace {
+
+/// Tokens per K step (one 64-row slice of both operands).
+constexpr int64_t kStepTokens = 64;
+/// Output rows (lhs columns) per item: two consumer warpgroups of 64.
+constexpr int64_t kTileRows = 128;
+/// Registers per thread after setmaxnreg (tileN >= 128), from 168 at
+/// entry: the producer copies both operands by cp.async (as the forward
+/// engine's cp.async form, WgmmaKernel.h); the consumers hold m64n256
+/// accumulators (128 registers) with 200. Narrower tiles leave the
+/// producer 120 (its 12 rhs chunks a thread at tileN = 192, rows and
+/// chunks by division by 24, spilled 16 bytes at 104).
+constexpr int64_t kProducerRegs = 104, kConsumerRegs = 200;
+constexpr int64_t kNarrowProducerRegs = 120, kNarrowConsumerRegs = 192;
+static_assert((168 - kProducerRegs) * 128 >= (kConsumerRegs - 168) * 256,
+              "setmaxnreg would deadlock");
+static_assert((168 - kNarrowProducerRegs) * 128 >=
+                  (kNarrowConsumerRegs - 168) * 256,
+              "setmaxnreg would deadlock");
+/// Shared memory a block may use (227 KiB) less the header and the
+/// alignment slack.
+constexpr int64_t kSharedBytes = 227 * 1024, kHeaderBytes = 1024;
+
+class WgradKernel {
+public:
+  WgradKernel(const WgradOperands &w, const WgradConfig &config)
+      : w(w), tileN(config.tileN), stages(config.stages),
+        numSMs(config.numSMs), rowTiles((w.kDim + kTileRows - 1) / kTileRows),
+        colTiles(w.nDim / config.tileN), registerSplit(config.tileN >= 128) {}
+
+  void emit(LoweringBuilder &b);
+
+private:
+  int64_t stageBytes() const { return kStepTokens * (kTileRows + tileN) * 2; }
+  int64_t sharedBytes() const { return kHeaderBytes + stages * stageBytes(); }
+  int64_t elemBytes() const { return 2; }
+
+  Value add64(LoweringBuilder &b, Value a, Value c) {
+    return arith::AddIOp::create(b, a, c);
+  }
+  Value add64(LoweringBuilder &b, Value a, int64_t c) {
+    return c ? add64(b, a, nvvm::i64(b, c)) : a;
+  }
+  Value mul64(LoweringBuilder &b, Value a, int64_t c) {
+    return arith::MulIOp::create(b, a, nvvm::i64(b, c));
+  }
+  Value fullBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value emptyBarrier(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, 8 * stages), mul64(b, nvvm::toI64(b, s), 8));
+  }
+  Value stageAddress(LoweringBuilder &b, Value s) {
+    return add64(b, add64(b, base, kHeaderBytes),
+                 mul64(b, nvvm::toI64(b, s), stageBytes()));
+  }
+  std::pair<Value, Value> stageOf(LoweringBuilder &b, Value step) {
+    return {arith::RemUIOp::create(b, step, b.idx(stages)),
+            arith::DivUIOp::create(b, step, b.idx(stages))};
+  }
+  Value parity(LoweringBuilder &b, Value round) {
+    return b.toI32(arith::AndIOp::create(b, round, b.idx(1)));
+  }
+
+  /// One work item: its expert, first output row and column, the
+  /// expert's token rows [lo, hi), its K steps and the step counter at
+  /// its first step.
+  struct Item {
+    Value expert, row0, col0, lo, hi, steps, step;
+  };
+  using ItemBody = function_ref<void(LoweringBuilder &, const Item &)>;
+  void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
+                   ItemBody body);
+  void producer(LoweringBuilder &b, Value tid, const Item &item);
+  void consumer(LoweringBuilder &b, Value tid, Value cw, const Item &item);
+  /// Stores the warpgroup's 64 x tileN results: `acc` the accumulators
+  /// (null: the expert has no rows, the sums are zero).
+  void epilogue(LoweringBuilder &b, Value ct, Value cw, const Item &item,
+                Value acc);
+
+  const WgradOperands &w;
+  const int64_t tileN, stages, numSMs, rowTiles, colTiles;
+  const bool registerSplit;
+  Value base, lhsAddr, rhsAddr, lhsStride, rhsStride, outAddr;
+};
+
+void WgradKernel::forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
+                              ItemBody body) {
+  Value total = b.idx(w.numExperts * rowTiles * colTiles);
+  b.forLoop(blockX, total, gridX, {b.idx(0)},
+            [&](LoweringBuilder &b, Value i,
+                ValueRange state) -> SmallVector<Value> {
+              Value perExpert = b.idx(rowTiles * colTiles);
+              Value expert = arith::DivUIOp::create(b, i, perExpert);
+              Value within = arith::RemUIOp::create(b, i, perExpert);
+              Value rowTile =
+                  arith::DivUIOp::create(b, within, b.idx(colTiles));
+              Value colTile =
+                  arith::RemUIOp::create(b, within, b.idx(colTiles));
+              auto offsetAt = [&](Value e) {
+                return b.clamp(b.toIndex(b.load(w.offsets, {e})), b.idx(0),
+                               w.m);
+              };
+              Value lo = offsetAt(expert);
+              Value hi = b.maxIdx(offsetAt(b.add(expert, b.idx(1))), lo);
+              Value steps = b.ceilDiv(b.sub(hi, lo), kStepTokens);
+              body(b, Item{expert, b.mul(rowTile, b.idx(kTileRows)),
+                           b.mul(colTile, b.idx(tileN)), lo, hi, steps,
+                           state[0]});
+              return {b.add(state[0], steps)};
+            });
+}
+
+void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
+  Value eb = b.idx(elemBytes());
+  // lhs: the slice's 64 token rows x 128 columns are 16 chunks a row;
+  // thread t copies chunk t % 16 of rows t / 16 + 8 j (j < 8), into atom
+  // column chunk / 8 (64 columns, 8 KiB) at row r, chunk (c % 8) ^ (r % 8)
+  // (r % 8 = t / 16 % 8 for every j).
+  Value c = arith::AndIOp::create(b, tid, b.idx(15));
+  Value r0 = arith::ShRUIOp::create(b, tid, b.idx(4));
+  Value lhsCol = b.add(item.row0, b.mul(c, b.idx(8)));
+  Value colOk = b.cmpi(CmpI::ult, lhsCol, b.idx(w.kDim));
+  Value lhsColBytes = nvvm::toI64(b, b.mul(lhsCol, eb));
+  Value lhsDst = nvvm::toI64(
+      b, b.add(b.mul(arith::ShRUIOp::create(b, c, b.idx(3)), b.idx(8192)),
+               b.add(b.mul(r0, b.idx(128)),
+                     b.mul(arith::XOrIOp::create(
+                               b, arith::AndIOp::create(b, c, b.idx(7)),
+                               arith::AndIOp::create(b, r0, b.idx(7))),
+                           b.idx(16)))));
+  // rhs: tileN / 8 chunks a row, thread t copies chunk q % cpr of row
+  // q / cpr for q = t + 128 j.
+  const int64_t cpr = tileN / 8, rhsCopies = kStepTokens * cpr / 128;
+  forEach(b, b.idx(0), item.steps, b.idx(1), [&](LoweringBuilder &b, Value kt) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
+      nvvm::mbarrierWait(b, emptyBarrier(b, s),
+                         parity(b, b.sub(round, b.idx(1))));
+    });
+    Value stage = stageAddress(b, s);
+    Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
+    auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
+                        Value extraOk) {
+      Value token = b.add(first, r);
+      Value ok = b.cmpi(CmpI::ult, token, item.hi);
+      if (extraOk)
+        ok = b.andi(ok, extraOk);
+      Value src = add64(
+          b, addr,
+          add64(b, nvvm::toI64(b, b.mul(b.mul(token, stride), eb)), colBytes));
+      return std::make_pair(b.select(ok, src, addr),
+                            b.select(ok, b.i32(16), b.i32(0)));
+    };
+    for (int64_t j = 0; j < 8; ++j) {
+      auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
+                                  lhsColBytes, colOk);
+      nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
+                      size);
+    }
+    Value rhsTile = add64(b, stage, kStepTokens * kTileRows * 2);
+    for (int64_t j = 0; j < rhsCopies; ++j) {
+      Value q = b.add(tid, b.idx(128 * j));
+      Value r = arith::DivUIOp::create(b, q, b.idx(cpr));
+      Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
+      Value colBytes = nvvm::toI64(
+          b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
+      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value());
+      Value dst = b.add(
+          b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
+          b.add(b.mul(r, b.idx(128)),
+                b.mul(arith::XOrIOp::create(
+                          b, arith::AndIOp::create(b, chunk, b.idx(7)),
+                          arith::AndIOp::create(b, r, b.idx(7))),
+                      b.idx(16))));
+      nvvm::cpAsync16(b, add64(b, rhsTile, nvvm::toI64(b, dst)), src, size);
+    }
+    nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+  });
+}
+
+void WgradKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
+                           const Item &item) {
+  Value ct = arith::AndIOp::create(b, tid, b.idx(127));
+  Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
+  NVVM::WGMMATypes input =
+      w.inElem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(8192)));
+  auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
+    Value step = b.add(item.step, kt);
+    auto [s, round] = stageOf(b, step);
+    nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
+    nvvm::fenceProxyAsyncShared(b);
+    Value stage = stageAddress(b, s);
+    // Both operands MN-major: atoms along MN 8 KiB apart (LBO), a k16
+    // step is 16 token rows (2048 bytes, +128 in the descriptor).
+    Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset), 8192);
+    Value descB = nvvm::wgmmaDescriptor(
+        b, add64(b, stage, kStepTokens * kTileRows * 2), 8192);
+    nvvm::wgmmaFence(b);
+    for (int64_t k16 = 0; k16 < kStepTokens / 16; ++k16)
+      acc = nvvm::wgmma(b, acc, add64(b, descA, 128 * k16),
+                        add64(b, descB, 128 * k16), tileN, input,
+                        /*aMnMajor=*/true, /*bMnMajor=*/true,
+                        /*accumulate=*/!(first && k16 == 0));
+    nvvm::wgmmaCommit(b);
+    nvvm::wgmmaWait(b, 1);
+    if (!first)
+      nvvm::mbarrierArrive(
+          b, emptyBarrier(b, arith::RemUIOp::create(b, b.sub(step, b.idx(1)),
+                                                    b.idx(stages))));
+    return acc;
+  };
+  scf::IfOp::create(
+      b, b.cmpi(CmpI::ugt, item.steps, b.idx(0)),
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        Value acc = kStep(b, b.idx(0), LLVM::PoisonOp::create(b, accType),
+                          /*first=*/true);
+        acc = b.forLoop(b.idx(1), item.steps, {acc},
+                        [&](LoweringBuilder &b, Value kt,
+                            ValueRange in) -> SmallVector<Value> {
+                          return {kStep(b, kt, in[0], false)};
+                        })[0];
+        nvvm::wgmmaWait(b, 0);
+        Value last = arith::RemUIOp::create(
+            b, b.sub(b.add(item.step, item.steps), b.idx(1)), b.idx(stages));
+        nvvm::mbarrierArrive(b, emptyBarrier(b, last));
+        epilogue(b, ct, cw, item, acc);
+        scf::YieldOp::create(b);
+      },
+      [&](OpBuilder &nested, Location loc) {
+        LoweringBuilder b(loc, nested);
+        epilogue(b, ct, cw, item, Value());
+        scf::YieldOp::create(b);
+      });
+}
+
+void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
+                           const Item &item, Value acc) {
+  Value firstRow = b.add(item.row0, b.mul(cw, b.idx(64)));
+  // A warpgroup past K (K % 128 == 64: the last row tile's upper half)
+  // has nothing to store.
+  when(b, b.cmpi(CmpI::ult, firstRow, b.idx(w.kDim)), [&](LoweringBuilder &b) {
+    Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+    Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+    Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
+    Value rowBase = b.add(b.add(firstRow, b.mul(warp, b.idx(16))),
+                          arith::ShRUIOp::create(b, lane, b.idx(2)));
+    int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = b.add(rowBase, b.idx(8 * h));
+      Value rowElem = b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row),
+                            b.idx(w.nDim));
+      for (int64_t j = 0; j < tileN / 8; ++j) {
+        Value col = b.add(b.add(item.col0, b.idx(8 * j)), quad);
+        SmallVector<Value, 2> pair;
+        for (int64_t p = 0; p < 2; ++p) {
+          Value v = acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
+                              .getResult()
+                        : b.f32(0.0);
+          if (w.acc)
+            v = b.add(v, b.load(w.acc, {item.expert, row,
+                                        b.add(col, b.idx(p))}));
+          pair.push_back(b.fromF32(v, w.outElem));
+        }
+        Value address = add64(
+            b, outAddr,
+            nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
+        auto type = VectorType::get({2}, w.outElem);
+        Value v = LLVM::PoisonOp::create(b, type);
+        for (int64_t p = 0; p < 2; ++p)
+          v = LLVM::InsertElementOp::create(
+              b, v, pair[p],
+              arith::ConstantIntOp::create(b, b.getI32Type(), p));
+        LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address),
+                              2 * outBytes);
+      }
+    }
+  });
+}
+
+void WgradKernel::emit(LoweringBuilder &b) {
+  int64_t items = w.numExperts * rowTiles * colTiles;
+  Value grid = b.idx(std::max<int64_t>(1, std::min(items, numSMs)));
+  launchInClusters(
+      b, grid, Value(), 384, b.i32(sharedBytes() + 1024), /*workgroup=*/{},
+      [&](LoweringBuilder &kb, const KernelIds &ids, ArrayRef<Value>) {
+        Value tid = ids.threadX;
+        base = nvvm::dynamicSharedBase(kb, 1024);
+        when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
+          for (int64_t s = 0; s < stages; ++s) {
+            nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), 128);
+            nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 256);
+          }
+          nvvm::fenceMbarrierInit(b);
+        });
+        gpu::BarrierOp::create(kb);
+        lhsAddr = nvvm::bufferAddress(kb, w.lhs);
+        rhsAddr = nvvm::bufferAddress(kb, w.rhs);
+        lhsStride = nvvm::bufferStride(kb, w.lhs, 0);
+        rhsStride = nvvm::bufferStride(kb, w.rhs, 0);
+        outAddr = nvvm::bufferAddress(kb, w.out);
+        Value wg = arith::ShRUIOp::create(kb, tid, kb.idx(7));
+        scf::IfOp::create(
+            kb, kb.cmpi(CmpI::eq, wg, kb.idx(0)),
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              if (registerSplit)
+                nvvm::setMaxRegisters(
+                    b, tileN == 256 ? kProducerRegs : kNarrowProducerRegs,
+                    /*increase=*/false);
+              forEachItem(b, ids.blockX, ids.gridX,
+                          [&](LoweringBuilder &b, const Item &item) {
+                            producer(b, tid, item);
+                          });
+              scf::YieldOp::create(b);
+            },
+            [&](OpBuilder &nested, Location loc) {
+              LoweringBuilder b(loc, nested);
+              if (registerSplit)
+                nvvm::setMaxRegisters(
+                    b, tileN == 256 ? kConsumerRegs : kNarrowConsumerRegs,
+                    /*increase=*/true);
+              Value cw = b.sub(wg, b.idx(1));
+              forEachItem(b, ids.blockX, ids.gridX,
+                          [&](LoweringBuilder &b, const Item &item) {
+                            consumer(b, tid, cw, item);
+                          });
+              scf::YieldOp::create(b);
+            });
+      });
+}
+
+} // namespace
+
+std::optional<WgradConfig>
+gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
+                                const ConvertMoeToGPUPassOptions &options) {
+  if (options.chip != "sm_90a" || options.gemm == "simt")
+    return std::nullopt;
+  auto lhsType = op.getLhs().getType();
+  Type f = lhsType.getElementType();
+  if (!f.isBF16() && !f.isF16())
+    return std::nullopt;
+  auto resultType = op.getResult().getType();
+  Type o = resultType.getElementType();
+  if (!o.isF32() && o != f)
+    return std::nullopt;
+  int64_t k = resultType.getDimSize(1), n = resultType.getDimSize(2);
+  if (k <= 0 || n <= 0 || k % 64 != 0 || n % 64 != 0)
+    return std::nullopt;
+  WgradConfig config;
+  // The widest tile that divides N: 128 x 256 tiles read half the operand
+  // bytes per FLOP of 128 x 128 (as the forward GEMMs, GemmConfig.cpp).
+  for (int64_t t : {256, 192, 128, 64})
+    if (n % t == 0) {
+      config.tileN = t;
+      break;
+    }
+  int64_t stageBytes = kStepTokens * (kTileRows + config.tileN) * 2;
+  config.stages = std::min<int64_t>(
+      8, (kSharedBytes - kHeaderBytes - 1024) / stageBytes);
+  return config;
+}
+
+Value gpu_lowering::wgradOperandsAligned(LoweringBuilder &b,
+                                         const WgradOperands &w) {
+  return b.andi(nvvm::rowsAligned16(b, w.lhs, {0}, 1),
+                nvvm::rowsAligned16(b, w.rhs, {0}, 1));
+}
+
+void gpu_lowering::emitWgmmaWgrad(LoweringBuilder &b, const WgradOperands &w,
+                                  const WgradConfig &config) {
+  WgradKernel(w, config).emit(b);
+}

@@ -275,6 +275,22 @@ def torch_layer(torch, F, k):
     return layer
 
 
+def profile_step(torch, call):
+    """Kernels of one call (after a warm one), in launch order: [name, us]."""
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return [
+        [e.name[:60], round(e.device_time, 1)]
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA
+    ]
+
+
 def run(args):
     sys.path.insert(0, args.dir)
     import torch
@@ -321,6 +337,8 @@ def run(args):
                     cell[key + "_tflops"] = flops / stats["us"] / 1e6
                 except Exception as ex:  # noqa: BLE001 - report and go on
                     cell[key + "_error"] = "%s: %s" % (type(ex).__name__, str(ex)[:200])
+            if args.profile and "ours_us" in cell:
+                cell["kernels"] = profile_step(torch, lambda: step(ours))
             if "torch" in grads and "ours" in grads:
                 cell["rel_err"] = max(
                     float((a - b).norm() / max(float(b.norm()), 1e-30))
@@ -366,6 +384,9 @@ def main():
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--T", default="4096,16384")
     ap.add_argument("--gemms", action="store_true", help="the expert GEMMs alone (gemms.md)")
+    ap.add_argument(
+        "--profile", action="store_true", help="per-kernel times of one step of ours (the json)"
+    )
     ap.add_argument("--min-runs", type=int, default=3)
     ap.add_argument("--max-runs", type=int, default=20)
     ap.add_argument("--max-seconds-per-cell", type=float, default=2.0)

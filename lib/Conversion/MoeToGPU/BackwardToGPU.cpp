@@ -13,7 +13,8 @@
 //
 // - moe.glu_grad: one thread per (row, output column): both halves of the
 //   pair (gluGradValues, the CPU lowering's function).
-// - moe.row_dot: one thread per row, the columns summed in order in f32.
+// - moe.row_dot: one warp per row: each lane's columns in order in f32,
+//   then a fixed butterfly over the lanes, then acc (deterministic).
 // - moe.combine_grad: one thread per (token, slot, column).
 // - moe.route_grad: one thread per token: the k picks' contributions
 //   once, then per expert its picks' sum (the scores on demand).
@@ -84,16 +85,28 @@ struct RowDotToGPU : OpRewritePattern<RowDotOp> {
     Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
     Value m = b.memDim(lhs, 0);
     Value out = allocBuffer(b, resultType, dynRows(resultType, m));
-    launchForEach(b, m, [&](LoweringBuilder &b, Value row) {
-      Value init = acc ? b.load(acc, {row}) : b.f32(0.0);
-      Value dot = b.forLoop(b.idx(0), b.idx(n), {init},
-                            [&](LoweringBuilder &b, Value col,
-                                ValueRange sum) -> SmallVector<Value> {
-                              Value p = b.mul(b.toF32(b.load(lhs, {row, col})),
-                                              b.toF32(b.load(rhs, {row, col})));
-                              return {b.add(sum[0], p)};
-                            })[0];
-      b.store(b.fromF32(dot, o), out, {row});
+    // One warp per row: lane l sums columns l, l + 32, ... in order (the
+    // warp's loads coalesced), then a butterfly over the lanes (every lane
+    // the same bits), then acc. (One thread per row read a whole row
+    // alone: at I = 14336 a long chain of uncoalesced loads per thread.)
+    launchWarpPerRow(b, m, [&](LoweringBuilder &b, Value row, Value lane) {
+      Value part = b.forLoop(lane, b.idx(n), b.idx(kWarpSize), {b.f32(0.0)},
+                             [&](LoweringBuilder &b, Value col,
+                                 ValueRange sum) -> SmallVector<Value> {
+                               Value p =
+                                   b.mul(b.toF32(b.load(lhs, {row, col})),
+                                         b.toF32(b.load(rhs, {row, col})));
+                               return {b.add(sum[0], p)};
+                             })[0];
+      Value dot = warpAllReduce(b, {part},
+                                [](LoweringBuilder &b, ValueRange x,
+                                   ValueRange y) -> SmallVector<Value> {
+                                  return {b.add(x[0], y[0])};
+                                })[0];
+      when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
+        Value total = acc ? b.add(b.load(acc, {row}), dot) : dot;
+        b.store(b.fromF32(total, o), out, {row});
+      });
     });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();

@@ -4,8 +4,8 @@
 // RUN: moe-opt %s --convert-moe-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SIMT
 
 // The backward primitives' GPU kernels (BackwardToGPU.cpp): one thread per
-// result element (row_dot, route_grad: per row), every sum in the CPU
-// lowering's order, no atomics (deterministic); ffn_grad and ffn_train
+// result element (route_grad: per row; row_dot: a warp per row), every sum
+// in a fixed order, no atomics (deterministic); ffn_grad and ffn_train
 // decompose into these and the forward kernels, and the whole module
 // reaches PTX (PTX lines).
 
@@ -23,15 +23,20 @@ func.func @glu_grad(%d: tensor<?x32xbf16>, %h: tensor<?x64xbf16>) -> tensor<?x64
   return %r : tensor<?x64xbf16>
 }
 
-// row_dot: one thread per row, from acc[m], the 32 columns in order in f32.
+// row_dot: one warp per row: lane l's columns l, l + 32, ... in order in
+// f32, a butterfly of five xor shuffles, then lane 0 adds acc[m].
 // CHECK-LABEL: func.func @row_dot
 // CHECK:       gpu.launch
-// CHECK:         %[[INIT:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<?xf32
-// CHECK:         scf.for %{{.*}} = %{{.*}} to %c32{{.*}} iter_args(%[[S:.*]] = %[[INIT]]) -> (f32)
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %c40{{.*}} step %c32{{.*}} iter_args(%[[S:.*]] = %{{.*}}) -> (f32)
 // CHECK:           arith.mulf
 // CHECK:           arith.addf %[[S]]
-func.func @row_dot(%a: tensor<?x32xbf16>, %b: tensor<?x32xbf16>, %acc: tensor<?xf32>) -> tensor<?xf32> {
-  %r = moe.row_dot %a, %b accumulate(%acc : tensor<?xf32>) : tensor<?x32xbf16>, tensor<?x32xbf16> -> tensor<?xf32>
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK:         scf.if
+// CHECK:           memref.load %{{.*}}[%{{.*}}] : memref<?xf32
+// CHECK:           arith.addf
+// CHECK:           memref.store
+func.func @row_dot(%a: tensor<?x40xbf16>, %b: tensor<?x40xbf16>, %acc: tensor<?xf32>) -> tensor<?xf32> {
+  %r = moe.row_dot %a, %b accumulate(%acc : tensor<?xf32>) : tensor<?x40xbf16>, tensor<?x40xbf16> -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
 

@@ -78,8 +78,8 @@ constexpr int64_t kSharedBytes = 227 * 1024, kHeaderBytes = 1024;
 class WgradKernel {
 public:
   WgradKernel(const WgradOperands &w, const WgradConfig &config)
-      : w(w), tileN(config.tileN), stages(config.stages),
-        numSMs(config.numSMs), rowTiles((w.kDim + kTileRows - 1) / kTileRows),
+      : w(w), tileN(config.tileN), stages(config.stages), numSMs(config.numSMs),
+        rowTiles((w.kDim + kTileRows - 1) / kTileRows),
         colTiles(w.nDim / config.tileN), registerSplit(config.tileN >= 128) {}
 
   void emit(LoweringBuilder &b);
@@ -141,28 +141,24 @@ private:
 void WgradKernel::forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                               ItemBody body) {
   Value total = b.idx(w.numExperts * rowTiles * colTiles);
-  b.forLoop(blockX, total, gridX, {b.idx(0)},
-            [&](LoweringBuilder &b, Value i,
-                ValueRange state) -> SmallVector<Value> {
-              Value perExpert = b.idx(rowTiles * colTiles);
-              Value expert = arith::DivUIOp::create(b, i, perExpert);
-              Value within = arith::RemUIOp::create(b, i, perExpert);
-              Value rowTile =
-                  arith::DivUIOp::create(b, within, b.idx(colTiles));
-              Value colTile =
-                  arith::RemUIOp::create(b, within, b.idx(colTiles));
-              auto offsetAt = [&](Value e) {
-                return b.clamp(b.toIndex(b.load(w.offsets, {e})), b.idx(0),
-                               w.m);
-              };
-              Value lo = offsetAt(expert);
-              Value hi = b.maxIdx(offsetAt(b.add(expert, b.idx(1))), lo);
-              Value steps = b.ceilDiv(b.sub(hi, lo), kStepTokens);
-              body(b, Item{expert, b.mul(rowTile, b.idx(kTileRows)),
-                           b.mul(colTile, b.idx(tileN)), lo, hi, steps,
-                           state[0]});
-              return {b.add(state[0], steps)};
-            });
+  b.forLoop(
+      blockX, total, gridX, {b.idx(0)},
+      [&](LoweringBuilder &b, Value i, ValueRange state) -> SmallVector<Value> {
+        Value perExpert = b.idx(rowTiles * colTiles);
+        Value expert = arith::DivUIOp::create(b, i, perExpert);
+        Value within = arith::RemUIOp::create(b, i, perExpert);
+        Value rowTile = arith::DivUIOp::create(b, within, b.idx(colTiles));
+        Value colTile = arith::RemUIOp::create(b, within, b.idx(colTiles));
+        auto offsetAt = [&](Value e) {
+          return b.clamp(b.toIndex(b.load(w.offsets, {e})), b.idx(0), w.m);
+        };
+        Value lo = offsetAt(expert);
+        Value hi = b.maxIdx(offsetAt(b.add(expert, b.idx(1))), lo);
+        Value steps = b.ceilDiv(b.sub(hi, lo), kStepTokens);
+        body(b, Item{expert, b.mul(rowTile, b.idx(kTileRows)),
+                     b.mul(colTile, b.idx(tileN)), lo, hi, steps, state[0]});
+        return {b.add(state[0], steps)};
+      });
 }
 
 void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
@@ -218,16 +214,16 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       Value q = b.add(tid, b.idx(128 * j));
       Value r = arith::DivUIOp::create(b, q, b.idx(cpr));
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
-      Value colBytes = nvvm::toI64(
-          b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
+      Value colBytes =
+          nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
       auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value());
-      Value dst = b.add(
-          b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
-          b.add(b.mul(r, b.idx(128)),
-                b.mul(arith::XOrIOp::create(
-                          b, arith::AndIOp::create(b, chunk, b.idx(7)),
-                          arith::AndIOp::create(b, r, b.idx(7))),
-                      b.idx(16))));
+      Value dst =
+          b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
+                b.add(b.mul(r, b.idx(128)),
+                      b.mul(arith::XOrIOp::create(
+                                b, arith::AndIOp::create(b, chunk, b.idx(7)),
+                                arith::AndIOp::create(b, r, b.idx(7))),
+                            b.idx(16))));
       nvvm::cpAsync16(b, add64(b, rhsTile, nvvm::toI64(b, dst)), src, size);
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
@@ -305,31 +301,31 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
     int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
     for (int64_t h = 0; h < 2; ++h) {
       Value row = b.add(rowBase, b.idx(8 * h));
-      Value rowElem = b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row),
-                            b.idx(w.nDim));
+      Value rowElem =
+          b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row), b.idx(w.nDim));
       for (int64_t j = 0; j < tileN / 8; ++j) {
         Value col = b.add(b.add(item.col0, b.idx(8 * j)), quad);
         SmallVector<Value, 2> pair;
         for (int64_t p = 0; p < 2; ++p) {
-          Value v = acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
-                              .getResult()
-                        : b.f32(0.0);
+          Value v =
+              acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
+                        .getResult()
+                  : b.f32(0.0);
           if (w.acc)
-            v = b.add(v, b.load(w.acc, {item.expert, row,
-                                        b.add(col, b.idx(p))}));
+            v = b.add(v,
+                      b.load(w.acc, {item.expert, row, b.add(col, b.idx(p))}));
           pair.push_back(b.fromF32(v, w.outElem));
         }
-        Value address = add64(
-            b, outAddr,
-            nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
+        Value address =
+            add64(b, outAddr,
+                  nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
         auto type = VectorType::get({2}, w.outElem);
         Value v = LLVM::PoisonOp::create(b, type);
         for (int64_t p = 0; p < 2; ++p)
           v = LLVM::InsertElementOp::create(
               b, v, pair[p],
               arith::ConstantIntOp::create(b, b.getI32Type(), p));
-        LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address),
-                              2 * outBytes);
+        LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address), 2 * outBytes);
       }
     }
   });
@@ -414,8 +410,8 @@ gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
       break;
     }
   int64_t stageBytes = kStepTokens * (kTileRows + config.tileN) * 2;
-  config.stages = std::min<int64_t>(
-      8, (kSharedBytes - kHeaderBytes - 1024) / stageBytes);
+  config.stages =
+      std::min<int64_t>(8, (kSharedBytes - kHeaderBytes - 1024) / stageBytes);
   return config;
 }
 

@@ -585,8 +585,10 @@ def Moe_RowDotOp : Moe_Op<"row_dot"> {
   let summary = "per-row dot product of two matrices";
   let description = [{
     `result[m] = acc[m] + sum_n lhs[m][n] * rhs[m][n]` for `lhs` and `rhs`
-    (`M x N`, one float type `F`), the products accumulated in f32 in
-    column order; the result (`M`) has element type `F` or f32.
+    (`M x N`, one float type `F`), the products accumulated in f32 (the
+    CPU lowering in column order; the GPU kernel per lane of a warp, then
+    a fixed butterfly: the same bits on every call); the result (`M`) has
+    element type `F` or f32.
     `accumulate(%acc : tensor<M x f32>)`, optional, adds into a running f32
     vector (the result is f32 then).
 

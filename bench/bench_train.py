@@ -102,6 +102,29 @@ def build(out):
     return 0
 
 
+def setup(args):
+    """There: torch, the runtime, the layers' shapes and bench_moe's timer."""
+    sys.path.insert(0, args.dir)
+    import torch
+
+    import bench_moe as BM
+    import moe_mlir_runtime as rt
+
+    BM.torch = torch
+    with open(os.path.join(args.dir, "train_layers.json")) as f:
+        shapes = json.load(f)
+    return torch, rt, shapes, BM.Timer(args)
+
+
+def write_table(args, name, title, lines):
+    """Prints the table and writes it to OUT/name under `title`."""
+    text = "\n".join(lines)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, name), "w") as f:
+        f.write("# %s\n\n%s\n" % (title, text))
+
+
 def gemms_module(H, I, E):
     """The layer's four expert GEMMs (bf16, nn.Linear weights) and the
     weight gradients with bf16 results, as MLIR text."""
@@ -141,16 +164,7 @@ def gemms_module(H, I, E):
 
 def run_gemms(args):
     """--gemms: see the module docstring."""
-    sys.path.insert(0, args.dir)
-    import torch
-
-    import bench_moe as BM
-    import moe_mlir_runtime as rt
-
-    BM.torch = torch
-    with open(os.path.join(args.dir, "train_layers.json")) as f:
-        shapes = json.load(f)
-    timer = BM.Timer(args)
+    torch, rt, shapes, timer = setup(args)
     rows = []
     for name in args.configs.split(","):
         s = shapes[name]
@@ -245,12 +259,12 @@ def run_gemms(args):
                 fmt(c, "rel_err", "%.1e"),
             )
         )
-    text = "\n".join(lines)
-    print(text)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "gemms.md"), "w") as f:
-        f.write("# expert GEMMs: forward and weight gradients, ours vs torch._grouped_mm\n\n")
-        f.write(text + "\n")
+    write_table(
+        args,
+        "gemms.md",
+        "expert GEMMs: forward and weight gradients, ours vs torch._grouped_mm",
+        lines,
+    )
     return 0
 
 
@@ -297,17 +311,9 @@ def profile_step(torch, call):
 
 
 def run(args):
-    sys.path.insert(0, args.dir)
-    import torch
+    torch, rt, shapes, timer = setup(args)
     import torch.nn.functional as F
 
-    import bench_moe as BM
-    import moe_mlir_runtime as rt
-
-    BM.torch = torch
-    with open(os.path.join(args.dir, "train_layers.json")) as f:
-        shapes = json.load(f)
-    timer = BM.Timer(args)
     rows = []
     for name in args.configs.split(","):
         s = shapes[name]
@@ -372,12 +378,12 @@ def run(args):
                 "%.1e" % c["rel_err"] if "rel_err" in c else "-",
             )
         )
-    text = "\n".join(lines)
-    print(text)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "train.md"), "w") as f:
-        f.write("# forward + backward, ours (ffn_autograd) vs torch._grouped_mm autograd\n\n")
-        f.write(text + "\n")
+    write_table(
+        args,
+        "train.md",
+        "forward + backward, ours (ffn_autograd) vs torch._grouped_mm autograd",
+        lines,
+    )
     return 0
 
 

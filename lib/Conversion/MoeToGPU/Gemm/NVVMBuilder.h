@@ -34,6 +34,16 @@ inline Value i64(LoweringBuilder &b, int64_t v) {
 inline Value toI64(LoweringBuilder &b, Value index) {
   return arith::IndexCastUIOp::create(b, b.getI64Type(), index);
 }
+/// 64-bit address arithmetic (i64 values, i64 or constant operands).
+inline Value add64(LoweringBuilder &b, Value a, Value c) {
+  return arith::AddIOp::create(b, a, c);
+}
+inline Value add64(LoweringBuilder &b, Value a, int64_t c) {
+  return c ? add64(b, a, i64(b, c)) : a;
+}
+inline Value mul64(LoweringBuilder &b, Value a, int64_t c) {
+  return arith::MulIOp::create(b, a, i64(b, c));
+}
 inline Value globalPtr(LoweringBuilder &b, Value address) {
   return LLVM::IntToPtrOp::create(
       b, LLVM::LLVMPointerType::get(b.getContext(), 1), address);

@@ -241,13 +241,13 @@ private:
   }
 
   Value add64(LoweringBuilder &b, Value a, Value c) {
-    return arith::AddIOp::create(b, a, c);
+    return nvvm::add64(b, a, c);
   }
   Value add64(LoweringBuilder &b, Value a, int64_t c) {
-    return c ? add64(b, a, nvvm::i64(b, c)) : a;
+    return nvvm::add64(b, a, c);
   }
   Value mul64(LoweringBuilder &b, Value a, int64_t c) {
-    return arith::MulIOp::create(b, a, nvvm::i64(b, c));
+    return nvvm::mul64(b, a, c);
   }
   Value fullBarrier(LoweringBuilder &b, Value s) {
     return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));

@@ -51,6 +51,8 @@ using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
 
 using CmpI = arith::CmpIPredicate;
+using nvvm::add64;
+using nvvm::mul64;
 
 namespace {
 
@@ -89,15 +91,6 @@ private:
   int64_t sharedBytes() const { return kHeaderBytes + stages * stageBytes(); }
   int64_t elemBytes() const { return 2; }
 
-  Value add64(LoweringBuilder &b, Value a, Value c) {
-    return arith::AddIOp::create(b, a, c);
-  }
-  Value add64(LoweringBuilder &b, Value a, int64_t c) {
-    return c ? add64(b, a, nvvm::i64(b, c)) : a;
-  }
-  Value mul64(LoweringBuilder &b, Value a, int64_t c) {
-    return arith::MulIOp::create(b, a, nvvm::i64(b, c));
-  }
   Value fullBarrier(LoweringBuilder &b, Value s) {
     return add64(b, base, mul64(b, nvvm::toI64(b, s), 8));
   }

@@ -429,11 +429,20 @@ def gen_grouped_matmul_wgrad(rng, seed):
     F = _dtype(rng)
     off, note = _offsets(rng, M, E)
     dyn = rng.random() < 0.5
-    inputs = [
-        Tensor("lhs", F, _floats(rng, (M, K), F), dyn),
-        Tensor("rhs", F, _floats(rng, (M, N), F), dyn),
-        Tensor("offsets", "i32", off),
-    ]
+    inputs = []
+    # Either operand may be read through row indices (the fused gather):
+    # its own row count S, indices of length M incl. out-of-range ones
+    # (read as zero rows).
+    for name, cols in (("lhs", K), ("rhs", N)):
+        if rng.random() < 0.3:
+            S = int(rng.integers(0, M + 5))
+            idx = rng.integers(-2, S + 2, size=M).astype(np.int32)
+            inputs.append(Tensor(name, F, _floats(rng, (S, cols), F), dyn))
+            inputs.append(Tensor(name + "_gather", "i32", idx, dyn))
+            note += " %s gathered from %d rows" % (name, S)
+        else:
+            inputs.append(Tensor(name, F, _floats(rng, (M, cols), F), dyn))
+    inputs.append(Tensor("offsets", "i32", off))
     if rng.random() < 0.35:  # main_grad-style accumulation, f32
         inputs.append(Tensor("acc", "f32", _floats(rng, (E, K, N), "f32")))
         O = "f32"

@@ -149,10 +149,15 @@ class Syntax:
                 rt,
             )
         if op == "grouped_matmul_wgrad":
+
+            def rows(name):  # an operand, through its gather if any
+                g = name + "_gather"
+                return "%s[%s : %s]" % (v[name], v[g], t[g]) if g in v else v[name]
+
             return "%s = moe.grouped_matmul_wgrad %s, %s offsets(%s : %s)%s : %s, %s -> %s" % (
                 lhs,
-                v["lhs"],
-                v["rhs"],
+                rows("lhs"),
+                rows("rhs"),
                 v["offsets"],
                 t["offsets"],
                 opt("accumulate", "acc"),

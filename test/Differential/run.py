@@ -507,7 +507,10 @@ def check_case(case, results):
         )
         add(cmp_float("result", results[0], val, od[0], sc, defined[:, None]))
     elif op == "grouped_matmul_wgrad":
-        val, sc = R.grouped_matmul_wgrad(v["lhs"], v["rhs"], v["offsets"], v.get("acc"))
+        lhs, rhs = (
+            R.gather(v[n], v[n + "_gather"]) if n + "_gather" in v else v[n] for n in ("lhs", "rhs")
+        )
+        val, sc = R.grouped_matmul_wgrad(lhs, rhs, v["offsets"], v.get("acc"))
         add(cmp_float("result", results[0], val, od[0], sc))
     elif op == "route_grad":
         val, sc = R.route_grad(

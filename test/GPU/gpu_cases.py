@@ -932,6 +932,23 @@ for _n, _F, _O, _M, _E, _K, _N, _acc in (
         _ins.append(A("acc", "f32", (_E, _K, _N)))
     _bcase(_n, "grouped_matmul_wgrad", {}, _ins, [A("result", _O, (_E, _K, _N))])
 
+# The fused gather (a layer's weight gradients read the token rows of x
+# through the dispatch's indices): one operand gathered from T rows, the
+# indices incl. out-of-range ones (zero rows); the Hopper kernel (bf16, 256
+# and 128 columns) and the portable one (f32).
+for _n, _F, _O, _side, _E, _K, _N in (
+    ("grouped_matmul_wgrad_bf16_rhs_gathered", "bf16", "f32", "rhs", 8, 128, 256),
+    ("grouped_matmul_wgrad_bf16_lhs_gathered", "bf16", "bf16", "lhs", 8, 64, 128),
+    ("grouped_matmul_wgrad_f32_rhs_gathered", "f32", "f32", "rhs", 8, 24, 40),
+):
+    _ins = [
+        A("lhs", _F, ("T" if _side == "lhs" else "2*T", _K)),
+        A("rhs", _F, ("T" if _side == "rhs" else "2*T", _N)),
+        A(_side + "_gather", "i32", ("2*T",)),
+        A("offsets", "i32", (_E + 1,)),
+    ]
+    _bcase(_n, "grouped_matmul_wgrad", {}, _ins, [A("result", _O, (_E, _K, _N))])
+
 # The layers: name, F, logits type, H, I, E, routing bias, expert biases,
 # attributes. A softmax layer in bf16 (nn.Linear weights) and a DeepSeek-like
 # sigmoid layer (bias, groups, scaling) with expert biases in f32.
@@ -1634,9 +1651,14 @@ def gen_inputs(case, T, mode="random", seed=0):
         if mode != "edge" and T:  # dropped slots
             v["indices"][rng.random((T_, k)) < 0.1] = -1
     elif op == "grouped_matmul_wgrad":
-        M = sh["lhs"][0]
         v["lhs"] = floats(rng, sh["lhs"], dt["lhs"])
         v["rhs"] = floats(rng, sh["rhs"], dt["rhs"])
+        M = sh["lhs"][0]
+        for side in ("lhs", "rhs"):
+            if side + "_gather" in sh:  # indices into T rows, some outside
+                M = sh[side + "_gather"][0]
+                S = sh[side][0]
+                v[side + "_gather"] = rng.integers(-2, S + 2, size=M).astype(np.int32)
         v["offsets"] = gen_wgrad_offsets(rng, M, sh["offsets"][0] - 1, mode)
         if "acc" in sh:
             v["acc"] = floats(rng, sh["acc"], "f32", scale=2.0)
@@ -1931,8 +1953,12 @@ def expected(case, inp, got, out):
         )
         res = {"result": Expect(val, "float", scale=sc)}
     elif op == "grouped_matmul_wgrad":
-        val, _ = R.grouped_matmul_wgrad(inp["lhs"], inp["rhs"], inp["offsets"], inp.get("acc"))
-        off = np.clip(np.asarray(inp["offsets"]), 0, inp["lhs"].shape[0])
+        lhs, rhs = (
+            R.gather(inp[n], inp[n + "_gather"]) if n + "_gather" in inp else inp[n]
+            for n in ("lhs", "rhs")
+        )
+        val, _ = R.grouped_matmul_wgrad(lhs, rhs, inp["offsets"], inp.get("acc"))
+        off = np.clip(np.asarray(inp["offsets"]), 0, lhs.shape[0])
         res = {"result": Expect(val, "float", exact=off[1:] <= off[:-1])}
     elif op == "ffn_train":
         y, _, defined = _ffn_ref(case, inp)

@@ -222,7 +222,7 @@ struct RouteGradToGPU : OpRewritePattern<RouteGradOp> {
 };
 
 /// The portable weight-gradient kernel: one thread per (expert, k, n), its
-/// group's rows contracted in order in f32.
+/// group's rows (through their gathers) contracted in order in f32.
 void emitSimtWgrad(LoweringBuilder &b, const gpu_lowering::WgradOperands &w) {
   int64_t k = w.kDim, n = w.nDim;
   launchRowsCols(
@@ -237,14 +237,31 @@ void emitSimtWgrad(LoweringBuilder &b, const gpu_lowering::WgradOperands &w) {
         Value hi =
             arith::MaxSIOp::create(b, offsetAt(b.add(expert, b.idx(1))), lo);
         Value init = w.acc ? b.load(w.acc, {expert, kk, col}) : b.f32(0.0);
-        Value sum = b.forLoop(lo, hi, {init},
-                              [&](LoweringBuilder &b, Value r,
-                                  ValueRange s) -> SmallVector<Value> {
-                                Value p =
-                                    b.mul(b.toF32(b.load(w.lhs, {r, kk})),
-                                          b.toF32(b.load(w.rhs, {r, col})));
-                                return {b.add(s[0], p)};
-                              })[0];
+        // Element (row r, column c) of an operand, through its gather.
+        auto element = [&](LoweringBuilder &b, Value buf, Value gather,
+                           Value rows, Value r, Value c) -> Value {
+          if (!gather)
+            return b.toF32(b.load(buf, {r, c}));
+          auto [src, ok] =
+              gpu_lowering::WgradOperands::sourceRow(b, gather, rows, r);
+          return b.ifElse(
+              ok, {b.getF32Type()},
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.toF32(b.load(buf, {src, c}))};
+              },
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.f32(0.0)};
+              })[0];
+        };
+        Value sum =
+            b.forLoop(lo, hi, {init},
+                      [&](LoweringBuilder &b, Value r,
+                          ValueRange s) -> SmallVector<Value> {
+                        Value p = b.mul(
+                            element(b, w.lhs, w.lhsGather, w.lhsRows, r, kk),
+                            element(b, w.rhs, w.rhsGather, w.rhsRows, r, col));
+                        return {b.add(s[0], p)};
+                      })[0];
         b.store(b.fromF32(sum, w.outElem), w.out, {expert, kk, col});
       });
 }
@@ -263,7 +280,13 @@ struct GroupedMatmulWgradToGPU : OpRewritePattern<GroupedMatmulWgradOp> {
     w.rhs = toBuffer(b, op.getRhs());
     w.offsets = toBuffer(b, op.getOffsets());
     w.acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
-    w.m = b.memDim(w.lhs, 0);
+    w.lhsGather = op.getLhsGather() ? toBuffer(b, op.getLhsGather()) : Value();
+    w.rhsGather = op.getRhsGather() ? toBuffer(b, op.getRhsGather()) : Value();
+    w.lhsRows = b.memDim(w.lhs, 0);
+    w.rhsRows = b.memDim(w.rhs, 0);
+    w.m = w.lhsGather   ? b.memDim(w.lhsGather, 0)
+          : w.rhsGather ? b.memDim(w.rhsGather, 0)
+                        : w.lhsRows;
     w.numExperts = resultType.getDimSize(0);
     w.kDim = resultType.getDimSize(1);
     w.nDim = resultType.getDimSize(2);

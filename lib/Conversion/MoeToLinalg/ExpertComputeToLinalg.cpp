@@ -509,7 +509,8 @@ struct LowerExpertGemm : OpRewritePattern<ExpertGemmOp> {
 };
 
 /// moe.grouped_matmul_wgrad => scf.for over experts: the group's row slices
-/// of lhs and rhs contracted over their rows (an f32 generic initialised
+/// of lhs and rhs (read through their gathers when given) contracted over
+/// their rows (an f32 generic initialised
 /// with acc[e] or zero), rounded and inserted as result[e]. Empty groups
 /// leave acc[e] or zero.
 struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
@@ -526,7 +527,9 @@ struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
             n = resultType.getDimSize(2);
     MLIRContext *ctx = b.getContext();
     Type f32 = b.getF32Type();
-    Value m = b.dim(lhs, 0);
+    Value lhsGather = op.getLhsGather(), rhsGather = op.getRhsGather();
+    Value m = lhsGather ? b.dim(lhsGather, 0)
+                        : (rhsGather ? b.dim(rhsGather, 0) : b.dim(lhs, 0));
     Value result = acc ? acc : b.filled(resultType, {}, b.scalar(o));
     auto blockType = RankedTensorType::get({k, n}, f32);
     AffineExpr dk = getAffineDimExpr(0, ctx), dn = getAffineDimExpr(1, ctx),
@@ -537,7 +540,6 @@ struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
     SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
                                               utils::IteratorType::parallel,
                                               utils::IteratorType::reduction};
-    SmallVector<OpFoldResult> one2 = {b.getIndexAttr(1), b.getIndexAttr(1)};
     SmallVector<OpFoldResult> one3 = {b.getIndexAttr(1), b.getIndexAttr(1),
                                       b.getIndexAttr(1)};
     SmallVector<OpFoldResult> blockSizes = {
@@ -548,10 +550,9 @@ struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
             ValueRange out) -> SmallVector<Value> {
           Value lo, rows; // (captured below: no structured binding)
           std::tie(lo, rows) = expertRows(b, offsets, expert, m);
-          auto rowsOf = [&](Value v, int64_t cols) -> Value {
-            return tensor::ExtractSliceOp::create(
-                b, v, ArrayRef<OpFoldResult>{lo, b.getIndexAttr(0)},
-                ArrayRef<OpFoldResult>{rows, b.getIndexAttr(cols)}, one2);
+          // The group's rows of each operand, through its gather if any.
+          auto rowsOf = [&](Value v, Value gather) -> Value {
+            return buildLhsRows(b, v, gather, lo, rows);
           };
           SmallVector<OpFoldResult> at = {expert, b.getIndexAttr(0),
                                           b.getIndexAttr(0)};
@@ -562,8 +563,8 @@ struct LowerGroupedMatmulWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
           Value block =
               linalg::GenericOp::create(
                   b, TypeRange{blockType},
-                  ValueRange{rowsOf(lhs, k), rowsOf(rhs, n)}, ValueRange{init},
-                  maps, iters,
+                  ValueRange{rowsOf(lhs, lhsGather), rowsOf(rhs, rhsGather)},
+                  ValueRange{init}, maps, iters,
                   [&](OpBuilder &nested, Location loc, ValueRange args) {
                     LoweringBuilder b(loc, nested);
                     Value p = b.mul(b.toF32(args[0]), b.toF32(args[1]));

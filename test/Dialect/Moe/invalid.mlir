@@ -1707,6 +1707,23 @@ func.func @wgrad_rows(%a: tensor<4x2xf32>, %b: tensor<5x3xf32>, %o: tensor<3xi32
 
 // -----
 
+// A gathered operand's row count is its indices' length.
+func.func @wgrad_gathered_rows(%a: tensor<4x2xf32>, %b: tensor<9x3xf32>, %i: tensor<5xi32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected dimension 0 of 'rhs_gather' (M) to match dimension 0 of 'lhs', got 5 vs 4}}
+  %r = moe.grouped_matmul_wgrad %a, %b[%i : tensor<5xi32>] offsets(%o : tensor<3xi32>) : tensor<4x2xf32>, tensor<9x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @wgrad_both_gathered_rows(%a: tensor<9x2xf32>, %b: tensor<9x3xf32>, %i: tensor<5xi32>, %j: tensor<6xi32>, %o: tensor<3xi32>) {
+  // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected dimension 0 of 'rhs_gather' (M) to match dimension 0 of 'lhs_gather', got 6 vs 5}}
+  %r = moe.grouped_matmul_wgrad %a[%i : tensor<5xi32>], %b[%j : tensor<6xi32>] offsets(%o : tensor<3xi32>) : tensor<9x2xf32>, tensor<9x3xf32> -> tensor<2x2x3xf32>
+  return
+}
+
+// -----
+
 func.func @wgrad_offsets_dynamic(%a: tensor<4x2xf32>, %b: tensor<4x3xf32>, %o: tensor<?xi32>) {
   // expected-error @+1 {{'moe.grouped_matmul_wgrad' op expected 'offsets' to have E + 1 >= 2 static elements, got ?}}
   %r = moe.grouped_matmul_wgrad %a, %b offsets(%o : tensor<?xi32>) : tensor<4x2xf32>, tensor<4x3xf32> -> tensor<2x2x3xf32>

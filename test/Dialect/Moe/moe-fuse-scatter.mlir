@@ -43,3 +43,21 @@ func.func @scatter_has_another_user(%a: tensor<8x8xf32>, %w2: tensor<4x8x16xf32>
   %y = moe.combine %p weights(%wts : tensor<4x2xf32>) : tensor<4x2x16xf32> -> tensor<4x16xf32>
   return %y, %s : tensor<4x16xf32>, tensor<8x16xf32>
 }
+
+// Without routing weights (a layer's input gradient: each token's rows
+// summed): the epilogue scatters without a scale.
+// CHECK-LABEL: func.func @fuses_unweighted
+// CHECK: %[[OFF:[a-z0-9_]+]], %[[REV:[a-z0-9_]+]], %{{.*}} = moe.dispatch
+// CHECK: %[[O:[a-z0-9_]+]] = moe.expert_gemm %{{.*}}, %{{.*}} offsets(%[[OFF]] : tensor<5xi32>) scatter(%[[REV]] : tensor<?xi32>) :
+// CHECK-NOT: scale(
+// CHECK-NOT: moe.scatter
+// CHECK: %[[P:[a-z0-9_]+]] = tensor.expand_shape %[[O]]
+// CHECK: moe.combine %[[P]] : tensor<?x2x16xf32> -> tensor<?x16xf32>
+func.func @fuses_unweighted(%a: tensor<?x8xf32>, %w2: tensor<4x8x16xf32>, %ids: tensor<?x2xi32>, %t: index) -> tensor<?x16xf32> {
+  %off, %rev, %tok = moe.dispatch %ids num_experts = 4 : tensor<?x2xi32> -> tensor<5xi32>, tensor<?xi32>, tensor<?xi32>
+  %o = moe.grouped_matmul %a, %w2 offsets(%off : tensor<5xi32>) : tensor<?x8xf32>, tensor<4x8x16xf32> -> tensor<?x16xf32>
+  %s = moe.scatter %o[%rev] : tensor<?x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+  %p = tensor.expand_shape %s [[0, 1], [2]] output_shape [%t, 2, 16] : tensor<?x16xf32> into tensor<?x2x16xf32>
+  %y = moe.combine %p : tensor<?x2x16xf32> -> tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}

@@ -361,6 +361,19 @@ func.func @grouped_matmul_wgrad(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %
   return %a, %b : tensor<8x96x64xbf16>, tensor<8x96x64xf32>
 }
 
+// moe.grouped_matmul_wgrad with gathered operands (either or both).
+// CHECK-LABEL: func.func @grouped_matmul_wgrad_gathered
+// CHECK-SAME: (%[[D:[a-z0-9_]+]]: tensor<?x96xbf16>, %[[X:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[T:[a-z0-9_]+]]: tensor<?xi32>, %[[O:[a-z0-9_]+]]: tensor<9xi32>)
+func.func @grouped_matmul_wgrad_gathered(%dy: tensor<?x96xbf16>, %x: tensor<?x64xbf16>, %tok: tensor<?xi32>, %off: tensor<9xi32>) -> (tensor<8x96x64xf32>, tensor<8x64x96xf32>) {
+  // CHECK: moe.grouped_matmul_wgrad %[[D]], %[[X]][%[[T]] : tensor<?xi32>] offsets(%[[O]] : tensor<9xi32>) : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xf32>
+  %a = moe.grouped_matmul_wgrad %dy, %x[%tok : tensor<?xi32>] offsets(%off : tensor<9xi32>)
+      : tensor<?x96xbf16>, tensor<?x64xbf16> -> tensor<8x96x64xf32>
+  // CHECK: moe.grouped_matmul_wgrad %[[X]][%[[T]] : tensor<?xi32>], %[[D]][%[[T]] : tensor<?xi32>] offsets(%[[O]] : tensor<9xi32>) : tensor<?x64xbf16>, tensor<?x96xbf16> -> tensor<8x64x96xf32>
+  %b = moe.grouped_matmul_wgrad %x[%tok : tensor<?xi32>], %dy[%tok : tensor<?xi32>] offsets(%off : tensor<9xi32>)
+      : tensor<?x64xbf16>, tensor<?x96xbf16> -> tensor<8x64x96xf32>
+  return %a, %b : tensor<8x96x64xf32>, tensor<8x64x96xf32>
+}
+
 // moe.combine_grad: with and without the forward's weights.
 // CHECK-LABEL: func.func @combine_grad
 // CHECK-SAME: (%[[G:[a-z0-9_]+]]: tensor<?x64xbf16>, %[[W:[a-z0-9_]+]]: tensor<?x4xf32>)

@@ -318,12 +318,20 @@ Value wgmmaOperandsAligned(LoweringBuilder &b, const GemmOperands &g);
 
 /// The buffers and static facts of one moe.grouped_matmul_wgrad.
 struct WgradOperands {
-  Value lhs, rhs, offsets; // [M, K], [M, N] (16-bit), [E + 1] i32
-  Value acc;               // [E, K, N] f32 or null
-  Value out;               // [E, K, N], identity layout
-  Value m;                 // rows of lhs / rhs (index)
+  Value lhs, rhs, offsets;    // [M, K], [M, N] (16-bit), [E + 1] i32
+  Value lhsGather, rhsGather; // [M] i32 row indices into lhs / rhs, or null
+  Value acc;                  // [E, K, N] f32 or null
+  Value out;                  // [E, K, N], identity layout
+  Value m;                    // contracted rows (index)
+  Value lhsRows, rhsRows;     // rows of the lhs / rhs buffers (index)
   int64_t numExperts = 0, kDim = 0, nDim = 0;
   Type inElem, outElem;
+
+  /// The buffer row read as contracted row `r` of `gather`'s operand
+  /// (`r` itself without a gather), and whether it is inside the buffer's
+  /// `rows` (a gathered index outside reads as zero).
+  static std::pair<Value, Value> sourceRow(LoweringBuilder &b, Value gather,
+                                           Value rows, Value r);
 };
 /// Its configuration: output columns per item (the wgmma N) and stages.
 struct WgradConfig {

@@ -184,21 +184,32 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
     });
     Value stage = stageAddress(b, s);
     Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
+    // Token row r of the slice: the buffer row read (through the operand's
+    // gather) and the copy's source and size (0: zero-filled).
     auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
-                        Value extraOk) {
+                        Value extraOk, Value gather, Value rows) {
       Value token = b.add(first, r);
       Value ok = b.cmpi(CmpI::ult, token, item.hi);
+      Value row = token;
+      if (gather) {
+        // A step has at least one row of the expert (lo < hi), so `lo`
+        // is a valid index for rows past its end.
+        auto [src, inside] = WgradOperands::sourceRow(
+            b, gather, rows, b.select(ok, token, item.lo));
+        ok = b.andi(ok, inside);
+        row = src;
+      }
       if (extraOk)
         ok = b.andi(ok, extraOk);
       Value src = add64(
           b, addr,
-          add64(b, nvvm::toI64(b, b.mul(b.mul(token, stride), eb)), colBytes));
+          add64(b, nvvm::toI64(b, b.mul(b.mul(row, stride), eb)), colBytes));
       return std::make_pair(b.select(ok, src, addr),
                             b.select(ok, b.i32(16), b.i32(0)));
     };
     for (int64_t j = 0; j < 8; ++j) {
       auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
-                                  lhsColBytes, colOk);
+                                  lhsColBytes, colOk, w.lhsGather, w.lhsRows);
       nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
@@ -209,7 +220,8 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value());
+      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value(),
+                                  w.rhsGather, w.rhsRows);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),
@@ -406,6 +418,17 @@ gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
   config.stages =
       std::min<int64_t>(8, (kSharedBytes - kHeaderBytes - 1024) / stageBytes);
   return config;
+}
+
+std::pair<Value, Value>
+gpu_lowering::WgradOperands::sourceRow(LoweringBuilder &b, Value gather,
+                                       Value rows, Value r) {
+  if (!gather)
+    return {r, b.cmpi(arith::CmpIPredicate::ult, r, rows)};
+  Value idx = b.load(gather, {r});
+  Value ok = b.inRange(idx, b.i32(0), b.toI32(rows));
+  // Clamped so that an address formed from a rejected index stays inside.
+  return {b.toIndex(b.select(ok, idx, b.i32(0))), ok};
 }
 
 Value gpu_lowering::wgradOperandsAligned(LoweringBuilder &b,

@@ -807,8 +807,15 @@ LogicalResult GroupedMatmulWgradOp::verify() {
   if (failed(verifyStaticDim(*this, lhs, 1, "lhs", "K")) ||
       failed(verifyStaticDim(*this, rhs, 1, "rhs", "N")))
     return failure();
-  if (failed(verifySameElementType(*this, lhs, "lhs", rhs, "rhs")) ||
-      failed(verifySameDim(*this, lhs, 0, "lhs", rhs, 0, "rhs", "M")))
+  if (failed(verifySameElementType(*this, lhs, "lhs", rhs, "rhs")))
+    return failure();
+  // The contracted row counts: a gathered operand's is its indices' length.
+  Value lhsRows = getLhsGather() ? getLhsGather() : lhs;
+  Value rhsRows = getRhsGather() ? getRhsGather() : rhs;
+  StringRef lhsName = getLhsGather() ? "lhs_gather" : "lhs";
+  StringRef rhsName = getRhsGather() ? "rhs_gather" : "rhs";
+  if (failed(
+          verifySameDim(*this, lhsRows, 0, lhsName, rhsRows, 0, rhsName, "M")))
     return failure();
   Type f = getLhs().getType().getElementType();
   int64_t offsetsLen = dimOf(getOffsets(), 0);

@@ -55,11 +55,52 @@ struct FuseGatherMatmul : RewritePattern {
   ControlMoeFusionFn control;
 };
 
+/// grouped_matmul_wgrad(gather(x, idx), dy)  =>  grouped_matmul_wgrad(x[idx],
+/// dy) (either operand): the weight gradient reads the token rows through
+/// the indices on its row loop. Only when every user of the gathered rows
+/// is a weight gradient, so that the gathered copy goes away.
+struct FuseGatherWgrad : OpRewritePattern<GroupedMatmulWgradOp> {
+  FuseGatherWgrad(MLIRContext *ctx, ControlMoeFusionFn control)
+      : OpRewritePattern(ctx), control(std::move(control)) {}
+
+  LogicalResult matchAndRewrite(GroupedMatmulWgradOp op,
+                                PatternRewriter &rewriter) const override {
+    for (bool lhs : {true, false}) {
+      Value operand = lhs ? op.getLhs() : op.getRhs();
+      if (lhs ? op.getLhsGather() : op.getRhsGather())
+        continue;
+      auto gather = operand.getDefiningOp<GatherOp>();
+      if (!gather || !llvm::all_of(gather->getUsers(), [](Operation *user) {
+            return isa<GroupedMatmulWgradOp>(user);
+          }))
+        continue;
+      if (!shouldFuse(control, MoeFusionKind::GatherMatmul, gather, op))
+        continue;
+      rewriter.modifyOpInPlace(op, [&] {
+        if (lhs) {
+          op.getLhsMutable().assign(gather.getInput());
+          op.getLhsGatherMutable().assign(gather.getIndices());
+        } else {
+          op.getRhsMutable().assign(gather.getInput());
+          op.getRhsGatherMutable().assign(gather.getIndices());
+        }
+      });
+      if (gather->use_empty())
+        rewriter.eraseOp(gather);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(op, "no foldable gathered operand");
+  }
+
+  ControlMoeFusionFn control;
+};
+
 } // namespace
 
 void mlir::moe::populateMoeFuseGatherMatmulPatterns(
     RewritePatternSet &patterns, const ControlMoeFusionFn &control) {
-  patterns.add<FuseGatherMatmul>(patterns.getContext(), control);
+  patterns.add<FuseGatherMatmul, FuseGatherWgrad>(patterns.getContext(),
+                                                  control);
 }
 
 namespace {

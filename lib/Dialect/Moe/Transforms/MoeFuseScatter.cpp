@@ -37,6 +37,10 @@ namespace {
 
 /// combine(expand_shape(scatter(gemm(...), rev)), w)
 ///   => combine(expand_shape(expert_gemm(...) scatter(rev) scale(flat(w))))
+/// and, without routing weights (the input gradient of a layer's backward:
+/// each token's dispatched rows summed),
+/// combine(expand_shape(scatter(gemm(...), rev)))
+///   => combine(expand_shape(expert_gemm(...) scatter(rev)))
 struct FuseScatter : OpRewritePattern<CombineOp> {
   FuseScatter(MLIRContext *ctx, ControlMoeFusionFn control)
       : OpRewritePattern(ctx), control(std::move(control)) {}
@@ -44,8 +48,6 @@ struct FuseScatter : OpRewritePattern<CombineOp> {
   LogicalResult matchAndRewrite(CombineOp combine,
                                 PatternRewriter &rewriter) const override {
     Value weights = combine.getWeights();
-    if (!weights)
-      return rewriter.notifyMatchFailure(combine, "no routing weights");
     auto expand = combine.getInput().getDefiningOp<tensor::ExpandShapeOp>();
     if (!expand || !expand->hasOneUse() ||
         expand.getReassociationIndices() !=
@@ -67,16 +69,18 @@ struct FuseScatter : OpRewritePattern<CombineOp> {
       return rewriter.notifyMatchFailure(combine, "policy declined");
 
     Location loc = combine.getLoc();
-    auto weightsType = cast<RankedTensorType>(weights.getType());
-    int64_t flat = ShapedType::isDynamic(weightsType.getDimSize(0))
-                       ? ShapedType::kDynamic
-                       : weightsType.getDimSize(0) * weightsType.getDimSize(1);
-    Value flatWeights = tensor::CollapseShapeOp::create(
-        rewriter, loc,
-        RankedTensorType::get({flat}, weightsType.getElementType()), weights,
-        ArrayRef<ReassociationIndices>{{0, 1}});
     parts.scatter = scatter.getIndices();
-    parts.scale = flatWeights;
+    if (weights) {
+      auto weightsType = cast<RankedTensorType>(weights.getType());
+      int64_t flat =
+          ShapedType::isDynamic(weightsType.getDimSize(0))
+              ? ShapedType::kDynamic
+              : weightsType.getDimSize(0) * weightsType.getDimSize(1);
+      parts.scale = tensor::CollapseShapeOp::create(
+          rewriter, loc,
+          RankedTensorType::get({flat}, weightsType.getElementType()), weights,
+          ArrayRef<ReassociationIndices>{{0, 1}});
+    }
     Operation *gemm = parts.op;
     auto fused =
         parts.build(rewriter, gemm->getLoc(), scatter.getResult().getType());

@@ -536,7 +536,8 @@ def Moe_GluGradOp : Moe_InferredOp<"glu_grad"> {
   }];
 }
 
-def Moe_GroupedMatmulWgradOp : Moe_Op<"grouped_matmul_wgrad"> {
+def Moe_GroupedMatmulWgradOp : Moe_Op<"grouped_matmul_wgrad",
+                                       [AttrSizedOperandSegments]> {
   let summary = "the grouped matmul's ragged-contracting mode: weight gradients";
   let description = [{
     The weight gradient of `moe.grouped_matmul`: the rows of `lhs` (`M x
@@ -560,25 +561,48 @@ def Moe_GroupedMatmulWgradOp : Moe_Op<"grouped_matmul_wgrad"> {
     `accumulate(%acc : tensor<E x K x N x f32>)`, optional, adds into a
     running f32 gradient (Megatron's `main_grad`); the result is f32 then.
 
-    Constraints: `K`, `N`, `E` static; `lhs` and `rhs` share `F` and `M`.
+    Gathered operands, optional: `%lhs[%idx : tensor<M x i32>]` contracts
+    row `lhs[idx[m]]` as row `m` (zero when `idx[m]` is outside `lhs`'s
+    rows), likewise `%rhs[%idx]`; `M` is then the indices' length. This is
+    `moe.gather` fused into the contraction's row (token) loop: a layer's
+    up-projection gradient reads the token rows of `x` in expert order
+    without a gathered copy. Produced by `--moe-fuse-gather-matmul`.
 
-    Example (nn.Linear layout, 8 experts):
+    Constraints: `K`, `N`, `E` static; `lhs` and `rhs` share `F`, and
+    their (gathered) row counts `M`.
+
+    Examples (nn.Linear layout, 8 experts):
 
     ```mlir
     %dw = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>)
         : tensor<?x256xbf16>, tensor<?x64xbf16> -> tensor<8x256x64xf32>
+    %dw_up = moe.grouped_matmul_wgrad %dh, %x[%tok : tensor<?xi32>]
+        offsets(%off : tensor<9xi32>)
+        : tensor<?x256xbf16>, tensor<?x64xbf16> -> tensor<8x256x64xf32>
     ```
   }];
   let arguments = (ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Optional<Moe_IndexTensorOfRank<1>>:$lhs_gather,
                        Moe_FloatTensorOfRank<2>:$rhs,
+                       Optional<Moe_IndexTensorOfRank<1>>:$rhs_gather,
                        Moe_IndexTensorOfRank<1>:$offsets,
                        Optional<TensorRankOf<[F32], [3]>>:$acc);
   let results = (outs Moe_FloatTensorOfRank<3>:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs `offsets` `(` $offsets `:` type($offsets) `)`
+    $lhs (`[` $lhs_gather^ `:` type($lhs_gather) `]`)? `,`
+    $rhs (`[` $rhs_gather^ `:` type($rhs_gather) `]`)?
+    `offsets` `(` $offsets `:` type($offsets) `)`
     (`accumulate` `(` $acc^ `:` type($acc) `)`)? attr-dict `:` type($lhs)
     `,` type($rhs) `->` type($result)
   }];
+  let builders = [
+    // Ungathered operands.
+    OpBuilder<(ins "Type":$result, "Value":$lhs, "Value":$rhs,
+                   "Value":$offsets, "Value":$acc), [{
+      build($_builder, $_state, result, lhs, /*lhs_gather=*/Value(), rhs,
+            /*rhs_gather=*/Value(), offsets, acc);
+    }]>
+  ];
 }
 
 def Moe_RowDotOp : Moe_Op<"row_dot"> {

@@ -126,6 +126,11 @@ def MoeFuseGatherMatmulPass : Pass<"moe-fuse-gather-matmul"> {
     %h = moe.expert_gemm %x[%tok : tensor<?xi32>], %w offsets(%off : tensor<9xi32>)
         : tensor<?x64xf32>, tensor<8x64x256xf32> -> tensor<?x256xf32>
     ```
+
+    Likewise a gathered operand of `moe.grouped_matmul_wgrad` (the weight
+    gradients' token rows) is read through its indices on the contraction's
+    row loop: `moe.grouped_matmul_wgrad %dh, %x[%tok : tensor<?xi32>] ...`,
+    when every user of the gathered rows is a weight gradient.
   }];
   let dependentDialects = ["::mlir::moe::MoeDialect"];
 }
@@ -163,8 +168,9 @@ def MoeFuseScatterPass : Pass<"moe-fuse-scatter"> {
   let description = [{
     `combine(expand_shape(scatter(grouped_matmul(...), rev)), weights)`
     becomes a `moe.expert_gemm` whose epilogue scales row `m` by
-    `weights[rev[m]]` and writes it straight to its `(token, slot)` row
-    `rev[m]`, followed by an unweighted `moe.combine`: the scattered copy of
+    `weights[rev[m]]` (no scale when the combine has no weights, as for a
+    layer's input gradient) and writes it straight to its `(token, slot)`
+    row `rev[m]`, followed by an unweighted `moe.combine`: the scattered copy of
     the expert outputs is never materialised, and the k-way sum still reads
     `T x k x H` once, in slot order (deterministic). Fires only when `rev`
     comes from `moe.get_indices` or `moe.dispatch` (a permutation), the

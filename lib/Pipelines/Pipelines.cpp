@@ -133,6 +133,7 @@ static void addShapeChecks(OpPassManager &pm, StringRef mode,
 
 void mlir::moe::buildMoeFusePipeline(OpPassManager &pm) {
   pm.addPass(createMoeFuseDispatchPass());
+  pm.addPass(createMoeFuseGluGradPass());
   pm.addPass(createMoeFuseGatherMatmulPass());
   pm.addPass(createMoeFuseGluPass());
   pm.addPass(createMoeFuseScatterPass());
@@ -357,7 +358,8 @@ void mlir::moe::registerMoePipelines() {
   PassPipelineRegistration<>(
       "moe-fuse",
       "Run the moe fusion passes in order: moe-fuse-dispatch, "
-      "moe-fuse-gather-matmul, moe-fuse-glu, moe-fuse-scatter, "
+      "moe-fuse-glu-grad, moe-fuse-gather-matmul, moe-fuse-glu, "
+      "moe-fuse-scatter, "
       "moe-fuse-route-dispatch",
       buildMoeFusePipeline);
   PassPipelineRegistration<MoeLowerToCpuOptions>(

@@ -132,8 +132,9 @@ void buildMoeLowerToNvvmPipeline(OpPassManager &pm,
 void buildMoeLowerToCpuPipeline(OpPassManager &pm,
                                 const MoeLowerToCpuOptions &options);
 
-/// `--moe-fuse`: the fusion passes in order (dispatch, gather into the
-/// first matmul, GLU epilogue, scatter + weights epilogue, route with
+/// `--moe-fuse`: the fusion passes in order (dispatch, the backward's GLU
+/// gradient into its dgrad GEMM, gather into the first matmul and the
+/// weight gradients, GLU epilogue, scatter + weights epilogue, route with
 /// dispatch).
 void buildMoeFusePipeline(OpPassManager &pm);
 

@@ -15,6 +15,9 @@
 //   pair (gluGradValues, the CPU lowering's function).
 // - moe.row_dot: one warp per row: each lane's columns in order in f32,
 //   then a fixed butterfly over the lanes, then acc (deterministic).
+// - moe.expert_gemm_glu_grad: the GEMM (f32 result) by the forward's
+//   engines, then a warp per row as row_dot for the GLU backward, the
+//   scaled activation and the routing-weight gradient together.
 // - moe.combine_grad: one thread per (token, slot, column).
 // - moe.route_grad: one thread per token: the k picks' contributions
 //   once, then per expert its picks' sum (the scores on demand).
@@ -109,6 +112,76 @@ struct RowDotToGPU : OpRewritePattern<RowDotOp> {
       });
     });
     rewriter.replaceOp(op, toTensor(b, out));
+    return success();
+  }
+};
+
+/// moe.expert_gemm_glu_grad: the GEMM as an f32 moe.expert_gemm (the
+/// engines of the forward: the Hopper kernel on sm_90a), then one kernel,
+/// a warp per row: lane l takes columns l, l + 32, ... in order (the
+/// warp's loads of g, gate and up coalesced), computes a = glu(gate, up),
+/// the GLU backward of w * g into input_grad and w * a into scaled_act,
+/// and sums g * a; a fixed butterfly over the lanes, then acc, gives the
+/// routing-weight gradient (deterministic).
+struct ExpertGemmGluGradToGPU : OpRewritePattern<ExpertGemmGluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExpertGemmGluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto dhType = op.getInputGrad().getType();
+    auto actType = op.getScaledAct().getType();
+    auto dwType = op.getWeightGrad().getType();
+    Type f = dhType.getElementType();
+    int64_t n = actType.getDimSize(1);
+    GluParams p = gluParamsOf(op);
+    Type f32 = b.getF32Type();
+    auto gType = RankedTensorType::get({dhType.getDimSize(0), n}, f32);
+    Value gTensor = ExpertGemmOp::create(
+        b, gType, op.getLhs(), op.getRhs(), op.getOffsets(), op.getGather(),
+        /*bias=*/Value(), /*scatter=*/Value(), /*scale=*/Value(),
+        /*rhs_scale=*/Value(), op.getTransposeRhsAttr(),
+        /*activation=*/nullptr, /*layout=*/nullptr, b.getF32FloatAttr(1.0f),
+        /*limit=*/nullptr, b.getF32FloatAttr(0.0f),
+        WeightFormatAttr::get(b.getContext(), WeightFormat::plain),
+        ScaleFmtAttr::get(b.getContext(), ScaleFmt::f32));
+    Value g = toBuffer(b, gTensor);
+    Value h = toBuffer(b, op.getPreact());
+    Value weights = toBuffer(b, op.getWeights());
+    Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
+    Value m = b.memDim(h, 0);
+    Value dh = allocBuffer(b, dhType, dynRows(dhType, m));
+    Value act = allocBuffer(b, actType, dynRows(actType, m));
+    Value dw = allocBuffer(b, dwType, dynRows(dwType, m));
+    launchWarpPerRow(b, m, [&](LoweringBuilder &b, Value row, Value lane) {
+      Value w = b.toF32(b.load(weights, {row}));
+      Value part = b.forLoop(
+          lane, b.idx(n), b.idx(kWarpSize), {b.f32(0.0)},
+          [&](LoweringBuilder &b, Value col,
+              ValueRange sum) -> SmallVector<Value> {
+            auto [gateCol, upCol] = gluPairColumns(b, p.layout, n, col);
+            Value gv = b.load(g, {row, col});
+            Value gate = b.toF32(b.load(h, {row, gateCol}));
+            Value up = b.toF32(b.load(h, {row, upCol}));
+            Value a = gluValue(b, p, gate, up);
+            auto [dGate, dUp] = gluGradValues(b, p, b.mul(w, gv), gate, up);
+            b.store(b.fromF32(dGate, f), dh, {row, gateCol});
+            b.store(b.fromF32(dUp, f), dh, {row, upCol});
+            b.store(b.fromF32(b.mul(w, a), f), act, {row, col});
+            return {b.add(sum[0], b.mul(gv, a))};
+          })[0];
+      Value dot = warpAllReduce(b, {part},
+                                [](LoweringBuilder &b, ValueRange x,
+                                   ValueRange y) -> SmallVector<Value> {
+                                  return {b.add(x[0], y[0])};
+                                })[0];
+      when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
+        Value total = acc ? b.add(b.load(acc, {row}), dot) : dot;
+        b.store(b.fromF32(total, dwType.getElementType()), dw, {row});
+      });
+    });
+    rewriter.replaceOp(op,
+                       {toTensor(b, dh), toTensor(b, act), toTensor(b, dw)});
     return success();
   }
 };
@@ -323,7 +396,7 @@ struct GroupedMatmulWgradToGPU : OpRewritePattern<GroupedMatmulWgradOp> {
 
 void mlir::moe::populateBackwardToGPUPatterns(
     RewritePatternSet &patterns, const ConvertMoeToGPUPassOptions &options) {
-  patterns.add<GluGradToGPU, RowDotToGPU, CombineGradToGPU, RouteGradToGPU>(
-      patterns.getContext());
+  patterns.add<GluGradToGPU, RowDotToGPU, ExpertGemmGluGradToGPU,
+               CombineGradToGPU, RouteGradToGPU>(patterns.getContext());
   patterns.add<GroupedMatmulWgradToGPU>(patterns.getContext(), options);
 }

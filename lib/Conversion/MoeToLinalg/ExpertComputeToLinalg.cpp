@@ -673,10 +673,98 @@ struct LowerRowDot : OpRewritePattern<RowDotOp> {
   }
 };
 
+/// moe.expert_gemm_glu_grad => the GEMM as an f32 moe.expert_gemm (g,
+/// never rounded), then one generic over (row, pair) for the GLU backward
+/// of the routing-weighted g and the scaled activation, and one over (row,
+/// column), the column a reduction in order, for the routing-weight
+/// gradient (acc + <g, a>).
+struct LowerExpertGemmGluGrad : OpRewritePattern<ExpertGemmGluGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ExpertGemmGluGradOp op,
+                                PatternRewriter &rewriter) const override {
+    LoweringBuilder b(op.getLoc(), rewriter);
+    auto dhType = op.getInputGrad().getType();
+    auto actType = op.getScaledAct().getType();
+    auto dwType = op.getWeightGrad().getType();
+    Type f = dhType.getElementType();
+    int64_t n = actType.getDimSize(1);
+    Value h = op.getPreact(), weights = op.getWeights();
+    Type f32 = b.getF32Type();
+    GluParams p = gluParamsOf(op);
+    if (dhType.getDimSize(0) == 0) { // static M = 0: nothing to compute
+      rewriter.replaceOp(
+          op, {b.empty(dhType, {}), b.empty(actType, {}), b.empty(dwType, {})});
+      return success();
+    }
+    SmallVector<Value> dyn = b.dynRowsOf(dhType, h);
+    auto gType = RankedTensorType::get({dhType.getDimSize(0), n}, f32);
+    Value g = ExpertGemmOp::create(
+        b, gType, op.getLhs(), op.getRhs(), op.getOffsets(), op.getGather(),
+        /*bias=*/Value(), /*scatter=*/Value(), /*scale=*/Value(),
+        /*rhs_scale=*/Value(), op.getTransposeRhsAttr(),
+        /*activation=*/nullptr, /*layout=*/nullptr, b.getF32FloatAttr(1.0f),
+        /*limit=*/nullptr, b.getF32FloatAttr(0.0f),
+        WeightFormatAttr::get(b.getContext(), WeightFormat::plain),
+        ScaleFmtAttr::get(b.getContext(), ScaleFmt::f32));
+    GluHalves halves(b, h, n, p.layout);
+    Value gate = halves.extract(b, h, /*up=*/false);
+    Value up = halves.extract(b, h, /*up=*/true);
+    MLIRContext *ctx = b.getContext();
+    AffineMap id = b.getMultiDimIdentityMap(2);
+    AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    auto halfType = RankedTensorType::get({dhType.getDimSize(0), n}, f);
+    auto parts = linalg::GenericOp::create(
+        b, TypeRange{halfType, halfType, actType},
+        ValueRange{g, gate, up, weights},
+        ValueRange{b.empty(halfType, dyn), b.empty(halfType, dyn),
+                   b.empty(actType, dyn)},
+        ArrayRef<AffineMap>{id, id, id, row, id, id, id}, b.parallel(2),
+        [&](OpBuilder &nested, Location loc, ValueRange args) {
+          LoweringBuilder b(loc, nested);
+          Value w = b.toF32(args[3]);
+          Value gv = b.toF32(args[1]), uv = b.toF32(args[2]);
+          auto [dGate, dUp] = gluGradValues(b, p, b.mul(w, args[0]), gv, uv);
+          Value a = gluValue(b, p, gv, uv);
+          linalg::YieldOp::create(b, ValueRange{b.fromF32(dGate, f),
+                                                b.fromF32(dUp, f),
+                                                b.fromF32(b.mul(w, a), f)});
+        });
+    Value dh = b.empty(dhType, dyn);
+    dh = halves.insert(b, parts.getResult(0), dh, /*up=*/false);
+    dh = halves.insert(b, parts.getResult(1), dh, /*up=*/true);
+
+    auto accType = RankedTensorType::get({dhType.getDimSize(0)}, f32);
+    Value init = op.getAcc();
+    if (init)
+      accType = cast<RankedTensorType>(init.getType());
+    else
+      init = b.filled(accType, b.dynRowsOf(accType, h), b.f32(0.0));
+    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                              utils::IteratorType::reduction};
+    Value dot =
+        linalg::GenericOp::create(
+            b, TypeRange{accType}, ValueRange{g, gate, up}, ValueRange{init},
+            ArrayRef<AffineMap>{id, id, id, row}, iters,
+            [&](OpBuilder &nested, Location loc, ValueRange args) {
+              LoweringBuilder b(loc, nested);
+              Value a = gluValue(b, p, b.toF32(args[1]), b.toF32(args[2]));
+              linalg::YieldOp::create(b, b.add(args[3], b.mul(args[0], a)));
+            })
+            .getResult(0);
+    dot = b.convertElements(dot, dwType.getElementType());
+    if (dot.getType() != dwType)
+      dot = tensor::CastOp::create(b, dwType, dot);
+    Value act = parts.getResult(2);
+    rewriter.replaceOp(op, {dh, act, dot});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::moe::populateExpertComputeLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerExpertGemm, LowerGroupedMatmulWgrad, LowerGlu, LowerGluGrad,
-               LowerRowDot>(patterns.getContext());
+  patterns.add<LowerExpertGemm, LowerExpertGemmGluGrad, LowerGroupedMatmulWgrad,
+               LowerGlu, LowerGluGrad, LowerRowDot>(patterns.getContext());
 }

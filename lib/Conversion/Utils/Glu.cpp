@@ -25,6 +25,10 @@ GluParams mlir::moe::gluParamsOf(GluOp op) { return gluOpParams(op); }
 
 GluParams mlir::moe::gluParamsOf(GluGradOp op) { return gluOpParams(op); }
 
+GluParams mlir::moe::gluParamsOf(ExpertGemmGluGradOp op) {
+  return gluOpParams(op);
+}
+
 GluParams mlir::moe::gluParamsOf(ExpertGemmOp op) {
   std::optional<float> limit;
   if (auto l = op.getLimit())

@@ -37,6 +37,8 @@ GluParams gluParamsOf(GluOp op);
 GluParams gluParamsOf(ExpertGemmOp op);
 /// GLU parameters of a moe.glu_grad op.
 GluParams gluParamsOf(GluGradOp op);
+/// GLU parameters of a moe.expert_gemm_glu_grad op.
+GluParams gluParamsOf(ExpertGemmGluGradOp op);
 
 /// act(gate) in f32 for the GLU activations of moe.glu. `approximate`
 /// lets silu use approximate exp and division (`afn`; the GPU epilogues:

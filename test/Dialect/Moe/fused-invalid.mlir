@@ -1,10 +1,10 @@
 // RUN: moe-opt %s -split-input-file -verify-diagnostics
 
 // One broken rule per chunk for the internal fused ops: every emitOpError
-// site of DispatchOp::verify, ExpertGemmOp::verify and RouteDispatchOp::verify,
-// and every diagnostic of the shared helpers they call (static / non-zero
-// dims, same dims, routing rules, GLU attribute rules, exact result types) at
-// least once.
+// site of DispatchOp::verify, ExpertGemmOp::verify, RouteDispatchOp::verify
+// and ExpertGemmGluGradOp::verify, and every diagnostic of the shared helpers
+// they call (static / non-zero dims, same dims, routing rules, GLU attribute
+// rules, exact result types) at least once.
 
 //===----------------------------------------------------------------------===//
 // moe.dispatch
@@ -470,5 +470,89 @@ func.func @dispatch_num_experts_negative(%ids: tensor<4x2xi32>) {
 func.func @dispatch_num_experts_too_large(%ids: tensor<4x2xi32>) {
   // expected-error @+1 {{'moe.dispatch' op expected num_experts = 4294967296 to fit i32 (< 2^31)}}
   %off, %rev, %tok = moe.dispatch %ids num_experts = 4294967296 : tensor<4x2xi32> -> tensor<4294967297xi32>, tensor<8xi32>, tensor<8xi32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// moe.expert_gemm_glu_grad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @glu_grad_gemm_k(%dy: tensor<?x32xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x16xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected dimension 2 of 'rhs' (K) to match dimension 1 of 'lhs', got 8 vs 32}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x16xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x32xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>, tensor<?x8xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_preact_type(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x32xf32>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected 'preact' element type 'bf16' (as 'lhs'), got 'f32'}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x32xf32>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_preact_rows(%dy: tensor<?x8xbf16>, %tok: tensor<6xi32>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<5x32xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected dimension 0 of 'preact' (M) to match dimension 0 of 'gather', got 5 vs 6}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy[%tok : tensor<6xi32>], %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<5x32xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_weights_rows(%dy: tensor<6x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<6x32xbf16>, %w: tensor<7xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected dimension 0 of 'weights' (M) to match dimension 0 of 'lhs', got 7 vs 6}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<6x32xbf16>) weights(%w : tensor<7xf32>) silu concat {transpose_rhs = true} : tensor<6x8xbf16>, tensor<4x16x8xbf16> -> tensor<6x32xbf16>, tensor<6x16xbf16>, tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_acc_rows(%dy: tensor<6x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<6x32xbf16>, %w: tensor<6xf32>, %acc: tensor<5xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected dimension 0 of 'acc' (M) to match dimension 0 of 'lhs', got 5 vs 6}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<6x32xbf16>) weights(%w : tensor<6xf32>) accumulate(%acc : tensor<5xf32>) silu concat {transpose_rhs = true} : tensor<6x8xbf16>, tensor<4x16x8xbf16> -> tensor<6x32xbf16>, tensor<6x16xbf16>, tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_preact_cols(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x30xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected 'preact' to have 2N' = 32 columns (the GLU input of the GEMM's 16 columns), got 30}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x30xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_limit(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x32xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected limit to be finite and > 0, got -1}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x32xbf16>) weights(%w : tensor<?xf32>) silu concat {limit = -1.0 : f32, transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_input_grad_type(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x32xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected 'input_grad' of element type 'bf16', got 'f32'}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x32xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xf32>, tensor<?x16xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_scaled_act_shape(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x32xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected 'scaled_act' to be ?x16, got 'tensor<?x32xbf16>'}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x32xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x32xbf16>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @glu_grad_gemm_weight_grad_type(%dy: tensor<?x8xbf16>, %w2: tensor<4x16x8xbf16>, %off: tensor<5xi32>, %h: tensor<?x32xbf16>, %w: tensor<?xf32>) {
+  // expected-error @+1 {{'moe.expert_gemm_glu_grad' op expected 'weight_grad' of element type 'bf16' or f32, got 'f16'}}
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy, %w2 offsets(%off : tensor<5xi32>) preact(%h : tensor<?x32xbf16>) weights(%w : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x8xbf16>, tensor<4x16x8xbf16> -> tensor<?x32xbf16>, tensor<?x16xbf16>, tensor<?xf16>
   return
 }

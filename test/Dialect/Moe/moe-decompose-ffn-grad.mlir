@@ -42,10 +42,11 @@
 // CHECK:      %[[DXS:[a-z0-9_]+]] = moe.scatter %[[DXR]][%[[REV]]] : tensor<?x64xbf16>, tensor<?xi32> -> tensor<?x64xbf16>
 // CHECK-NEXT: %[[DXK:[a-z0-9_]+]] = tensor.expand_shape %[[DXS]] {{\[}}[0, 1], [2]] output_shape [%{{.*}}, 2, 64] : tensor<?x64xbf16> into tensor<?x2x64xbf16>
 // CHECK-NEXT: %[[DX:[a-z0-9_]+]] = moe.combine %[[DXK]] : tensor<?x2x64xbf16> -> tensor<?x64xbf16>
-// The weight gradients, f32.
-// CHECK:      %[[DOE:[a-z0-9_]+]] = tensor.expand_shape %[[DO]] {{\[}}[0, 1], [2]] output_shape [%{{.*}}, 1, 64] : tensor<?x64xbf16> into tensor<?x1x64xbf16>
-// CHECK-NEXT: %[[DOW:[a-z0-9_]+]] = moe.combine %[[DOE]] weights(%[[WR]] : tensor<?x1xf32>) : tensor<?x1x64xbf16> -> tensor<?x64xbf16>
-// CHECK-NEXT: %[[DWD:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[A]], %[[DOW]] offsets(%[[OFF]] : tensor<9xi32>) : tensor<?x128xbf16>, tensor<?x64xbf16> -> tensor<8x128x64xf32>
+// The weight gradients, f32; dW2 contracts the routing-weighted activation
+// with the upstream gradient's rows.
+// CHECK:      %[[AE:[a-z0-9_]+]] = tensor.expand_shape %[[A]] {{\[}}[0, 1], [2]] output_shape [%{{.*}}, 1, 128] : tensor<?x128xbf16> into tensor<?x1x128xbf16>
+// CHECK-NEXT: %[[WA:[a-z0-9_]+]] = moe.combine %[[AE]] weights(%[[WR]] : tensor<?x1xf32>) : tensor<?x1x128xbf16> -> tensor<?x128xbf16>
+// CHECK-NEXT: %[[DWD:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[WA]], %[[DO]] offsets(%[[OFF]] : tensor<9xi32>) : tensor<?x128xbf16>, tensor<?x64xbf16> -> tensor<8x128x64xf32>
 // CHECK-NEXT: %[[DWU:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[ROWS]], %[[DH]] offsets(%[[OFF]] : tensor<9xi32>) : tensor<?x64xbf16>, tensor<?x256xbf16> -> tensor<8x64x256xf32>
 // CHECK-NEXT: return %[[DX]], %[[DL]], %[[DWU]], %[[DWD]]
 func.func @ffn_grad_dynamic_t(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>) {
@@ -81,11 +82,13 @@ func.func @ffn_grad_dynamic_t(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l:
 // CHECK:      %[[DA:[a-z0-9_]+]] = moe.combine %{{.*}} weights(%[[WR]] : tensor<16x1xf32>) : tensor<16x1x24xf32> -> tensor<16x24xf32>
 // CHECK-NEXT: %[[DH:[a-z0-9_]+]] = moe.glu_grad %[[DA]], %[[H]] silu interleaved {alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, up_bias = 1.000000e+00 : f32}
 // CHECK-NEXT: moe.grouped_matmul %[[DH]], %[[WU]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x48xf32>, tensor<16x48x32xf32> -> tensor<16x32xf32>
-// CHECK:      %[[DOW:[a-z0-9_]+]] = moe.combine %{{.*}} weights(%[[WR]] : tensor<16x1xf32>) : tensor<16x1x32xf32> -> tensor<16x32xf32>
-// CHECK-NEXT: %[[DWD:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[DOW]], %[[A]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x32xf32>, tensor<16x24xf32> -> tensor<16x32x24xf32>
+// CHECK:      %[[WA:[a-z0-9_]+]] = moe.combine %{{.*}} weights(%[[WR]] : tensor<16x1xf32>) : tensor<16x1x24xf32> -> tensor<16x24xf32>
+// CHECK-NEXT: %[[DWD:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[DO]], %[[WA]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x32xf32>, tensor<16x24xf32> -> tensor<16x32x24xf32>
 // CHECK-NEXT: %[[DWU:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[DH]], %[[ROWS]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x48xf32>, tensor<16x32xf32> -> tensor<16x48x32xf32>
 // CHECK-NEXT: %[[ONE:[a-z0-9_]+]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[ONES:[a-z0-9_]+]] = tensor.splat %[[ONE]] : tensor<16x1xf32>
+// The bias gradient of the down projection sums the routing-weighted rows.
+// CHECK:      %[[DOW:[a-z0-9_]+]] = moe.combine %{{.*}} weights(%[[WR]] : tensor<16x1xf32>) : tensor<16x1x32xf32> -> tensor<16x32xf32>
 // CHECK-NEXT: %[[DBU:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[ONES]], %[[DH]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x1xf32>, tensor<16x48xf32> -> tensor<16x1x48xf32>
 // CHECK-NEXT: %[[DBUC:[a-z0-9_]+]] = tensor.collapse_shape %[[DBU]] {{\[}}[0, 1], [2]] : tensor<16x1x48xf32> into tensor<16x48xf32>
 // CHECK-NEXT: %[[DBD:[a-z0-9_]+]] = moe.grouped_matmul_wgrad %[[ONES]], %[[DOW]] offsets(%[[OFF]] : tensor<17xi32>) : tensor<16x1xf32>, tensor<16x32xf32> -> tensor<16x1x32xf32>

@@ -75,7 +75,8 @@ func.func @ffn_train_static_t_biases(%x: tensor<4x32xf32>, %l: tensor<4x16xf32>,
 // CHECK:      %[[DH:[a-z0-9_]+]] = moe.glu_grad %{{.*}}, %[[H]] silu concat
 // CHECK-NEXT: moe.grouped_matmul %[[DH]], %[[WU]] offsets(%[[OFF]] : tensor<9xi32>) {transpose_rhs = true} : tensor<?x256xbf16>, tensor<8x64x256xbf16> -> tensor<?x64xbf16>
 // CHECK-NOT:  moe.grouped_matmul %
-// CHECK:      moe.grouped_matmul_wgrad %[[A]]
+// CHECK:      moe.combine %{{.*}} weights(
+// CHECK-NEXT: moe.grouped_matmul_wgrad
 // CHECK-NEXT: moe.grouped_matmul_wgrad %[[ROWS]], %[[DH]]
 // CHECK-NEXT: return
 func.func @ffn_grad_saved(%dy: tensor<?x64xbf16>, %x: tensor<?x64xbf16>, %l: tensor<?x8xbf16>, %wu: tensor<8x64x256xbf16>, %wd: tensor<8x128x64xbf16>, %h: tensor<?x256xbf16>, %w: tensor<?x2xf32>, %i: tensor<?x2xi32>) -> (tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x64x256xf32>, tensor<8x128x64xf32>) {

@@ -141,6 +141,17 @@ func.func @row_dot(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>, %c: tensor<?xf32>) 
 
 // -----
 
+// moe.grouped_matmul_wgrad: the operands' contracted rows agree (a gathered
+// operand's are its indices').
+// CHECK-LABEL: func.func @grouped_matmul_wgrad
+// CHECK-SAME: kind = "eq", lhs = array<i64: 2, 0>, message = "@grouped_matmul_wgrad: dimension 0 of argument 2 ('rhs_gather' of moe.grouped_matmul_wgrad at {{[^)]*}}) is {0}, but dimension 0 of argument 0 ('lhs' of moe.grouped_matmul_wgrad at {{[^)]*}}) is {1}: they must be equal (M)"
+func.func @grouped_matmul_wgrad(%a: tensor<?x8xbf16>, %b: tensor<?x16xbf16>, %i: tensor<?xi32>, %o: tensor<3xi32>) -> tensor<2x8x16xf32> {
+  %r = moe.grouped_matmul_wgrad %a, %b[%i : tensor<?xi32>] offsets(%o : tensor<3xi32>) : tensor<?x8xbf16>, tensor<?x16xbf16> -> tensor<2x8x16xf32>
+  return %r : tensor<2x8x16xf32>
+}
+
+// -----
+
 // moe.ffn_train's h has T * k rows, its weights and ids T; moe.ffn_grad's
 // saved operands the same (here they are the forward's results, so the
 // classes merge: h, returned, must be twice dy's rows).

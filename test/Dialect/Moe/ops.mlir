@@ -673,3 +673,13 @@ func.func @ffn_zero_tokens_gelu_tanh(%x: tensor<0x16xf32>, %l: tensor<0x4xf32>, 
       : tensor<0x16xf32>, tensor<0x4xf32>, tensor<4x16x8xf32>, tensor<4x4x16xf32> -> tensor<0x16xf32>
   return %y : tensor<0x16xf32>
 }
+
+// moe.expert_gemm_glu_grad: gathered rows, routing weights, accumulator.
+// CHECK-LABEL: func.func @expert_gemm_glu_grad
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = moe.expert_gemm_glu_grad %{{.*}}[%{{.*}} : tensor<?xi32>], %{{.*}} offsets(%{{.*}} : tensor<9xi32>) preact(%{{.*}} : tensor<?x256xbf16>) weights(%{{.*}} : tensor<?xf32>) accumulate(%{{.*}} : tensor<?xf32>) silu concat {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x128x64xbf16> -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
+func.func @expert_gemm_glu_grad(%dy: tensor<?x64xbf16>, %tok: tensor<?xi32>, %w2: tensor<8x128x64xbf16>, %off: tensor<9xi32>, %h: tensor<?x256xbf16>, %w: tensor<?xf32>, %acc: tensor<?xf32>) -> (tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>) {
+  %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy[%tok : tensor<?xi32>], %w2 offsets(%off : tensor<9xi32>)
+      preact(%h : tensor<?x256xbf16>) weights(%w : tensor<?xf32>) accumulate(%acc : tensor<?xf32>) silu concat {transpose_rhs = true}
+      : tensor<?x64xbf16>, tensor<8x128x64xbf16> -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
+  return %dh, %wa, %dw : tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
+}

@@ -1564,6 +1564,66 @@ LogicalResult ExpertGemmOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ExpertGemmGluGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpertGemmGluGradOp::verify() {
+  if (failed(verifyGemmOperands(*this, getLhs(), getRhs(), getOffsets(),
+                                /*bias=*/Value(), getTransposeRhs(),
+                                WeightFormat::plain, ScaleFmt::f32,
+                                /*rhsScale=*/Value())))
+    return failure();
+  Type f = getLhs().getType().getElementType();
+  int64_t n = getRhs().getType().getDimSize(getTransposeRhs() ? 1 : 2);
+  Value rows = getGather() ? getGather() : getLhs();
+  StringRef rowsName = getGather() ? "gather" : "lhs";
+  Value preact = getPreact();
+  if (failed(verifySameElementType(*this, getLhs(), "lhs", preact, "preact")) ||
+      failed(
+          verifySameDim(*this, rows, 0, rowsName, preact, 0, "preact", "M")) ||
+      failed(verifySameDim(*this, rows, 0, rowsName, getWeights(), 0, "weights",
+                           "M")))
+    return failure();
+  if (dimOf(preact, 1) != 2 * n)
+    return emitOpError() << "expected 'preact' to have 2N' = " << 2 * n
+                         << " columns (the GLU input of the GEMM's " << n
+                         << " columns), got " << dimStr(dimOf(preact, 1));
+  if (Value acc = getAcc())
+    if (failed(verifySameDim(*this, rows, 0, rowsName, acc, 0, "acc", "M")))
+      return failure();
+  std::optional<float> limit;
+  if (auto l = getLimit())
+    limit = l->convertToFloat();
+  if (failed(verifyGluAttrs(*this, getAlpha().convertToFloat(), limit,
+                            getUpBias().convertToFloat())))
+    return failure();
+  int64_t m = dimOf(rows, 0);
+  auto expect = [&](Value result, StringRef name, ArrayRef<int64_t> shape,
+                    bool f32Allowed) -> LogicalResult {
+    auto type = cast<RankedTensorType>(result.getType());
+    Type o = type.getElementType();
+    if (o != f && !(f32Allowed && o.isF32()))
+      return emitOpError() << "expected '" << name << "' of element type " << f
+                           << (f32Allowed ? " or f32" : "") << ", got " << o;
+    if (type.getRank() != static_cast<int64_t>(shape.size()) ||
+        !llvm::all_of(llvm::zip(type.getShape(), shape), [](auto p) {
+          return dimsAgree(std::get<0>(p), std::get<1>(p));
+        }))
+      return emitOpError() << "expected '" << name << "' to be "
+                           << (shape.size() == 2 ? dimStr(shape[0]) + "x" +
+                                                       std::to_string(shape[1])
+                                                 : dimStr(shape[0]))
+                           << ", got " << type;
+    return success();
+  };
+  if (failed(expect(getInputGrad(), "input_grad", {m, 2 * n}, false)) ||
+      failed(expect(getScaledAct(), "scaled_act", {m, n}, false)) ||
+      failed(expect(getWeightGrad(), "weight_grad", {m}, true)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // RouteDispatchOp
 //===----------------------------------------------------------------------===//
 

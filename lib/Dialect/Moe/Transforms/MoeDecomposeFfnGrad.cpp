@@ -14,7 +14,7 @@
 //   dw_r  = <g_r, a_r> (+ <dy_t, b2_e>)       (the routing weight's grad)
 //   dh_r  = glu_grad(w_r g_r, h_r)
 //   dx_t  = sum over t's k rows of dh_r W1_e^T
-//   dW2_e = sum_r a_r^T (w_r dy_t),  dW1_e = sum_r x_t^T dh_r
+//   dW2_e = sum_r (w_r a_r)^T dy_t,  dW1_e = sum_r x_t^T dh_r
 //   db2_e = sum_r w_r dy_t,          db1_e = sum_r dh_r
 //   dlogits = route_grad(dw scattered back to T x k)
 //
@@ -176,9 +176,14 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
                {{0, 1}, {2}}, {rowsOf(op.getX()), index(k), index(h)});
     Value dx = CombineOp::create(rewriter, loc, dxSlots, Value());
 
-    // The weight gradients, in the weights' layouts.
-    Value dOut = scaleRows(dyRows, rowWeights);
-    Value dwDown = tw ? wgrad(dOut, act, dwType) : wgrad(act, dOut, dwType);
+    // The weight gradients, in the weights' layouts. The routing weight
+    // scales the activation rows (w_r a_r, beside the activation's other
+    // uses: moe-fuse-glu-grad computes both in one epilogue), so that dW2
+    // reads the upstream gradient's token rows as they are (through the
+    // gather's indices once fused).
+    Value scaledAct = scaleRows(act, rowWeights);
+    Value dwDown = tw ? wgrad(dyRows, scaledAct, dwType)
+                      : wgrad(scaledAct, dyRows, dwType);
     Value dwUp = tw ? wgrad(dUp, xRows, dwType) : wgrad(xRows, dUp, dwType);
     SmallVector<Value> results = {dx, dLogits, dwUp, dwDown};
     if (op.getExpertBias()) {
@@ -190,6 +195,7 @@ struct DecomposeFfnGrad : OpRewritePattern<FfnGradOp> {
             tensor::DimOp::create(rewriter, loc, xRows, 0).getResult());
       Value ones = tensor::SplatOp::create(rewriter, loc, one,
                                            tensorOf({m, 1}, f), dynSizes);
+      Value dOut = scaleRows(dyRows, rowWeights);
       results.push_back(collapse(wgrad(ones, dUp, f32), {{0, 1}, {2}}));
       results.push_back(collapse(wgrad(ones, dOut, f32), {{0, 1}, {2}}));
     }

@@ -543,6 +543,29 @@ void addRules(Operation *op, SizeClasses &sizes) {
           sizes.equal(dim(o.getAcc()), dim(o.getLhs()), {}, "M");
         sizes.equal(dim(o.getResult()), dim(o.getLhs()), {}, "M");
       })
+      .Case([&](GroupedMatmulWgradOp o) {
+        describe({{o.getLhs(), "lhs"},
+                  {o.getLhsGather(), "lhs_gather"},
+                  {o.getRhs(), "rhs"},
+                  {o.getRhsGather(), "rhs_gather"}});
+        Dim m = o.getLhsGather() ? dim(o.getLhsGather()) : dim(o.getLhs());
+        sizes.equal(o.getRhsGather() ? dim(o.getRhsGather()) : dim(o.getRhs()),
+                    m, {}, "M");
+      })
+      .Case([&](ExpertGemmGluGradOp o) {
+        describe({{o.getLhs(), "lhs"},
+                  {o.getGather(), "gather"},
+                  {o.getPreact(), "preact"},
+                  {o.getWeights(), "weights"},
+                  {o.getAcc(), "acc"}});
+        Dim m = o.getGather() ? dim(o.getGather()) : dim(o.getLhs());
+        sizes.equal(dim(o.getPreact()), m, {}, "M");
+        sizes.equal(dim(o.getWeights()), m, {}, "M");
+        if (o.getAcc())
+          sizes.equal(dim(o.getAcc()), m, {}, "M");
+        for (Value r : o->getResults())
+          sizes.equal(dim(r), m, {}, "M");
+      })
       .Case([&](DispatchOp o) {
         describe({{o.getIndices(), "indices"}});
         int64_t k = kOf(o.getIndices());

@@ -1241,6 +1241,73 @@ def Moe_ExpertGemmOp : Moe_Op<"expert_gemm", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Moe_ExpertGemmGluGradOp : Moe_Op<"expert_gemm_glu_grad",
+                                      [AttrSizedOperandSegments]> {
+  let opDocGroup = Moe_InternalOpsDoc;
+  let summary = "the down projection's input gradient with the GLU backward "
+                "and the routing-weight gradient fused";
+  let description = [{
+    The backward of a layer's second expert GEMM and its GLU in one op. For
+    each row `m` (`M` rows: `gather`'s length when given, else `lhs`'s):
+
+    1. `g = row @ rhs[e]` (or `rhs[e]^T` with `transpose_rhs`) in f32 for
+       the rows of expert `e`'s group (`moe.grouped_matmul`'s groups; the
+       row read through `gather` as in `moe.expert_gemm`), zero for a row
+       in no group (`N'` columns);
+    2. `a = glu(preact[m])` in f32 (`moe.glu` with `activation`, `layout`,
+       `alpha`, `limit`, `up_bias`);
+    3. `weight_grad[m] = acc[m] + sum_n g[n] * a[n]` (the routing weight's
+       gradient, `moe.row_dot`);
+    4. `input_grad[m] = glu_grad(weights[m] * g, preact[m])` (`2N'`
+       columns, `moe.glu_grad` of the routing-weighted gradient);
+    5. `scaled_act[m] = weights[m] * a` (what the down projection's weight
+       gradient contracts with the upstream gradient's rows).
+
+    `g` stays in f32 (never rounded); `input_grad` and `scaled_act` are
+    rounded once to `F`, `weight_grad` to its type (`F` or f32).
+
+    Produced by `--moe-fuse-glu-grad` from the primitives
+    `moe.ffn_grad` decomposes into (`moe.grouped_matmul`, `moe.glu`,
+    `moe.row_dot`, two weighted `moe.combine`s, `moe.glu_grad`): the
+    gradient `g`, the recomputed activation and their routing-weighted
+    forms are never materialised in `F`.
+
+    Example:
+
+    ```mlir
+    %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy[%tok : tensor<?xi32>], %w_down
+        offsets(%off : tensor<9xi32>) preact(%h : tensor<?x256xbf16>)
+        weights(%wr : tensor<?xf32>) silu concat {transpose_rhs = true}
+        : tensor<?x64xbf16>, tensor<8x64x128xbf16>
+        -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
+    ```
+  }];
+  let arguments = !con((ins Moe_FloatTensorOfRank<2>:$lhs,
+                       Optional<Moe_IndexTensorOfRank<1>>:$gather,
+                       Moe_FloatTensorOfRank<3>:$rhs,
+                       Moe_IndexTensorOfRank<1>:$offsets,
+                       Moe_FloatTensorOfRank<2>:$preact,
+                       TensorRankOf<Moe_FloatTypes, [1]>:$weights,
+                       Optional<Moe_F32Vector>:$acc,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs,
+                       Moe_ActivationAttr:$activation,
+                       Moe_GluLayoutAttr:$layout),
+                       Moe_GluParamAttrs);
+  let results = (outs Moe_FloatTensorOfRank<2>:$input_grad,
+                      Moe_FloatTensorOfRank<2>:$scaled_act,
+                      Moe_FloatTensorOfRank<1>:$weight_grad);
+  let assemblyFormat = [{
+    $lhs (`[` $gather^ `:` type($gather) `]`)? `,` $rhs
+    `offsets` `(` $offsets `:` type($offsets) `)`
+    `preact` `(` $preact `:` type($preact) `)`
+    `weights` `(` $weights `:` type($weights) `)`
+    (`accumulate` `(` $acc^ `:` type($acc) `)`)?
+    custom<EnumKeyword>($activation) custom<EnumKeyword>($layout)
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($input_grad) `,`
+    type($scaled_act) `,` type($weight_grad)
+  }];
+}
+
 def Moe_RouteDispatchOp : Moe_Op<"route_dispatch"> {
   let opDocGroup = Moe_InternalOpsDoc;
   let summary = "routing and its dispatch metadata in one kernel";

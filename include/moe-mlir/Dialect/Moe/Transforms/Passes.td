@@ -103,6 +103,51 @@ def MoeFuseDispatchPass : Pass<"moe-fuse-dispatch"> {
   let dependentDialects = ["::mlir::moe::MoeDialect"];
 }
 
+def MoeFuseGluGradPass : Pass<"moe-fuse-glu-grad"> {
+  let summary = "Fuse a layer backward's GLU gradient into the dgrad GEMM";
+  let description = [{
+    The down projection's backward as `moe.ffn_grad` decomposes it,
+    `g = grouped_matmul(dy_rows, w_down^T)`, `a = glu(h)`, `row_dot(g, a)`,
+    `glu_grad(combine(g, w), h)` and `combine(a, w)` (the combines one-slot
+    row scales by the same routing weights), becomes one
+    `moe.expert_gemm_glu_grad`: `g` stays in f32 and is never
+    materialised, and the activation is recomputed once for the
+    routing-weight gradient and the scaled activation. Fires only when `g`
+    and `a` have exactly these users, the glu and glu_grad share their
+    parameters, and the GEMM has no stage but a gather. Runs before
+    `moe-fuse-gather-matmul`, whose gather then folds into the weight
+    gradient that reads the same rows.
+
+    Before:
+
+    ```mlir
+    %g = moe.grouped_matmul %dyr, %w2 offsets(%off : tensor<9xi32>) {transpose_rhs = true}
+        : tensor<?x64xbf16>, tensor<8x64x128xbf16> -> tensor<?x128xbf16>
+    %a = moe.glu %h silu concat : tensor<?x256xbf16> -> tensor<?x128xbf16>
+    %dw = moe.row_dot %g, %a : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xf32>
+    %ge = tensor.expand_shape %g [[0, 1], [2]] output_shape [%m, 1, 128]
+        : tensor<?x128xbf16> into tensor<?x1x128xbf16>
+    %da = moe.combine %ge weights(%w : tensor<?x1xf32>) : tensor<?x1x128xbf16> -> tensor<?x128xbf16>
+    %dh = moe.glu_grad %da, %h silu concat : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<?x256xbf16>
+    %ae = tensor.expand_shape %a [[0, 1], [2]] output_shape [%m, 1, 128]
+        : tensor<?x128xbf16> into tensor<?x1x128xbf16>
+    %wa = moe.combine %ae weights(%w : tensor<?x1xf32>) : tensor<?x1x128xbf16> -> tensor<?x128xbf16>
+    ```
+
+    After:
+
+    ```mlir
+    %wf = tensor.collapse_shape %w [[0, 1]] : tensor<?x1xf32> into tensor<?xf32>
+    %dh, %wa, %dw = moe.expert_gemm_glu_grad %dyr, %w2 offsets(%off : tensor<9xi32>)
+        preact(%h : tensor<?x256xbf16>) weights(%wf : tensor<?xf32>) silu concat
+        {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x64x128xbf16>
+        -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::moe::MoeDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MoeFuseGatherMatmulPass : Pass<"moe-fuse-gather-matmul"> {
   let summary = "Read the grouped matmul's lhs through the gather indices";
   let description = [{

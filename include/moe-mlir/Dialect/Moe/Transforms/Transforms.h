@@ -57,6 +57,9 @@ enum class MoeFusionKind {
   GluEpilogue,
   /// scatter + routing weights -> grouped matmul epilogue.
   ScatterEpilogue,
+  /// glu + row_dot + row scales + glu_grad -> the dgrad GEMM's
+  /// moe.expert_gemm_glu_grad.
+  GluGradEpilogue,
   /// route + dispatch -> moe.route_dispatch.
   RouteDispatch,
 };
@@ -78,6 +81,8 @@ void populateMoeFuseGatherMatmulPatterns(
 void populateMoeFuseGluPatterns(RewritePatternSet &patterns,
                                 const ControlMoeFusionFn &control = {});
 void populateMoeFuseScatterPatterns(RewritePatternSet &patterns,
+                                    const ControlMoeFusionFn &control = {});
+void populateMoeFuseGluGradPatterns(RewritePatternSet &patterns,
                                     const ControlMoeFusionFn &control = {});
 void populateMoeFuseRouteDispatchPatterns(
     RewritePatternSet &patterns, const ControlMoeFusionFn &control = {});

@@ -184,16 +184,20 @@ def run_gemms(args):
             a = torch.randn(M, I, generator=g, **bf16)
             d_up = torch.randn(M, 2 * I, generator=g, **bf16)
             d_down = torch.randn(M, H, generator=g, **bf16)
+            # The forward GEMMs' rows are not determined by their inputs'
+            # shapes (the manifest's rule): their outputs are passed.
+            y_up = torch.empty(M, 2 * I, **bf16)
+            y_down = torch.empty(M, H, **bf16)
             cases = [
                 (
                     "fwd_up",
-                    lambda: art.fn("fwd_up")(x, w_up, off),
+                    lambda: art.fn("fwd_up")(x, w_up, off, y_up),
                     lambda: torch._grouped_mm(x, w_up.transpose(1, 2), offs=cum),
                     2 * I * H,
                 ),
                 (
                     "fwd_down",
-                    lambda: art.fn("fwd_down")(a, w_down, off),
+                    lambda: art.fn("fwd_down")(a, w_down, off, y_down),
                     lambda: torch._grouped_mm(a, w_down.transpose(1, 2), offs=cum),
                     I * H,
                 ),

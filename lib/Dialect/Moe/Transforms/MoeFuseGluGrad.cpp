@@ -166,18 +166,18 @@ struct FuseGluGrad : OpRewritePattern<CombineOp> {
         scaled.getWeights() != weights)
       return rewriter.notifyMatchFailure(
           gluGrad, "the activation is not used by one row scale by w");
-    for (Operation *op : {gluGrad.getOperation(), dAct.getOperation(),
-                          gExpand.getOperation(), rowDot.getOperation(),
-                          parts.op, glu.getOperation(),
-                          scaled.getInput().getDefiningOp()})
+    for (Operation *op :
+         {gluGrad.getOperation(), dAct.getOperation(), gExpand.getOperation(),
+          rowDot.getOperation(), parts.op, glu.getOperation(),
+          scaled.getInput().getDefiningOp()})
       if (op->getBlock() != root->getBlock() || !op->isBeforeInBlock(root))
         return rewriter.notifyMatchFailure(
             gluGrad, "the scaled activation is not the chain's last op");
     // The dims move to the fused op's results: they must come after it.
     for (tensor::DimOp d : llvm::concat<tensor::DimOp>(gDims, actDims))
       if (d->getBlock() != rowDot->getBlock() || d->isBeforeInBlock(rowDot))
-        return rewriter.notifyMatchFailure(gluGrad,
-                                           "a dim of g or a before the row_dot");
+        return rewriter.notifyMatchFailure(
+            gluGrad, "a dim of g or a before the row_dot");
     // The fused op goes where the row_dot is (its result's users may come
     // before the glu_grad): every operand but the weights dominates it.
     Operation *wDef = weights.getDefiningOp();
@@ -185,8 +185,7 @@ struct FuseGluGrad : OpRewritePattern<CombineOp> {
                  !wDef->isBeforeInBlock(rowDot)))
       return rewriter.notifyMatchFailure(gluGrad,
                                          "weights defined after the row_dot");
-    if (!shouldFuse(control, MoeFusionKind::GluGradEpilogue, parts.op,
-                    gluGrad))
+    if (!shouldFuse(control, MoeFusionKind::GluGradEpilogue, parts.op, gluGrad))
       return rewriter.notifyMatchFailure(gluGrad, "policy declined");
 
     // The GEMM's gathered rows are read through the indices (the gathered
@@ -208,11 +207,11 @@ struct FuseGluGrad : OpRewritePattern<CombineOp> {
         weights, ArrayRef<ReassociationIndices>{{0, 1}});
     auto fused = ExpertGemmGluGradOp::create(
         rewriter, loc,
-        TypeRange{gluGrad.getType(), scaled.getType(), rowDot.getType()},
-        lhs, rowIndices, parts.rhs, parts.offsets, h, rowWeights,
-        rowDot.getAcc(), parts.transposeRhs, gluGrad.getActivationAttr(),
-        gluGrad.getLayoutAttr(), gluGrad.getAlphaAttr(),
-        gluGrad.getLimitAttr(), gluGrad.getUpBiasAttr());
+        TypeRange{gluGrad.getType(), scaled.getType(), rowDot.getType()}, lhs,
+        rowIndices, parts.rhs, parts.offsets, h, rowWeights, rowDot.getAcc(),
+        parts.transposeRhs, gluGrad.getActivationAttr(),
+        gluGrad.getLayoutAttr(), gluGrad.getAlphaAttr(), gluGrad.getLimitAttr(),
+        gluGrad.getUpBiasAttr());
     for (tensor::DimOp d : llvm::concat<tensor::DimOp>(gDims, actDims))
       rewriter.modifyOpInPlace(
           d, [&] { d.getSourceMutable().assign(fused.getScaledAct()); });

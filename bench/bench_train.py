@@ -33,9 +33,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CONFIGS = ("qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b", "deepseek-v3")
-# The Hopper weight-gradient kernel, opt-in until checked on a GPU
-# (bench/NOTES.md v77).
-OPTIONS = {"wgmma_wgrad": True}
 
 
 def bench_config(name):
@@ -77,7 +74,6 @@ def build(out):
         gpu.compile_gpu(
             training_from_config(cfg, weight_grads="weights"),
             os.path.join(out, name + ".train.so"),
-            options=OPTIONS,
         )
         shapes[name] = dict(H=cfg.hidden, I=cfg.intermediate, E=cfg.experts, k=cfg.top_k)
         print("built", name, flush=True)
@@ -88,7 +84,6 @@ def build(out):
         gpu.compile_gpu(
             gemms_module(cfg.hidden, cfg.intermediate, cfg.experts),
             os.path.join(out, name + ".gemms.so"),
-            options=OPTIONS,
         )
         print("built", name, "gemms", flush=True)
     for f in ("bench_train.py", "bench_moe.py", "gen_layers.py", "torch_reference.py"):

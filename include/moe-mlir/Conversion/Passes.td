@@ -116,12 +116,9 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
            "Expert GEMM engine: auto (cost model: wgmma on sm_90a where the "
            "op allows it, else simt), simt (portable f32 FMA), wgmma "
            "(Hopper tensor cores; an op it cannot run is an error). "
-           "moe.grouped_matmul_wgrad: see wgmma-wgrad">,
-    Option<"wgmmaWgrad", "wgmma-wgrad", "bool", /*default=*/"false",
-           "moe.grouped_matmul_wgrad by the Hopper kernel on sm_90a unless "
-           "gemm=simt (16-bit operands, K and N multiples of 64; else the "
-           "portable kernel). Off by default until it has been checked on "
-           "a GPU (bench/NOTES.md v77)">,
+           "moe.grouped_matmul_wgrad takes the Hopper kernel on sm_90a "
+           "unless simt (16-bit operands, K and N multiples of 64; else "
+           "the portable kernel, whatever this option says)">,
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "Target chip (selects the GEMM engines available)">,
     Option<"wgmmaTileM", "wgmma-tile-m", "int64_t", /*default=*/"0",

@@ -1,8 +1,7 @@
-// RUN: moe-opt %s --convert-moe-to-gpu=wgmma-wgrad=true | FileCheck %s --implicit-check-not=moe.
-// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --check-prefix=SIMT
+// RUN: moe-opt %s --convert-moe-to-gpu | FileCheck %s --implicit-check-not=moe.
 // RUN: moe-opt %s --moe-decompose --moe-fuse --moe-lower-to-nvvm=format=ptx | FileCheck %s --check-prefix=PTX --implicit-check-not="= moe."
-// RUN: moe-opt %s "--convert-moe-to-gpu=gemm=simt wgmma-wgrad=true" | FileCheck %s --check-prefix=SIMT
-// RUN: moe-opt %s "--convert-moe-to-gpu=chip=sm_80 wgmma-wgrad=true" | FileCheck %s --check-prefix=SIMT
+// RUN: moe-opt %s --convert-moe-to-gpu=gemm=simt | FileCheck %s --check-prefix=SIMT
+// RUN: moe-opt %s --convert-moe-to-gpu=chip=sm_80 | FileCheck %s --check-prefix=SIMT
 
 // The backward primitives' GPU kernels (BackwardToGPU.cpp): one thread per
 // result element (route_grad: per row; row_dot: a warp per row), every sum

@@ -391,7 +391,7 @@ void WgradKernel::emit(LoweringBuilder &b) {
 std::optional<WgradConfig>
 gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
                                 const ConvertMoeToGPUPassOptions &options) {
-  if (!options.wgmmaWgrad || options.chip != "sm_90a" || options.gemm == "simt")
+  if (options.chip != "sm_90a" || options.gemm == "simt")
     return std::nullopt;
   auto lhsType = op.getLhs().getType();
   Type f = lhsType.getElementType();

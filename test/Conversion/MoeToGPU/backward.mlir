@@ -90,17 +90,16 @@ func.func @wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi
 // grouped_matmul_wgrad on sm_90a, 16-bit operands, K and N multiples of 64:
 // the Hopper kernel (Gemm/WgmmaWgrad.cpp) when the rows allow 16-byte
 // copies (a host-side check), else the SIMT kernel above. 384 threads
-// (producer + two consumer warpgroups taking the items in turn), 64-token
-// stages of both operands by cp.async (zero-filled past the expert's
-// rows), MN-major A and B (layouts col / row), the first MMA of an item not
-// accumulating, one group in flight; N = 256 gives 64 x 256 tiles and
-// setmaxnreg 104 / 200. The grid is min(items, 132): 4 experts x 2 row
-// tiles x 1 column tile. The epilogue adds acc (read per element) and
-// stores f32 pairs.
+// (producer + two consumer warpgroups), 64-token stages of both operands
+// by cp.async (zero-filled past the expert's rows), MN-major A and B
+// (layouts col / row), the first MMA of an item not accumulating, one group
+// in flight; N = 256 gives 128 x 256 tiles and setmaxnreg 104 / 200.
+// The grid is min(items, 132): 4 experts x 1 row tile x 1 column tile. The
+// epilogue adds acc (read per element) and stores f32 pairs.
 // CHECK-LABEL: func.func @wgrad_hopper
 // CHECK:       %[[OUT:.*]] = memref.alloc() : memref<4x128x256xf32>
 // CHECK:       scf.if
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c8{{.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c384
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c4{{.*}}, {{.*}}) threads({{.*}}) in ({{.*}} = %c384
 // CHECK:           nvvm.setmaxregister {{ *}}decrease 104
 // CHECK:           nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
 // CHECK:           nvvm.cp.async.mbarrier.arrive
@@ -124,7 +123,7 @@ func.func @wgrad_hopper(%dy: tensor<?x128xbf16>, %x: tensor<?x256xbf16>, %off: t
   return %r : tensor<4x128x256xf32>
 }
 
-// f16 results, N = 192: 64 x 192 tiles (m64n192k16), f16 pairs stored.
+// f16 results, N = 192: 128 x 192 tiles (m64n192k16), f16 pairs stored.
 // CHECK-LABEL: func.func @wgrad_hopper_f16
 // CHECK:         gpu.launch
 // CHECK:           nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 192, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <col>], B[<f16>, <one>, <row>]

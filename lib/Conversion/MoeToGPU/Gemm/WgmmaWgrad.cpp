@@ -12,32 +12,27 @@
 // The contraction runs over the expert's rows (tokens), so in wgmma terms
 // the output tile's rows are lhs columns and its columns rhs columns, and
 // a K step is a slice of 64 tokens: A = the slice's lhs columns (64 tokens
-// x the item's 64 lhs columns, a token's columns contiguous:
+// x 64 lhs columns per consumer warpgroup, a token's columns contiguous:
 // the MN-major, "transposed" A of wgmma) and B = its rhs columns (MN-major
 // as well); both are atoms of 64 MN elements x 8 token rows of 128 bytes
 // with the 128-byte swizzle, one k16 step 16 token rows (2048 bytes).
 //
 // - Block: 384 threads. Warpgroup 0 is the producer; warpgroups 1 and 2
-//   are consumers that take the block's items in turn ("ping-pong"): an
-//   item is a 64 x tileN output tile (64 lhs columns), f32 accumulators
-//   in registers (m64n<tileN>k16), so one warpgroup's MMAs run while the
-//   other stores its results. (Both on one 128-row tile serialised the
-//   MMAs and the stores: with an expert's few K steps, 2 to 4 at 128 to
-//   256 tokens, the stores took as long as the MMAs, bench/NOTES.md v78.)
-// - Work items: (expert, 64-row tile, tileN-column tile), E x K / 64 x N /
-//   tileN of them, a static count; the persistent grid strides over them
-//   in order, so the blocks of one wave share an expert and its token
-//   slices stay in L2; the block's j-th item goes to consumer j % 2. An
-//   item runs over ceil(rows_e / 64) K steps; a running step counter over
-//   all the block's items carries the pipeline's stage and phase (the
-//   producer fills the next items' stages during the epilogues).
+//   each own 64 output rows (lhs columns) x tileN output columns of the
+//   128 x tileN tile, f32 accumulators in registers (m64n<tileN>k16).
+// - Work items: (expert, 128-row tile, tileN-column tile), E x ceil(K /
+//   128) x N / tileN of them, a static count; the persistent grid strides
+//   over them in order, so the blocks of one wave share an expert and its
+//   token slices stay in L2. An item runs over ceil(rows_e / 64) K steps;
+//   a running step counter carries the pipeline's stage and phase across
+//   items (the producer fills the next item's stages during the
+//   epilogue).
 // - Producer: 16-byte cp.async of both operands, the swizzle applied by
-//   hand (chunk c of token row r at c ^ (r % 8)), a gathered operand's
-//   rows through its indices; token rows past the expert's last row (and
-//   indices outside the operand) read zeros (src-size 0), so another
-//   expert's rows (even inf / NaN ones) never enter a product. full[s]
-//   completes on the 128 producer threads' cp.async arrivals, empty[s]
-//   when the stage's consumer warpgroup has released it.
+//   hand (chunk c of token row r at c ^ (r % 8)); token rows past the
+//   expert's last row and lhs columns past K read zeros (src-size 0), so
+//   another expert's rows (even inf / NaN ones) never enter a product.
+//   full[s] completes on the 128 producer threads' cp.async arrivals,
+//   empty[s] when the 256 consumer threads have released the stage.
 // - Consumers: one wgmma group in flight (the previous step's stage is
 //   released after the next step's MMAs are issued). The epilogue adds
 //   `acc` (main_grad) when given and stores each thread's column pairs
@@ -63,8 +58,8 @@ namespace {
 
 /// Tokens per K step (one 64-row slice of both operands).
 constexpr int64_t kStepTokens = 64;
-/// Output rows (lhs columns) per item: one consumer warpgroup's 64.
-constexpr int64_t kTileRows = 64;
+/// Output rows (lhs columns) per item: two consumer warpgroups of 64.
+constexpr int64_t kTileRows = 128;
 /// Registers per thread after setmaxnreg (tileN >= 128), from 168 at
 /// entry: the producer copies both operands by cp.async (as the forward
 /// engine's cp.async form, WgmmaKernel.h); the consumers hold m64n256
@@ -119,16 +114,16 @@ private:
   /// its first step.
   struct Item {
     Value expert, row0, col0, lo, hi, steps, step;
-    Value local; // the item's index among the block's (its consumer: % 2)
   };
   using ItemBody = function_ref<void(LoweringBuilder &, const Item &)>;
   void forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                    ItemBody body);
   void producer(LoweringBuilder &b, Value tid, const Item &item);
-  void consumer(LoweringBuilder &b, Value tid, const Item &item);
+  void consumer(LoweringBuilder &b, Value tid, Value cw, const Item &item);
   /// Stores the warpgroup's 64 x tileN results: `acc` the accumulators
   /// (null: the expert has no rows, the sums are zero).
-  void epilogue(LoweringBuilder &b, Value ct, const Item &item, Value acc);
+  void epilogue(LoweringBuilder &b, Value ct, Value cw, const Item &item,
+                Value acc);
 
   const WgradOperands &w;
   const int64_t tileN, stages, numSMs, rowTiles, colTiles;
@@ -140,7 +135,7 @@ void WgradKernel::forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
                               ItemBody body) {
   Value total = b.idx(w.numExperts * rowTiles * colTiles);
   b.forLoop(
-      blockX, total, gridX, {b.idx(0), b.idx(0)},
+      blockX, total, gridX, {b.idx(0)},
       [&](LoweringBuilder &b, Value i, ValueRange state) -> SmallVector<Value> {
         Value perExpert = b.idx(rowTiles * colTiles);
         Value expert = arith::DivUIOp::create(b, i, perExpert);
@@ -154,26 +149,29 @@ void WgradKernel::forEachItem(LoweringBuilder &b, Value blockX, Value gridX,
         Value hi = b.maxIdx(offsetAt(b.add(expert, b.idx(1))), lo);
         Value steps = b.ceilDiv(b.sub(hi, lo), kStepTokens);
         body(b, Item{expert, b.mul(rowTile, b.idx(kTileRows)),
-                     b.mul(colTile, b.idx(tileN)), lo, hi, steps, state[0],
-                     state[1]});
-        return {b.add(state[0], steps), b.add(state[1], b.idx(1))};
+                     b.mul(colTile, b.idx(tileN)), lo, hi, steps, state[0]});
+        return {b.add(state[0], steps)};
       });
 }
 
 void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   Value eb = b.idx(elemBytes());
-  // lhs: the slice's 64 token rows x 64 columns (one 8 KiB atom) are 8
-  // chunks a row; thread t copies chunk t % 8 of rows t / 8 + 16 j (j <
-  // 4), at row r, chunk c ^ (r % 8) (r % 8 = t / 8 % 8 for every j).
-  Value c = arith::AndIOp::create(b, tid, b.idx(7));
-  Value r0 = arith::ShRUIOp::create(b, tid, b.idx(3));
+  // lhs: the slice's 64 token rows x 128 columns are 16 chunks a row;
+  // thread t copies chunk t % 16 of rows t / 16 + 8 j (j < 8), into atom
+  // column chunk / 8 (64 columns, 8 KiB) at row r, chunk (c % 8) ^ (r % 8)
+  // (r % 8 = t / 16 % 8 for every j).
+  Value c = arith::AndIOp::create(b, tid, b.idx(15));
+  Value r0 = arith::ShRUIOp::create(b, tid, b.idx(4));
   Value lhsCol = b.add(item.row0, b.mul(c, b.idx(8)));
+  Value colOk = b.cmpi(CmpI::ult, lhsCol, b.idx(w.kDim));
   Value lhsColBytes = nvvm::toI64(b, b.mul(lhsCol, eb));
   Value lhsDst = nvvm::toI64(
-      b, b.add(b.mul(r0, b.idx(128)),
-               b.mul(arith::XOrIOp::create(
-                         b, c, arith::AndIOp::create(b, r0, b.idx(7))),
-                     b.idx(16))));
+      b, b.add(b.mul(arith::ShRUIOp::create(b, c, b.idx(3)), b.idx(8192)),
+               b.add(b.mul(r0, b.idx(128)),
+                     b.mul(arith::XOrIOp::create(
+                               b, arith::AndIOp::create(b, c, b.idx(7)),
+                               arith::AndIOp::create(b, r0, b.idx(7))),
+                           b.idx(16)))));
   // rhs: tileN / 8 chunks a row, thread t copies chunk q % cpr of row
   // q / cpr for q = t + 128 j.
   const int64_t cpr = tileN / 8, rhsCopies = kStepTokens * cpr / 128;
@@ -189,7 +187,7 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
     // Token row r of the slice: the buffer row read (through the operand's
     // gather) and the copy's source and size (0: zero-filled).
     auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
-                        Value gather, Value rows) {
+                        Value extraOk, Value gather, Value rows) {
       Value token = b.add(first, r);
       Value ok = b.cmpi(CmpI::ult, token, item.hi);
       Value row = token;
@@ -201,16 +199,18 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
         ok = b.andi(ok, inside);
         row = src;
       }
+      if (extraOk)
+        ok = b.andi(ok, extraOk);
       Value src = add64(
           b, addr,
           add64(b, nvvm::toI64(b, b.mul(b.mul(row, stride), eb)), colBytes));
       return std::make_pair(b.select(ok, src, addr),
                             b.select(ok, b.i32(16), b.i32(0)));
     };
-    for (int64_t j = 0; j < 4; ++j) {
-      auto [src, size] = tokenRow(b.add(r0, b.idx(16 * j)), lhsAddr, lhsStride,
-                                  lhsColBytes, w.lhsGather, w.lhsRows);
-      nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 2048 * j), src,
+    for (int64_t j = 0; j < 8; ++j) {
+      auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
+                                  lhsColBytes, colOk, w.lhsGather, w.lhsRows);
+      nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
     Value rhsTile = add64(b, stage, kStepTokens * kTileRows * 2);
@@ -220,8 +220,8 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] =
-          tokenRow(r, rhsAddr, rhsStride, colBytes, w.rhsGather, w.rhsRows);
+      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value(),
+                                  w.rhsGather, w.rhsRows);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),
@@ -235,11 +235,13 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   });
 }
 
-void WgradKernel::consumer(LoweringBuilder &b, Value tid, const Item &item) {
+void WgradKernel::consumer(LoweringBuilder &b, Value tid, Value cw,
+                           const Item &item) {
   Value ct = arith::AndIOp::create(b, tid, b.idx(127));
   Type accType = nvvm::wgmmaAccumulatorType(b, tileN);
   NVVM::WGMMATypes input =
       w.inElem.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  Value aOffset = nvvm::toI64(b, b.mul(cw, b.idx(8192)));
   auto kStep = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
@@ -248,7 +250,7 @@ void WgradKernel::consumer(LoweringBuilder &b, Value tid, const Item &item) {
     Value stage = stageAddress(b, s);
     // Both operands MN-major: atoms along MN 8 KiB apart (LBO), a k16
     // step is 16 token rows (2048 bytes, +128 in the descriptor).
-    Value descA = nvvm::wgmmaDescriptor(b, stage, 8192);
+    Value descA = nvvm::wgmmaDescriptor(b, add64(b, stage, aOffset), 8192);
     Value descB = nvvm::wgmmaDescriptor(
         b, add64(b, stage, kStepTokens * kTileRows * 2), 8192);
     nvvm::wgmmaFence(b);
@@ -280,51 +282,58 @@ void WgradKernel::consumer(LoweringBuilder &b, Value tid, const Item &item) {
         Value last = arith::RemUIOp::create(
             b, b.sub(b.add(item.step, item.steps), b.idx(1)), b.idx(stages));
         nvvm::mbarrierArrive(b, emptyBarrier(b, last));
-        epilogue(b, ct, item, acc);
+        epilogue(b, ct, cw, item, acc);
         scf::YieldOp::create(b);
       },
       [&](OpBuilder &nested, Location loc) {
         LoweringBuilder b(loc, nested);
-        epilogue(b, ct, item, Value());
+        epilogue(b, ct, cw, item, Value());
         scf::YieldOp::create(b);
       });
 }
 
-void WgradKernel::epilogue(LoweringBuilder &b, Value ct, const Item &item,
-                           Value acc) {
-  Value firstRow = item.row0;
-  Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
-  Value lane = arith::AndIOp::create(b, ct, b.idx(31));
-  Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
-  Value rowBase = b.add(b.add(firstRow, b.mul(warp, b.idx(16))),
-                        arith::ShRUIOp::create(b, lane, b.idx(2)));
-  int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
-  for (int64_t h = 0; h < 2; ++h) {
-    Value row = b.add(rowBase, b.idx(8 * h));
-    Value rowElem =
-        b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row), b.idx(w.nDim));
-    for (int64_t j = 0; j < tileN / 8; ++j) {
-      Value col = b.add(b.add(item.col0, b.idx(8 * j)), quad);
-      SmallVector<Value, 2> pair;
-      for (int64_t p = 0; p < 2; ++p) {
-        Value v = acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
-                            .getResult()
-                      : b.f32(0.0);
-        if (w.acc)
-          v = b.add(v, b.load(w.acc, {item.expert, row, b.add(col, b.idx(p))}));
-        pair.push_back(b.fromF32(v, w.outElem));
+void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
+                           const Item &item, Value acc) {
+  Value firstRow = b.add(item.row0, b.mul(cw, b.idx(64)));
+  // A warpgroup past K (K % 128 == 64: the last row tile's upper half)
+  // has nothing to store.
+  when(b, b.cmpi(CmpI::ult, firstRow, b.idx(w.kDim)), [&](LoweringBuilder &b) {
+    Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
+    Value lane = arith::AndIOp::create(b, ct, b.idx(31));
+    Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
+    Value rowBase = b.add(b.add(firstRow, b.mul(warp, b.idx(16))),
+                          arith::ShRUIOp::create(b, lane, b.idx(2)));
+    int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = b.add(rowBase, b.idx(8 * h));
+      Value rowElem =
+          b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row), b.idx(w.nDim));
+      for (int64_t j = 0; j < tileN / 8; ++j) {
+        Value col = b.add(b.add(item.col0, b.idx(8 * j)), quad);
+        SmallVector<Value, 2> pair;
+        for (int64_t p = 0; p < 2; ++p) {
+          Value v =
+              acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
+                        .getResult()
+                  : b.f32(0.0);
+          if (w.acc)
+            v = b.add(v,
+                      b.load(w.acc, {item.expert, row, b.add(col, b.idx(p))}));
+          pair.push_back(b.fromF32(v, w.outElem));
+        }
+        Value address =
+            add64(b, outAddr,
+                  nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
+        auto type = VectorType::get({2}, w.outElem);
+        Value v = LLVM::PoisonOp::create(b, type);
+        for (int64_t p = 0; p < 2; ++p)
+          v = LLVM::InsertElementOp::create(
+              b, v, pair[p],
+              arith::ConstantIntOp::create(b, b.getI32Type(), p));
+        LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address), 2 * outBytes);
       }
-      Value address =
-          add64(b, outAddr,
-                nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
-      auto type = VectorType::get({2}, w.outElem);
-      Value v = LLVM::PoisonOp::create(b, type);
-      for (int64_t p = 0; p < 2; ++p)
-        v = LLVM::InsertElementOp::create(
-            b, v, pair[p], arith::ConstantIntOp::create(b, b.getI32Type(), p));
-      LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address), 2 * outBytes);
     }
-  }
+  });
 }
 
 void WgradKernel::emit(LoweringBuilder &b) {
@@ -338,7 +347,7 @@ void WgradKernel::emit(LoweringBuilder &b) {
         when(kb, kb.cmpi(CmpI::eq, tid, kb.idx(0)), [&](LoweringBuilder &b) {
           for (int64_t s = 0; s < stages; ++s) {
             nvvm::mbarrierInit(b, fullBarrier(b, b.idx(s)), 128);
-            nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 128);
+            nvvm::mbarrierInit(b, emptyBarrier(b, b.idx(s)), 256);
           }
           nvvm::fenceMbarrierInit(b);
         });
@@ -369,17 +378,10 @@ void WgradKernel::emit(LoweringBuilder &b) {
                 nvvm::setMaxRegisters(
                     b, tileN == 256 ? kConsumerRegs : kNarrowConsumerRegs,
                     /*increase=*/true);
-              // Consumer cw takes the block's items j with j % 2 == cw.
               Value cw = b.sub(wg, b.idx(1));
               forEachItem(b, ids.blockX, ids.gridX,
                           [&](LoweringBuilder &b, const Item &item) {
-                            Value mine = b.cmpi(
-                                CmpI::eq,
-                                arith::AndIOp::create(b, item.local, b.idx(1)),
-                                cw);
-                            when(b, mine, [&](LoweringBuilder &b) {
-                              consumer(b, tid, item);
-                            });
+                            consumer(b, tid, cw, item);
                           });
               scf::YieldOp::create(b);
             });
@@ -405,8 +407,8 @@ gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
   if (k <= 0 || n <= 0 || k % 64 != 0 || n % 64 != 0)
     return std::nullopt;
   WgradConfig config;
-  // The widest tile that divides N: 64 x 256 tiles read the lhs slice once
-  // per 256 result columns.
+  // The widest tile that divides N: 128 x 256 tiles read half the operand
+  // bytes per FLOP of 128 x 128 (as the forward GEMMs, GemmConfig.cpp).
   for (int64_t t : {256, 192, 128, 64})
     if (n % t == 0) {
       config.tileN = t;

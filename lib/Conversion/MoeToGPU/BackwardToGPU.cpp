@@ -35,6 +35,7 @@
 #include "Utils/Selection.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+#include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -44,6 +45,22 @@ using CmpI = arith::CmpIPredicate;
 using CmpF = arith::CmpFPredicate;
 
 namespace {
+
+/// The end of a warp-per-row dot product: the lanes' partial sums `part`
+/// through a fixed butterfly (every lane the same bits), then lane 0
+/// stores acc[row] + sum (acc optional) as `o` into out[row].
+void storeWarpRowSum(LoweringBuilder &b, Value part, Value lane, Value acc,
+                     Value out, Value row, Type o) {
+  Value dot = warpAllReduce(
+      b, {part},
+      [](LoweringBuilder &b, ValueRange x, ValueRange y) -> SmallVector<Value> {
+        return {b.add(x[0], y[0])};
+      })[0];
+  when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
+    Value total = acc ? b.add(b.load(acc, {row}), dot) : dot;
+    b.store(b.fromF32(total, o), out, {row});
+  });
+}
 
 struct GluGradToGPU : OpRewritePattern<GluGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -101,15 +118,7 @@ struct RowDotToGPU : OpRewritePattern<RowDotOp> {
                                          b.toF32(b.load(rhs, {row, col})));
                                return {b.add(sum[0], p)};
                              })[0];
-      Value dot = warpAllReduce(b, {part},
-                                [](LoweringBuilder &b, ValueRange x,
-                                   ValueRange y) -> SmallVector<Value> {
-                                  return {b.add(x[0], y[0])};
-                                })[0];
-      when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
-        Value total = acc ? b.add(b.load(acc, {row}), dot) : dot;
-        b.store(b.fromF32(total, o), out, {row});
-      });
+      storeWarpRowSum(b, part, lane, acc, out, row, o);
     });
     rewriter.replaceOp(op, toTensor(b, out));
     return success();
@@ -135,17 +144,7 @@ struct ExpertGemmGluGradToGPU : OpRewritePattern<ExpertGemmGluGradOp> {
     Type f = dhType.getElementType();
     int64_t n = actType.getDimSize(1);
     GluParams p = gluParamsOf(op);
-    Type f32 = b.getF32Type();
-    auto gType = RankedTensorType::get({dhType.getDimSize(0), n}, f32);
-    Value gTensor = ExpertGemmOp::create(
-        b, gType, op.getLhs(), op.getRhs(), op.getOffsets(), op.getGather(),
-        /*bias=*/Value(), /*scatter=*/Value(), /*scale=*/Value(),
-        /*rhs_scale=*/Value(), op.getTransposeRhsAttr(),
-        /*activation=*/nullptr, /*layout=*/nullptr, b.getF32FloatAttr(1.0f),
-        /*limit=*/nullptr, b.getF32FloatAttr(0.0f),
-        WeightFormatAttr::get(b.getContext(), WeightFormat::plain),
-        ScaleFmtAttr::get(b.getContext(), ScaleFmt::f32));
-    Value g = toBuffer(b, gTensor);
+    Value g = toBuffer(b, buildGradientGemm(b, op).getResult());
     Value h = toBuffer(b, op.getPreact());
     Value weights = toBuffer(b, op.getWeights());
     Value acc = op.getAcc() ? toBuffer(b, op.getAcc()) : Value();
@@ -170,15 +169,7 @@ struct ExpertGemmGluGradToGPU : OpRewritePattern<ExpertGemmGluGradOp> {
             b.store(b.fromF32(b.mul(w, a), f), act, {row, col});
             return {b.add(sum[0], b.mul(gv, a))};
           })[0];
-      Value dot = warpAllReduce(b, {part},
-                                [](LoweringBuilder &b, ValueRange x,
-                                   ValueRange y) -> SmallVector<Value> {
-                                  return {b.add(x[0], y[0])};
-                                })[0];
-      when(b, b.cmpi(CmpI::eq, lane, b.idx(0)), [&](LoweringBuilder &b) {
-        Value total = acc ? b.add(b.load(acc, {row}), dot) : dot;
-        b.store(b.fromF32(total, dwType.getElementType()), dw, {row});
-      });
+      storeWarpRowSum(b, part, lane, acc, dw, row, dwType.getElementType());
     });
     rewriter.replaceOp(op,
                        {toTensor(b, dh), toTensor(b, act), toTensor(b, dw)});

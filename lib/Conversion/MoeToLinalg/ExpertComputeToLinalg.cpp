@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "moe-mlir/Dialect/Moe/IR/MoeOps.h"
+#include "moe-mlir/Dialect/Moe/Transforms/Transforms.h"
 
 using namespace mlir;
 using namespace mlir::moe;
@@ -698,15 +699,7 @@ struct LowerExpertGemmGluGrad : OpRewritePattern<ExpertGemmGluGradOp> {
       return success();
     }
     SmallVector<Value> dyn = b.dynRowsOf(dhType, h);
-    auto gType = RankedTensorType::get({dhType.getDimSize(0), n}, f32);
-    Value g = ExpertGemmOp::create(
-        b, gType, op.getLhs(), op.getRhs(), op.getOffsets(), op.getGather(),
-        /*bias=*/Value(), /*scatter=*/Value(), /*scale=*/Value(),
-        /*rhs_scale=*/Value(), op.getTransposeRhsAttr(),
-        /*activation=*/nullptr, /*layout=*/nullptr, b.getF32FloatAttr(1.0f),
-        /*limit=*/nullptr, b.getF32FloatAttr(0.0f),
-        WeightFormatAttr::get(b.getContext(), WeightFormat::plain),
-        ScaleFmtAttr::get(b.getContext(), ScaleFmt::f32));
+    Value g = buildGradientGemm(b, op);
     GluHalves halves(b, h, n, p.layout);
     Value gate = halves.extract(b, h, /*up=*/false);
     Value up = halves.extract(b, h, /*up=*/true);

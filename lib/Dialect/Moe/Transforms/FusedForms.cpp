@@ -33,6 +33,25 @@ ExpertGemmOp mlir::moe::replaceWithExpertGemm(RewriterBase &rewriter,
   return gemm;
 }
 
+ExpertGemmOp mlir::moe::buildGradientGemm(OpBuilder &builder,
+                                          ExpertGemmGluGradOp op) {
+  Builder b(op.getContext());
+  ExpertGemmParts parts;
+  parts.lhs = op.getLhs();
+  parts.rhs = op.getRhs();
+  parts.offsets = op.getOffsets();
+  parts.gather = op.getGather();
+  parts.transposeRhs = op.getTransposeRhsAttr();
+  parts.alpha = b.getF32FloatAttr(1.0f);
+  parts.upBias = b.getF32FloatAttr(0.0f);
+  parts.weightFormat =
+      WeightFormatAttr::get(b.getContext(), WeightFormat::plain);
+  parts.scaleFmt = ScaleFmtAttr::get(b.getContext(), ScaleFmt::f32);
+  auto type = op.getScaledAct().getType();
+  return parts.build(builder, op.getLoc(),
+                     RankedTensorType::get(type.getShape(), b.getF32Type()));
+}
+
 std::pair<RouteOp, DispatchOp>
 mlir::moe::replaceWithRouteAndDispatch(RewriterBase &rewriter,
                                        RouteDispatchOp op) {

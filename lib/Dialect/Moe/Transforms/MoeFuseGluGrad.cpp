@@ -52,27 +52,6 @@ static Value rowScaleWeights(CombineOp combine, Value v) {
   return weights;
 }
 
-/// tensor.dim users of `v` (the decomposition's dynamic sizes): rewritten
-/// to the dims of the fused op's result of the same rows.
-static bool isDimUser(Operation *user) { return isa<tensor::DimOp>(user); }
-
-/// The one-slot weighted combine among `v`'s users other than `except`
-/// and tensor.dim (through its expand_shape), or null.
-static CombineOp rowScaleUser(Value v, Operation *except) {
-  for (Operation *user : v.getUsers()) {
-    if (user == except || isDimUser(user))
-      continue;
-    auto expand = dyn_cast<tensor::ExpandShapeOp>(user);
-    if (!expand || !expand->hasOneUse())
-      return CombineOp();
-    auto combine = dyn_cast<CombineOp>(*expand->getUsers().begin());
-    if (!combine || !rowScaleWeights(combine, v))
-      return CombineOp();
-    return combine;
-  }
-  return CombineOp();
-}
-
 /// From the scaled activation combine(expand(a), w) back to the glu_grad
 /// of the same chain: a's row_dot, its g, g's row-scale combine, the
 /// glu_grad that reads it. Null when the shape is not there.
@@ -160,10 +139,11 @@ struct FuseGluGrad : OpRewritePattern<CombineOp> {
     for (Operation *user : act.getUsers())
       if (auto d = dyn_cast<tensor::DimOp>(user))
         actDims.push_back(d);
-    CombineOp scaled = rowScaleUser(act, rowDot);
-    if (!scaled || scaled != root ||
-        !llvm::hasNItems(act.getUsers(), 2 + actDims.size()) ||
-        scaled.getWeights() != weights)
+    // (tensor.dim users, the decomposition's dynamic sizes, move to the
+    // fused op's results.)
+    CombineOp scaled = root;
+    if (rowScaleWeights(scaled, act) != weights ||
+        !llvm::hasNItems(act.getUsers(), 2 + actDims.size()))
       return rewriter.notifyMatchFailure(
           gluGrad, "the activation is not used by one row scale by w");
     for (Operation *op :

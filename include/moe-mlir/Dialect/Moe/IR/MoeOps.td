@@ -1278,7 +1278,7 @@ def Moe_ExpertGemmGluGradOp : Moe_Op<"expert_gemm_glu_grad",
     %dh, %wa, %dw = moe.expert_gemm_glu_grad %dy[%tok : tensor<?xi32>], %w_down
         offsets(%off : tensor<9xi32>) preact(%h : tensor<?x256xbf16>)
         weights(%wr : tensor<?xf32>) silu concat {transpose_rhs = true}
-        : tensor<?x64xbf16>, tensor<8x64x128xbf16>
+        : tensor<?x64xbf16>, tensor<8x128x64xbf16>
         -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
     ```
   }];

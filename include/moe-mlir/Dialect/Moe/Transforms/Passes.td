@@ -122,7 +122,7 @@ def MoeFuseGluGradPass : Pass<"moe-fuse-glu-grad"> {
 
     ```mlir
     %g = moe.grouped_matmul %dyr, %w2 offsets(%off : tensor<9xi32>) {transpose_rhs = true}
-        : tensor<?x64xbf16>, tensor<8x64x128xbf16> -> tensor<?x128xbf16>
+        : tensor<?x64xbf16>, tensor<8x128x64xbf16> -> tensor<?x128xbf16>
     %a = moe.glu %h silu concat : tensor<?x256xbf16> -> tensor<?x128xbf16>
     %dw = moe.row_dot %g, %a : tensor<?x128xbf16>, tensor<?x128xbf16> -> tensor<?xf32>
     %ge = tensor.expand_shape %g [[0, 1], [2]] output_shape [%m, 1, 128]
@@ -140,7 +140,7 @@ def MoeFuseGluGradPass : Pass<"moe-fuse-glu-grad"> {
     %wf = tensor.collapse_shape %w [[0, 1]] : tensor<?x1xf32> into tensor<?xf32>
     %dh, %wa, %dw = moe.expert_gemm_glu_grad %dyr, %w2 offsets(%off : tensor<9xi32>)
         preact(%h : tensor<?x256xbf16>) weights(%wf : tensor<?xf32>) silu concat
-        {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x64x128xbf16>
+        {transpose_rhs = true} : tensor<?x64xbf16>, tensor<8x128x64xbf16>
         -> tensor<?x256xbf16>, tensor<?x128xbf16>, tensor<?xf32>
     ```
   }];

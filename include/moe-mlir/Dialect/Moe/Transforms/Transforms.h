@@ -43,6 +43,10 @@ ExpertGemmOp replaceWithExpertGemm(RewriterBase &rewriter, GroupedMatmulOp op);
 /// returns both.
 std::pair<RouteOp, DispatchOp>
 replaceWithRouteAndDispatch(RewriterBase &rewriter, RouteDispatchOp op);
+/// The GEMM of a moe.expert_gemm_glu_grad as a moe.expert_gemm with an f32
+/// result (its gather stage only): the activation's gradient g, which both
+/// lowerings compute first and then take through the GLU backward.
+ExpertGemmOp buildGradientGemm(OpBuilder &builder, ExpertGemmGluGradOp op);
 /// Patterns applying the two rewrites above (convert-moe-to-linalg and
 /// convert-moe-to-gpu start from these forms).
 void populateMoeFusedFormPatterns(RewritePatternSet &patterns);

@@ -926,6 +926,11 @@ for _n, _F, _O, _M, _E, _K, _N, _acc in (
     ("grouped_matmul_wgrad_bf16_tile192", "bf16", "bf16", "2*T", 8, 192, 192, False),
     ("grouped_matmul_wgrad_bf16_tile256_acc", "bf16", "f32", "3*T", 6, 256, 512, True),
     ("grouped_matmul_wgrad_f16", "f16", "f16", "2*T", 8, 128, 128, False),
+    # 256 items (E x K / 64 x N / 256) over at most 132 blocks: a block's
+    # items alternate between its two consumer warpgroups, the experts'
+    # 8 T / 8 rows run past the 5 pipeline stages (the turn-taking of the
+    # consumers' main loops).
+    ("grouped_matmul_wgrad_bf16_many_items_acc", "bf16", "f32", "8*T", 8, 2048, 256, True),
 ):
     _ins = [A("lhs", _F, (_M, _K)), A("rhs", _F, (_M, _N)), A("offsets", "i32", (_E + 1,))]
     if _acc:

@@ -484,6 +484,7 @@ def ffn(
     round_intermediates=True,
     w_up_bias=None,
     w_down_bias=None,
+    round_dtype=None,
 ):
     """moe.ffn as the chain of docs/Contract.md section 3. Returns (y f32 [R, H], RouteResult)
     for the R = len(rows) rows selected (all rows by default). `ids` (i32
@@ -492,7 +493,8 @@ def ffn(
     (E x H) are the expert biases (expert_bias), added to each GEMM's f32
     result. With `round_intermediates` the GEMM /
     GLU / down-projection results are rounded to x's dtype as the unfused
-    chain does."""
+    chain does; `round_dtype` (default x's dtype) is the dtype rounded
+    to, so that f32 copies of a bf16 layer's inputs get its roundings."""
     if rows is not None:
         x = x[rows]
         logits = logits[rows]
@@ -500,7 +502,7 @@ def ffn(
     if ids is not None:
         rr.ids = ids.to(torch.int32)
         rr.weights = weights_at(rr.s, ids, normalize, scaling)
-    F = x.dtype
+    F = round_dtype or x.dtype
     T, H = x.shape
     E = w_up.shape[0]
 

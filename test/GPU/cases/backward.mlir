@@ -105,6 +105,11 @@ func.func @grouped_matmul_wgrad_f16(%lhs: tensor<?x128xf16>, %rhs: tensor<?x128x
   return %result : tensor<8x128x128xf16>
 }
 
+func.func @grouped_matmul_wgrad_bf16_many_items_acc(%lhs: tensor<?x2048xbf16>, %rhs: tensor<?x256xbf16>, %offsets: tensor<9xi32>, %acc: tensor<8x2048x256xf32>) -> tensor<8x2048x256xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.grouped_matmul_wgrad %lhs, %rhs offsets(%offsets : tensor<9xi32>) accumulate(%acc : tensor<8x2048x256xf32>) : tensor<?x2048xbf16>, tensor<?x256xbf16> -> tensor<8x2048x256xf32>
+  return %result : tensor<8x2048x256xf32>
+}
+
 func.func @grouped_matmul_wgrad_bf16_rhs_gathered(%lhs: tensor<?x128xbf16>, %rhs: tensor<?x256xbf16>, %rhs_gather: tensor<?xi32>, %offsets: tensor<9xi32>) -> tensor<8x128x256xf32> attributes {llvm.emit_c_interface} {
   %result = moe.grouped_matmul_wgrad %lhs, %rhs[%rhs_gather : tensor<?xi32>] offsets(%offsets : tensor<9xi32>) : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<8x128x256xf32>
   return %result : tensor<8x128x256xf32>

@@ -6,8 +6,9 @@ float32 on the dequantized-free f32 copies of the inputs):
 
 - gradients of x, logits, w_up, w_down (and the expert biases) for
   T in {1, 7, 64, 300}: rel. err ||ours - ref|| / ||ref||, bound 2e-3 for
-  f32 layers, 3e-2 for bf16 ones (h and the GLU output are rounded to
-  bf16 in the chain, the reference keeps f32);
+  f32 layers, 1e-2 for bf16 ones against the reference with the chain's
+  bf16 roundings of h, the GLU output and the down projection (the error
+  against the reference that keeps them f32 is reported beside it);
 - T = 0: empty gradients and all-zero weight gradients; experts no token
   chose (T = 1): exactly zero weight-gradient slices;
 - determinism: forward + backward five times, every gradient bitwise equal;
@@ -84,15 +85,25 @@ def ref_kwargs(cfg):
     )
 
 
-def reference_layer(TR, cfg):
-    """y f32 of torch_reference.ffn on f32 tensors (autograd-able)."""
+def reference_layer(TR, cfg, round_dtype=None):
+    """y f32 of torch_reference.ffn on f32 tensors (autograd-able); with
+    `round_dtype` the forward's intermediates (h, the GLU output, the
+    down projection) rounded to it as the compiled chain does."""
 
     def layer(x, logits, w_up, w_down, *extra):
         extra = list(extra)
         bias = extra.pop(0) if cfg["routing_bias"] else None
         eb = dict(w_up_bias=extra[0], w_down_bias=extra[1]) if cfg["expert_bias"] else {}
         y, _ = TR.ffn(
-            x, logits, w_up, w_down, bias, round_intermediates=False, **eb, **ref_kwargs(cfg)
+            x,
+            logits,
+            w_up,
+            w_down,
+            bias,
+            round_intermediates=round_dtype is not None,
+            round_dtype=round_dtype,
+            **eb,
+            **ref_kwargs(cfg),
         )
         return y
 
@@ -123,6 +134,10 @@ def check_case(rt, TR, name, spec, directory):
     art = rt.load(os.path.join(directory, name + ".so"))
     ours = rt.ffn_autograd(art)
     ref = reference_layer(TR, cfg)
+    # bf16 layers: the bound holds against the reference with the chain's
+    # roundings of the forward; the error against the unrounded one (the
+    # bf16 intermediates' own cost) is reported beside it.
+    ref_chain = reference_layer(TR, cfg, torch.bfloat16) if dtype == "bf16" else None
     gen = torch.Generator().manual_seed(47)
     E, I = cfg["experts"], cfg["intermediate"]
     diff = [True, True, True, True]
@@ -130,7 +145,7 @@ def check_case(rt, TR, name, spec, directory):
         diff.append(False)
     if cfg["expert_bias"]:
         diff += [True, True]
-    bound = 2e-3 if dtype == "f32" else 3e-2
+    bound = 2e-3 if dtype == "f32" else 1e-2
     names = ["x", "logits", "w_up", "w_down"] + (["bias"] if cfg["routing_bias"] else [])
     names += ["w_up_bias", "w_down_bias"] if cfg["expert_bias"] else []
     for T in (1, 7, 64, 300):
@@ -138,16 +153,35 @@ def check_case(rt, TR, name, spec, directory):
         dy = torch.randn(T, cfg["hidden"], generator=gen).to("cuda")
         y, g = grads_of(ours, args, dy, diff)
         f32 = [a.float() for a in args]
-        y_ref, g_ref = grads_of(ref, f32, dy, diff)
-        errs = {"y": rel(y, y_ref)}
-        for n, a, b in zip(names, g, g_ref):
-            if a is not None:
-                errs[n] = rel(a.float(), b)
+
+        def errors(layer):
+            y_ref, g_ref = grads_of(layer, f32, dy, diff)
+            errs = {"y": rel(y, y_ref)}
+            for n, a, b in zip(names, g, g_ref):
+                if a is not None:
+                    errs[n] = rel(a.float(), b)
+            return errs
+
+        errs = errors(ref_chain or ref)
         worst = max(errs.values())
+        unrounded = ""
+        if ref_chain is not None:
+            plain = errors(ref)
+            unrounded = "; vs f32 intermediates (worst %.1e): %s" % (
+                max(plain.values()),
+                " ".join("%s %.1e" % kv for kv in plain.items()),
+            )
         report(
             worst <= bound,
-            "%s T=%d grads vs torch autograd (bound %.0e): %s"
-            % (name, T, bound, " ".join("%s %.1e" % kv for kv in errs.items())),
+            "%s T=%d grads vs torch autograd%s (bound %.0e): %s%s"
+            % (
+                name,
+                T,
+                " of the chain's roundings" if ref_chain is not None else "",
+                bound,
+                " ".join("%s %.1e" % kv for kv in errs.items()),
+                unrounded,
+            ),
         )
         if T == 1:
             # Experts no slot chose: zero weight-gradient slices, exactly.

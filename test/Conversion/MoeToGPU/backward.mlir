@@ -95,7 +95,9 @@ func.func @wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi
 // (layouts col / row), the first MMA of an item not accumulating, one group
 // in flight; N = 256 gives 128 x 256 tiles and setmaxnreg 104 / 200.
 // The grid is min(items, 132): 4 experts x 1 row tile x 1 column tile. The
-// epilogue adds acc (read per element) and stores f32 pairs.
+// epilogue writes the f32 sums' pairs to the warpgroup's shared chunk
+// (st.shared, named barrier of 128), reads 16-byte slots back, adds acc's
+// four columns and stores them (16 bytes).
 // CHECK-LABEL: func.func @wgrad_hopper
 // CHECK:       %[[OUT:.*]] = memref.alloc() : memref<4x128x256xf32>
 // CHECK:       scf.if
@@ -109,8 +111,12 @@ func.func @wgrad(%dy: tensor<?x32xbf16>, %x: tensor<?x16xbf16>, %off: tensor<5xi
 // CHECK-NEXT:      nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT:      nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK:           nvvm.barrier id = {{.*}} number_of_threads = %c128_i32
+// CHECK:           llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<3>
+// CHECK:           nvvm.barrier id = {{.*}} number_of_threads = %c128_i32
+// CHECK:           llvm.load {{.*}} : !llvm.ptr<3> -> vector<4xi32>
 // CHECK:           memref.load %{{.*}} : memref<4x128x256xf32
-// CHECK:           llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<1>
+// CHECK:           llvm.store {{.*}} : vector<4xf32>, !llvm.ptr<1>
 // CHECK:       } else {
 // CHECK:         gpu.launch
 // CHECK:           scf.for
@@ -123,11 +129,13 @@ func.func @wgrad_hopper(%dy: tensor<?x128xbf16>, %x: tensor<?x256xbf16>, %off: t
   return %r : tensor<4x128x256xf32>
 }
 
-// f16 results, N = 192: 128 x 192 tiles (m64n192k16), f16 pairs stored.
+// f16 results, N = 192: 128 x 192 tiles (m64n192k16), f16 pairs staged in
+// shared memory, 16-byte slots stored.
 // CHECK-LABEL: func.func @wgrad_hopper_f16
 // CHECK:         gpu.launch
 // CHECK:           nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 192, k = 16>, D[<f32>, <zero>], A[<f16>, <one>, <col>], B[<f16>, <one>, <row>]
-// CHECK:           llvm.store {{.*}} : vector<2xf16>, !llvm.ptr<1>
+// CHECK:           llvm.store {{.*}} : vector<2xf16>, !llvm.ptr<3>
+// CHECK:           llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
 func.func @wgrad_hopper_f16(%dy: tensor<?x64xf16>, %x: tensor<?x192xf16>, %off: tensor<9xi32>) -> tensor<8x64x192xf16> {
   %r = moe.grouped_matmul_wgrad %dy, %x offsets(%off : tensor<9xi32>) : tensor<?x64xf16>, tensor<?x192xf16> -> tensor<8x64x192xf16>
   return %r : tensor<8x64x192xf16>

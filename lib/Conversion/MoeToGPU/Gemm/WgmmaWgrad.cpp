@@ -34,12 +34,19 @@
 //   full[s] completes on the 128 producer threads' cp.async arrivals,
 //   empty[s] when the 256 consumer threads have released the stage.
 // - Consumers: one wgmma group in flight (the previous step's stage is
-//   released after the next step's MMAs are issued). The epilogue adds
-//   `acc` (main_grad) when given and stores each thread's column pairs
-//   directly (8 bytes of f32 a pair; four lanes cover 32 contiguous bytes
-//   of a row). An expert with no rows stores acc[e] or zeros: every output
-//   element is written exactly once, by one thread, so the kernel is
-//   deterministic with no atomics.
+//   released after the next step's MMAs are issued). The epilogue goes
+//   through shared memory, 128 bytes of each of the warpgroup's 64 rows
+//   at a time (its own 8 KiB chunk, 16-byte slots XOR-swizzled by the row
+//   so that neither the fragments' pair writes nor the row reads conflict
+//   on banks): the fragments are written, a named barrier of the
+//   warpgroup (1 + its index), then each thread reads 16-byte slots and
+//   stores them to global memory, so a warp writes 4 whole 128-byte lines
+//   per store (stored from the fragments directly, 8 rows of 16-32 bytes
+//   per store, the stores took as long as the MMAs: bench/NOTES.md v78).
+//   With `acc` (main_grad) the chunk holds f32 sums, and acc's 16 bytes
+//   are added in the row pass. An expert with no rows stores acc[e] or
+//   zeros: every output element is written exactly once, by one thread,
+//   so the kernel is deterministic with no atomics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +83,8 @@ static_assert((168 - kNarrowProducerRegs) * 128 >=
 /// Shared memory a block may use (227 KiB) less the header and the
 /// alignment slack.
 constexpr int64_t kSharedBytes = 227 * 1024, kHeaderBytes = 1024;
+/// A consumer warpgroup's epilogue chunk: 128 bytes of its 64 rows.
+constexpr int64_t kChunkRowBytes = 128, kChunkBytes = 64 * kChunkRowBytes;
 
 class WgradKernel {
 public:
@@ -88,7 +97,9 @@ public:
 
 private:
   int64_t stageBytes() const { return kStepTokens * (kTileRows + tileN) * 2; }
-  int64_t sharedBytes() const { return kHeaderBytes + stages * stageBytes(); }
+  int64_t sharedBytes() const {
+    return kHeaderBytes + stages * stageBytes() + 2 * kChunkBytes;
+  }
   int64_t elemBytes() const { return 2; }
 
   Value fullBarrier(LoweringBuilder &b, Value s) {
@@ -100,6 +111,11 @@ private:
   Value stageAddress(LoweringBuilder &b, Value s) {
     return add64(b, add64(b, base, kHeaderBytes),
                  mul64(b, nvvm::toI64(b, s), stageBytes()));
+  }
+  /// Consumer warpgroup `cw`'s epilogue chunk (after the stages).
+  Value chunkAddress(LoweringBuilder &b, Value cw) {
+    return add64(b, add64(b, base, kHeaderBytes + stages * stageBytes()),
+                 mul64(b, nvvm::toI64(b, cw), kChunkBytes));
   }
   std::pair<Value, Value> stageOf(LoweringBuilder &b, Value step) {
     return {arith::RemUIOp::create(b, step, b.idx(stages)),
@@ -301,36 +317,89 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
     Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
     Value lane = arith::AndIOp::create(b, ct, b.idx(31));
     Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
-    Value rowBase = b.add(b.add(firstRow, b.mul(warp, b.idx(16))),
+    // The thread's fragment rows (h = 0, 1: + 8) within the warpgroup's 64.
+    Value fragRow = b.add(b.mul(warp, b.idx(16)),
                           arith::ShRUIOp::create(b, lane, b.idx(2)));
     int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
-    for (int64_t h = 0; h < 2; ++h) {
-      Value row = b.add(rowBase, b.idx(8 * h));
-      Value rowElem =
-          b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)), row), b.idx(w.nDim));
-      for (int64_t j = 0; j < tileN / 8; ++j) {
-        Value col = b.add(b.add(item.col0, b.idx(8 * j)), quad);
-        SmallVector<Value, 2> pair;
-        for (int64_t p = 0; p < 2; ++p) {
-          Value v =
-              acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
-                        .getResult()
-                  : b.f32(0.0);
-          if (w.acc)
-            v = b.add(v,
-                      b.load(w.acc, {item.expert, row, b.add(col, b.idx(p))}));
-          pair.push_back(b.fromF32(v, w.outElem));
+    // The chunk holds f32 sums when acc is added in the row pass, else
+    // the results.
+    Type staged = w.acc ? b.getF32Type() : w.outElem;
+    int64_t stagedBytes = staged.getIntOrFloatBitWidth() / 8;
+    int64_t chunkCols = kChunkRowBytes / stagedBytes, slotCols = 16 / stagedBytes;
+    Value chunk = chunkAddress(b, cw);
+    Value barrier = b.toI32(b.add(cw, b.idx(1)));
+    // Byte `byte` of chunk row `row`: 16-byte slot byte / 16 at
+    // (byte / 16) ^ (row % 8).
+    auto chunkByte = [&](Value row, Value byte) {
+      Value slot = arith::ShRUIOp::create(b, byte, b.idx(4));
+      Value swz = arith::XOrIOp::create(
+          b, slot, arith::AndIOp::create(b, row, b.idx(7)));
+      return add64(
+          b, chunk,
+          nvvm::toI64(b, b.add(b.add(b.mul(row, b.idx(kChunkRowBytes)),
+                                     b.mul(swz, b.idx(16))),
+                               arith::AndIOp::create(b, byte, b.idx(15)))));
+    };
+    // Row pass: thread ct's slot (ct % 8) of rows ct / 8 + 16 i.
+    Value slot = arith::AndIOp::create(b, ct, b.idx(7));
+    Value slotRow = arith::ShRUIOp::create(b, ct, b.idx(3));
+    for (int64_t c = 0; c < tileN / chunkCols; ++c) {
+      // The previous chunk's (or item's) row pass has read the chunk.
+      nvvm::namedBarrier(b, barrier, 128);
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = b.add(fragRow, b.idx(8 * h));
+        for (int64_t j = c * chunkCols / 8; j < (c + 1) * chunkCols / 8; ++j) {
+          SmallVector<Value, 2> pair;
+          for (int64_t p = 0; p < 2; ++p) {
+            Value v =
+                acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
+                          .getResult()
+                    : b.f32(0.0);
+            pair.push_back(w.acc ? v : b.fromF32(v, staged));
+          }
+          Value col = b.add(b.idx(8 * j - c * chunkCols), quad);
+          nvvm::storeShared(b, chunkByte(row, b.mul(col, b.idx(stagedBytes))),
+                            pair);
         }
-        Value address =
-            add64(b, outAddr,
-                  nvvm::toI64(b, b.mul(b.add(rowElem, col), b.idx(outBytes))));
-        auto type = VectorType::get({2}, w.outElem);
-        Value v = LLVM::PoisonOp::create(b, type);
-        for (int64_t p = 0; p < 2; ++p)
-          v = LLVM::InsertElementOp::create(
-              b, v, pair[p],
-              arith::ConstantIntOp::create(b, b.getI32Type(), p));
-        LLVM::StoreOp::create(b, v, nvvm::globalPtr(b, address), 2 * outBytes);
+      }
+      nvvm::namedBarrier(b, barrier, 128);
+      Value col = b.add(b.add(item.col0, b.idx(c * chunkCols)),
+                        b.mul(slot, b.idx(slotCols)));
+      for (int64_t i = 0; i < 64 / 16; ++i) {
+        Value row = b.add(slotRow, b.idx(16 * i));
+        Value v = nvvm::loadShared16(
+            b, chunkByte(row, b.mul(slot, b.idx(16))));
+        Value outRow = b.add(firstRow, row);
+        Value address = add64(
+            b, outAddr,
+            nvvm::toI64(
+                b, b.mul(b.add(b.mul(b.add(b.mul(item.expert, b.idx(w.kDim)),
+                                           outRow),
+                                     b.idx(w.nDim)),
+                               col),
+                         b.idx(outBytes))));
+        if (!w.acc) {
+          nvvm::storeGlobal16(b, v, address);
+          continue;
+        }
+        Value sums = LLVM::BitcastOp::create(
+            b, VectorType::get({4}, b.getF32Type()), v);
+        SmallVector<Value, 4> out;
+        for (int64_t e = 0; e < 4; ++e) {
+          Value x = LLVM::ExtractElementOp::create(
+              b, sums, arith::ConstantIntOp::create(b, b.getI32Type(), e));
+          x = b.add(x, b.load(w.acc, {item.expert, outRow,
+                                      b.add(col, b.idx(e))}));
+          out.push_back(b.fromF32(x, w.outElem));
+        }
+        auto type = VectorType::get({4}, w.outElem);
+        Value vec = LLVM::PoisonOp::create(b, type);
+        for (int64_t e = 0; e < 4; ++e)
+          vec = LLVM::InsertElementOp::create(
+              b, vec, out[e],
+              arith::ConstantIntOp::create(b, b.getI32Type(), e));
+        LLVM::StoreOp::create(b, vec, nvvm::globalPtr(b, address),
+                              4 * outBytes);
       }
     }
   });
@@ -415,8 +484,8 @@ gpu_lowering::chooseWgradConfig(GroupedMatmulWgradOp op,
       break;
     }
   int64_t stageBytes = kStepTokens * (kTileRows + config.tileN) * 2;
-  config.stages =
-      std::min<int64_t>(8, (kSharedBytes - kHeaderBytes - 1024) / stageBytes);
+  config.stages = std::min<int64_t>(
+      8, (kSharedBytes - kHeaderBytes - 1024 - 2 * kChunkBytes) / stageBytes);
   return config;
 }
 
@@ -433,8 +502,9 @@ gpu_lowering::WgradOperands::sourceRow(LoweringBuilder &b, Value gather,
 
 Value gpu_lowering::wgradOperandsAligned(LoweringBuilder &b,
                                          const WgradOperands &w) {
-  return b.andi(nvvm::rowsAligned16(b, w.lhs, {0}, 1),
-                nvvm::rowsAligned16(b, w.rhs, {0}, 1));
+  return b.andi(b.andi(nvvm::rowsAligned16(b, w.lhs, {0}, 1),
+                       nvvm::rowsAligned16(b, w.rhs, {0}, 1)),
+                nvvm::rowsAligned16(b, w.out, {0, 1}, 2));
 }
 
 void gpu_lowering::emitWgmmaWgrad(LoweringBuilder &b, const WgradOperands &w,

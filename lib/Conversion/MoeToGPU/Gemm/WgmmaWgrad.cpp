@@ -194,42 +194,29 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   forEach(b, b.idx(0), item.steps, b.idx(1), [&](LoweringBuilder &b, Value kt) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
-    Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
-    // Token row r of the slice: the buffer row read (through the operand's
-    // gather) and whether it is read (else zero-filled). The gathers'
-    // index loads are issued before the wait for the stage, so that their
-    // latency overlaps it.
-    auto rowOf = [&](Value r, Value gather, Value rows) {
-      Value token = b.add(first, r);
-      Value ok = b.cmpi(CmpI::ult, token, item.hi);
-      if (!gather)
-        return std::make_pair(token, ok);
-      // A step has at least one row of the expert (lo < hi), so `lo` is
-      // a valid index for rows past its end.
-      auto [src, inside] = WgradOperands::sourceRow(
-          b, gather, rows, b.select(ok, token, item.lo));
-      return std::make_pair(src, b.andi(ok, inside));
-    };
-    SmallVector<std::pair<Value, Value>> lhsRows, rhsRows;
-    for (int64_t j = 0; j < 8; ++j)
-      lhsRows.push_back(
-          rowOf(b.add(r0, b.idx(8 * j)), w.lhsGather, w.lhsRows));
-    SmallVector<Value> rhsChunks;
-    for (int64_t j = 0; j < rhsCopies; ++j) {
-      Value q = b.add(tid, b.idx(128 * j));
-      rhsChunks.push_back(arith::RemUIOp::create(b, q, b.idx(cpr)));
-      rhsRows.push_back(rowOf(arith::DivUIOp::create(b, q, b.idx(cpr)),
-                              w.rhsGather, w.rhsRows));
-    }
     when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
       nvvm::mbarrierWait(b, emptyBarrier(b, s),
                          parity(b, b.sub(round, b.idx(1))));
     });
     Value stage = stageAddress(b, s);
-    // The copy's source and size (0: zero-filled).
-    auto copyOf = [&](std::pair<Value, Value> rowOk, Value addr, Value stride,
-                      Value colBytes) {
-      auto [row, ok] = rowOk;
+    Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
+    // Token row r of the slice: the buffer row read (through the operand's
+    // gather) and the copy's source and size (0: zero-filled).
+    auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
+                        Value extraOk, Value gather, Value rows) {
+      Value token = b.add(first, r);
+      Value ok = b.cmpi(CmpI::ult, token, item.hi);
+      Value row = token;
+      if (gather) {
+        // A step has at least one row of the expert (lo < hi), so `lo`
+        // is a valid index for rows past its end.
+        auto [src, inside] = WgradOperands::sourceRow(
+            b, gather, rows, b.select(ok, token, item.lo));
+        ok = b.andi(ok, inside);
+        row = src;
+      }
+      if (extraOk)
+        ok = b.andi(ok, extraOk);
       Value src = add64(
           b, addr,
           add64(b, nvvm::toI64(b, b.mul(b.mul(row, stride), eb)), colBytes));
@@ -237,9 +224,8 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                             b.select(ok, b.i32(16), b.i32(0)));
     };
     for (int64_t j = 0; j < 8; ++j) {
-      auto [row, ok] = lhsRows[j];
-      auto [src, size] = copyOf({row, b.andi(ok, colOk)}, lhsAddr, lhsStride,
-                                lhsColBytes);
+      auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
+                                  lhsColBytes, colOk, w.lhsGather, w.lhsRows);
       nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
@@ -247,10 +233,11 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
     for (int64_t j = 0; j < rhsCopies; ++j) {
       Value q = b.add(tid, b.idx(128 * j));
       Value r = arith::DivUIOp::create(b, q, b.idx(cpr));
-      Value chunk = rhsChunks[j];
+      Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] = copyOf(rhsRows[j], rhsAddr, rhsStride, colBytes);
+      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value(),
+                                  w.rhsGather, w.rhsRows);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),

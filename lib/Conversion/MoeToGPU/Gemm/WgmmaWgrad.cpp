@@ -325,7 +325,8 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
     // the results.
     Type staged = w.acc ? b.getF32Type() : w.outElem;
     int64_t stagedBytes = staged.getIntOrFloatBitWidth() / 8;
-    int64_t chunkCols = kChunkRowBytes / stagedBytes, slotCols = 16 / stagedBytes;
+    int64_t chunkCols = kChunkRowBytes / stagedBytes,
+            slotCols = 16 / stagedBytes;
     Value chunk = chunkAddress(b, cw);
     Value barrier = b.toI32(b.add(cw, b.idx(1)));
     // Byte `byte` of chunk row `row`: 16-byte slot byte / 16 at
@@ -367,8 +368,7 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
                         b.mul(slot, b.idx(slotCols)));
       for (int64_t i = 0; i < 64 / 16; ++i) {
         Value row = b.add(slotRow, b.idx(16 * i));
-        Value v = nvvm::loadShared16(
-            b, chunkByte(row, b.mul(slot, b.idx(16))));
+        Value v = nvvm::loadShared16(b, chunkByte(row, b.mul(slot, b.idx(16))));
         Value outRow = b.add(firstRow, row);
         Value address = add64(
             b, outAddr,
@@ -382,14 +382,14 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
           nvvm::storeGlobal16(b, v, address);
           continue;
         }
-        Value sums = LLVM::BitcastOp::create(
-            b, VectorType::get({4}, b.getF32Type()), v);
+        Value sums =
+            LLVM::BitcastOp::create(b, VectorType::get({4}, b.getF32Type()), v);
         SmallVector<Value, 4> out;
         for (int64_t e = 0; e < 4; ++e) {
           Value x = LLVM::ExtractElementOp::create(
               b, sums, arith::ConstantIntOp::create(b, b.getI32Type(), e));
-          x = b.add(x, b.load(w.acc, {item.expert, outRow,
-                                      b.add(col, b.idx(e))}));
+          x = b.add(x,
+                    b.load(w.acc, {item.expert, outRow, b.add(col, b.idx(e))}));
           out.push_back(b.fromF32(x, w.outElem));
         }
         auto type = VectorType::get({4}, w.outElem);

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Issue 47's benchmark: forward + backward of the bench layers (the four
 configs of bench_moe.py, softmax top-k renormalised, SwiGLU concat,
-nn.Linear weights, bf16) at T = 4096 and 16384, ours against the
-torchtitan-style layer (torch routing, argsort dispatch, two
-torch._grouped_mm with autograd) in the same cell.
+nn.Linear weights, bf16) at T = 4096 and 16384, and SonicMoE's "7B"
+shape at T = 24576 (EXTRA: its published fwd + bwd time printed beside
+ours for reference), ours against the torchtitan-style layer (torch
+routing, argsort dispatch, two torch._grouped_mm with autograd) in the
+same cell.
 
 Build here (the compiler; OUT default bench-artifacts-train):
   python3 bench/bench_train.py --build OUT
@@ -32,7 +34,26 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-CONFIGS = ("qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b", "deepseek-v3")
+CONFIGS = ("qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b", "deepseek-v3", "sonicmoe-7b")
+# Layers outside the presets, at their own T, with a published fwd + bwd
+# time for reference (not a same-run baseline): SonicMoE's "7B" shape
+# (arXiv 2512.14080, Fig. 6: H100, T = 24576, H = 1536, I = 256, E = 128,
+# k = 8), SonicMoE 3.410 ms, ScatterMoE 6.223, DeepGEMM++ 5.073.
+EXTRA = {
+    "sonicmoe-7b": dict(
+        base="qwen3-30b-a3b",
+        shape=dict(hidden=1536, intermediate=256, experts=128, top_k=8),
+        T=(24576,),
+        published=("SonicMoE (paper, H100)", 3410.0),
+    ),
+}
+
+
+def cell_ts(args, name):
+    """The T of `name`'s cells: --T, or an EXTRA layer's own."""
+    if name in EXTRA:
+        return list(EXTRA[name]["T"])
+    return [int(t) for t in args.T.split(",")]
 
 
 def bench_config(name):
@@ -41,7 +62,9 @@ def bench_config(name):
     nn.Linear weights, no expert biases."""
     from moe_mlir import PRESETS
 
-    return PRESETS[name].replace(
+    extra = EXTRA.get(name)
+    base = PRESETS[extra["base"]].replace(**extra["shape"]) if extra else PRESETS[name]
+    return base.replace(
         scoring="softmax",
         normalize=True,
         n_group=1,
@@ -169,7 +192,7 @@ def run_gemms(args):
         bf16 = dict(dtype=torch.bfloat16, device="cuda")
         w_up = torch.randn(E, 2 * I, H, generator=g, **bf16) / H**0.5
         w_down = torch.randn(E, H, I, generator=g, **bf16) / I**0.5
-        for T in [int(t) for t in args.T.split(",")]:
+        for T in cell_ts(args, name):
             M = T * k
             ids = torch.randn(T, E, generator=g, device="cuda").topk(k, dim=1).indices
             counts = torch.bincount(ids.reshape(-1), minlength=E)
@@ -323,7 +346,7 @@ def run(args):
         bf16 = dict(dtype=torch.bfloat16, device="cuda")
         w_up = (torch.randn(E, 2 * I, H, generator=g, **bf16) / H**0.5).requires_grad_(True)
         w_down = (torch.randn(E, H, I, generator=g, **bf16) / I**0.5).requires_grad_(True)
-        for T in [int(t) for t in args.T.split(",")]:
+        for T in cell_ts(args, name):
             x = torch.randn(T, H, generator=g, **bf16).requires_grad_(True)
             logits = torch.randn(T, E, generator=g, **bf16).requires_grad_(True)
             dy = torch.randn(T, H, generator=g, **bf16)
@@ -362,6 +385,8 @@ def run(args):
                 )
             if "ours_us" in cell and "torch_us" in cell:
                 cell["speedup"] = cell["torch_us"] / cell["ours_us"]
+            if name in EXTRA:
+                cell["published"] = EXTRA[name]["published"]
             rows.append(cell)
             print(json.dumps(cell), flush=True)
             torch.cuda.empty_cache()
@@ -383,6 +408,15 @@ def run(args):
                 "%.1e" % c["rel_err"] if "rel_err" in c else "-",
             )
         )
+    published = [c for c in rows if "published" in c]
+    if published:
+        lines += ["", "Published fwd + bwd times of the same shapes (reference, not this run):", ""]
+        for c in published:
+            who, us = c["published"]
+            lines.append(
+                "- %s T=%d: %s %.0f us (ours %s)"
+                % (c["layer"], c["T"], who, us, "%.0f us" % c["ours_us"] if "ours_us" in c else "-")
+            )
     write_table(
         args,
         "train.md",

@@ -191,46 +191,7 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   // rhs: tileN / 8 chunks a row, thread t copies chunk q % cpr of row
   // q / cpr for q = t + 128 j.
   const int64_t cpr = tileN / 8, rhsCopies = kStepTokens * cpr / 128;
-  // Slice row r of step kt: the buffer row read (through the operand's
-  // gather) and whether it is read (else zero-filled).
-  auto rowOf = [&](LoweringBuilder &b, Value kt, Value r, Value gather,
-                   Value rows) {
-    Value token = b.add(b.add(item.lo, b.mul(kt, b.idx(kStepTokens))), r);
-    Value ok = b.cmpi(CmpI::ult, token, item.hi);
-    if (!gather)
-      return std::make_pair(token, ok);
-    // The item has a row (lo < hi), so `lo` is a valid index for rows
-    // past its end (and for the step after its last).
-    auto [src, inside] =
-        WgradOperands::sourceRow(b, gather, rows, b.select(ok, token, item.lo));
-    return std::make_pair(src, b.andi(ok, inside));
-  };
-  auto lhsRow = [&](LoweringBuilder &b, int64_t j) {
-    return b.add(r0, b.idx(8 * j));
-  };
-  auto rhsRow = [&](LoweringBuilder &b, int64_t j) -> Value {
-    return arith::DivUIOp::create(b, b.add(tid, b.idx(128 * j)), b.idx(cpr));
-  };
-  // The gathered operands' (row, ok) of step kt, flattened: their index
-  // loads are issued a step ahead (carried by the loop), so that their
-  // latency overlaps the previous step's wait and copies.
-  auto gatheredRows = [&](LoweringBuilder &b, Value kt) {
-    SmallVector<Value> v;
-    auto add = [&](std::pair<Value, Value> rowOk) {
-      v.push_back(rowOk.first);
-      v.push_back(rowOk.second);
-    };
-    if (w.lhsGather)
-      for (int64_t j = 0; j < 8; ++j)
-        add(rowOf(b, kt, lhsRow(b, j), w.lhsGather, w.lhsRows));
-    if (w.rhsGather)
-      for (int64_t j = 0; j < rhsCopies; ++j)
-        add(rowOf(b, kt, rhsRow(b, j), w.rhsGather, w.rhsRows));
-    return v;
-  };
-  auto stepBody = [&](LoweringBuilder &b, Value kt,
-                      ValueRange carried) -> SmallVector<Value> {
-    SmallVector<Value> next = gatheredRows(b, b.add(kt, b.idx(1)));
+  forEach(b, b.idx(0), item.steps, b.idx(1), [&](LoweringBuilder &b, Value kt) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
@@ -238,18 +199,22 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                          parity(b, b.sub(round, b.idx(1))));
     });
     Value stage = stageAddress(b, s);
-    unsigned at = 0;
-    // The copy's (row, ok): carried for a gathered operand.
-    auto rowOk = [&](Value r, Value gather, Value rows) {
-      if (!gather)
-        return rowOf(b, kt, r, gather, rows);
-      at += 2;
-      return std::make_pair(carried[at - 2], carried[at - 1]);
-    };
-    // The copy's source and size (0: zero-filled).
-    auto copyOf = [&](std::pair<Value, Value> rowOk, Value extraOk, Value addr,
-                      Value stride, Value colBytes) {
-      auto [row, ok] = rowOk;
+    Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
+    // Token row r of the slice: the buffer row read (through the operand's
+    // gather) and the copy's source and size (0: zero-filled).
+    auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
+                        Value extraOk, Value gather, Value rows) {
+      Value token = b.add(first, r);
+      Value ok = b.cmpi(CmpI::ult, token, item.hi);
+      Value row = token;
+      if (gather) {
+        // A step has at least one row of the expert (lo < hi), so `lo`
+        // is a valid index for rows past its end.
+        auto [src, inside] = WgradOperands::sourceRow(
+            b, gather, rows, b.select(ok, token, item.lo));
+        ok = b.andi(ok, inside);
+        row = src;
+      }
       if (extraOk)
         ok = b.andi(ok, extraOk);
       Value src = add64(
@@ -259,20 +224,20 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                             b.select(ok, b.i32(16), b.i32(0)));
     };
     for (int64_t j = 0; j < 8; ++j) {
-      auto [src, size] = copyOf(rowOk(lhsRow(b, j), w.lhsGather, w.lhsRows),
-                                colOk, lhsAddr, lhsStride, lhsColBytes);
+      auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
+                                  lhsColBytes, colOk, w.lhsGather, w.lhsRows);
       nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
     Value rhsTile = add64(b, stage, kStepTokens * kTileRows * 2);
     for (int64_t j = 0; j < rhsCopies; ++j) {
       Value q = b.add(tid, b.idx(128 * j));
-      Value r = rhsRow(b, j);
+      Value r = arith::DivUIOp::create(b, q, b.idx(cpr));
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] = copyOf(rowOk(r, w.rhsGather, w.rhsRows), Value(),
-                                rhsAddr, rhsStride, colBytes);
+      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value(),
+                                  w.rhsGather, w.rhsRows);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),
@@ -283,10 +248,6 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       nvvm::cpAsync16(b, add64(b, rhsTile, nvvm::toI64(b, dst)), src, size);
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
-    return next;
-  };
-  when(b, b.cmpi(CmpI::ugt, item.steps, b.idx(0)), [&](LoweringBuilder &b) {
-    b.forLoop(b.idx(0), item.steps, gatheredRows(b, b.idx(0)), stepBody);
   });
 }
 

@@ -43,8 +43,8 @@
 //   stores them to global memory, so a warp writes 4 whole 128-byte lines
 //   per store (stored from the fragments directly, 8 rows of 16-32 bytes
 //   per store, the stores took as long as the MMAs: bench/NOTES.md v78).
-//   With `acc` (main_grad) the chunk holds f32 sums, and acc's 16 bytes
-//   are added in the row pass. An expert with no rows stores acc[e] or
+//   With `acc` (main_grad; f32 results) acc's 16 bytes are added in the
+//   row pass. An expert with no rows stores acc[e] or
 //   zeros: every output element is written exactly once, by one thread,
 //   so the kernel is deterministic with no atomics.
 //
@@ -320,13 +320,11 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
     // The thread's fragment rows (h = 0, 1: + 8) within the warpgroup's 64.
     Value fragRow = b.add(b.mul(warp, b.idx(16)),
                           arith::ShRUIOp::create(b, lane, b.idx(2)));
+    // The chunk holds the results (with acc, f32 sums: the verifier gives
+    // acc f32 results only).
+    assert((!w.acc || w.outElem.isF32()) && "acc with a 16-bit result");
     int64_t outBytes = w.outElem.getIntOrFloatBitWidth() / 8;
-    // The chunk holds f32 sums when acc is added in the row pass, else
-    // the results.
-    Type staged = w.acc ? b.getF32Type() : w.outElem;
-    int64_t stagedBytes = staged.getIntOrFloatBitWidth() / 8;
-    int64_t chunkCols = kChunkRowBytes / stagedBytes,
-            slotCols = 16 / stagedBytes;
+    int64_t chunkCols = kChunkRowBytes / outBytes, slotCols = 16 / outBytes;
     Value chunk = chunkAddress(b, cw);
     Value barrier = b.toI32(b.add(cw, b.idx(1)));
     // Byte `byte` of chunk row `row`: 16-byte slot byte / 16 at
@@ -356,10 +354,10 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
                 acc ? LLVM::ExtractValueOp::create(b, acc, 4 * j + 2 * h + p)
                           .getResult()
                     : b.f32(0.0);
-            pair.push_back(w.acc ? v : b.fromF32(v, staged));
+            pair.push_back(b.fromF32(v, w.outElem));
           }
           Value col = b.add(b.idx(8 * j - c * chunkCols), quad);
-          nvvm::storeShared(b, chunkByte(row, b.mul(col, b.idx(stagedBytes))),
+          nvvm::storeShared(b, chunkByte(row, b.mul(col, b.idx(outBytes))),
                             pair);
         }
       }
@@ -385,21 +383,12 @@ void WgradKernel::epilogue(LoweringBuilder &b, Value ct, Value cw,
         Value sums =
             LLVM::BitcastOp::create(b, VectorType::get({4}, b.getF32Type()), v);
         SmallVector<Value, 4> out;
-        for (int64_t e = 0; e < 4; ++e) {
-          Value x = LLVM::ExtractElementOp::create(
-              b, sums, arith::ConstantIntOp::create(b, b.getI32Type(), e));
-          x = b.add(x,
-                    b.load(w.acc, {item.expert, outRow, b.add(col, b.idx(e))}));
-          out.push_back(b.fromF32(x, w.outElem));
-        }
-        auto type = VectorType::get({4}, w.outElem);
-        Value vec = LLVM::PoisonOp::create(b, type);
         for (int64_t e = 0; e < 4; ++e)
-          vec = LLVM::InsertElementOp::create(
-              b, vec, out[e],
-              arith::ConstantIntOp::create(b, b.getI32Type(), e));
-        LLVM::StoreOp::create(b, vec, nvvm::globalPtr(b, address),
-                              4 * outBytes);
+          out.push_back(b.add(
+              LLVM::ExtractElementOp::create(
+                  b, sums, arith::ConstantIntOp::create(b, b.getI32Type(), e)),
+              b.load(w.acc, {item.expert, outRow, b.add(col, b.idx(e))})));
+        nvvm::storeGlobal(b, address, out);
       }
     }
   });

@@ -940,16 +940,31 @@ for _n, _F, _O, _M, _E, _K, _N, _acc in (
 # The fused gather (a layer's weight gradients read the token rows of x
 # through the dispatch's indices): one operand gathered from T rows, the
 # indices incl. out-of-range ones (zero rows); the Hopper kernel (bf16, 256
-# and 128 columns) and the portable one (f32).
-for _n, _F, _O, _side, _E, _K, _N in (
-    ("grouped_matmul_wgrad_bf16_rhs_gathered", "bf16", "f32", "rhs", 8, 128, 256),
-    ("grouped_matmul_wgrad_bf16_lhs_gathered", "bf16", "bf16", "lhs", 8, 64, 128),
-    ("grouped_matmul_wgrad_f32_rhs_gathered", "f32", "f32", "rhs", 8, 24, 40),
+# and 128 columns) and the portable one (f32). The Hopper producer loads
+# the next step's indices a step ahead and shuffles them to the copying
+# lanes: the "8*T" cases run several steps an item and several items a
+# block, at tile 192 (a copy's rows straddle the two halves of the
+# prefetched indices) and with the lhs gathered at tile 256.
+for _n, _F, _O, _side, _E, _K, _N, _M in (
+    ("grouped_matmul_wgrad_bf16_rhs_gathered", "bf16", "f32", "rhs", 8, 128, 256, "2*T"),
+    ("grouped_matmul_wgrad_bf16_lhs_gathered", "bf16", "bf16", "lhs", 8, 64, 128, "2*T"),
+    ("grouped_matmul_wgrad_f32_rhs_gathered", "f32", "f32", "rhs", 8, 24, 40, "2*T"),
+    ("grouped_matmul_wgrad_bf16_rhs_gathered_tile192", "bf16", "bf16", "rhs", 8, 256, 576, "8*T"),
+    (
+        "grouped_matmul_wgrad_bf16_lhs_gathered_many_items",
+        "bf16",
+        "f32",
+        "lhs",
+        8,
+        1024,
+        256,
+        "8*T",
+    ),
 ):
     _ins = [
-        A("lhs", _F, ("T" if _side == "lhs" else "2*T", _K)),
-        A("rhs", _F, ("T" if _side == "rhs" else "2*T", _N)),
-        A(_side + "_gather", "i32", ("2*T",)),
+        A("lhs", _F, ("T" if _side == "lhs" else _M, _K)),
+        A("rhs", _F, ("T" if _side == "rhs" else _M, _N)),
+        A(_side + "_gather", "i32", (_M,)),
         A("offsets", "i32", (_E + 1,)),
     ]
     _bcase(_n, "grouped_matmul_wgrad", {}, _ins, [A("result", _O, (_E, _K, _N))])

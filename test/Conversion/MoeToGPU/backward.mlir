@@ -141,6 +141,27 @@ func.func @wgrad_hopper_f16(%dy: tensor<?x64xf16>, %x: tensor<?x192xf16>, %off: 
   return %r : tensor<8x64x192xf16>
 }
 
+// A gathered operand (x's rows through the dispatch's indices): each
+// producer lane loads two of the next step's indices a step ahead (carried
+// by its loop), and a copy takes its row from the owning lane by a shuffle.
+// CHECK-LABEL: func.func @wgrad_hopper_gathered
+// CHECK:         gpu.launch
+// CHECK:           nvvm.setmaxregister {{ *}}decrease 104
+// CHECK:           memref.load %{{.*}} : memref<?xi32
+// CHECK:           memref.load %{{.*}} : memref<?xi32
+// CHECK:           scf.for {{.*}} iter_args(%[[A:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) {
+// CHECK:             memref.load %{{.*}} : memref<?xi32
+// CHECK:             memref.load %{{.*}} : memref<?xi32
+// CHECK:             nvvm.mbarrier.try_wait.parity
+// CHECK:             nvvm.cp.async.shared.global
+// CHECK:             gpu.shuffle idx %[[A]]
+// CHECK:             nvvm.cp.async.shared.global
+// CHECK:           nvvm.setmaxregister {{ *}}increase 200
+func.func @wgrad_hopper_gathered(%dy: tensor<?x128xbf16>, %x: tensor<?x256xbf16>, %idx: tensor<?xi32>, %off: tensor<5xi32>) -> tensor<4x128x256xbf16> {
+  %r = moe.grouped_matmul_wgrad %dy, %x[%idx : tensor<?xi32>] offsets(%off : tensor<5xi32>) : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<4x128x256xbf16>
+  return %r : tensor<4x128x256xbf16>
+}
+
 // The whole layer's gradient and the training forward.
 // CHECK-LABEL: func.func @ffn_grad
 // CHECK-COUNT-2: gpu.launch

@@ -191,7 +191,68 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   // rhs: tileN / 8 chunks a row, thread t copies chunk q % cpr of row
   // q / cpr for q = t + 128 j.
   const int64_t cpr = tileN / 8, rhsCopies = kStepTokens * cpr / 128;
-  forEach(b, b.idx(0), item.steps, b.idx(1), [&](LoweringBuilder &b, Value kt) {
+  // Slice row r of step kt: the buffer row read (through the operand's
+  // gather) and whether it is read (else zero-filled).
+  auto rowOf = [&](LoweringBuilder &b, Value kt, Value r, Value gather,
+                   Value rows) {
+    Value token = b.add(b.add(item.lo, b.mul(kt, b.idx(kStepTokens))), r);
+    Value ok = b.cmpi(CmpI::ult, token, item.hi);
+    if (!gather)
+      return std::make_pair(token, ok);
+    // The item has a row (lo < hi), so `lo` is a valid index for rows
+    // past its end (and for the step after its last).
+    auto [src, inside] =
+        WgradOperands::sourceRow(b, gather, rows, b.select(ok, token, item.lo));
+    return std::make_pair(src, b.andi(ok, inside));
+  };
+  auto lhsRow = [&](LoweringBuilder &b, int64_t j) {
+    return b.add(r0, b.idx(8 * j));
+  };
+  auto rhsRow = [&](LoweringBuilder &b, int64_t j) -> Value {
+    return arith::DivUIOp::create(b, b.add(tid, b.idx(128 * j)), b.idx(cpr));
+  };
+  // The half (rows < 32 or >= 32) of copy j's rows when every thread's is
+  // the same: rows (128 j + t) / cpr for t < 128.
+  auto rhsHalf = [&](int64_t j) -> std::optional<int64_t> {
+    int64_t first = 128 * j / cpr, last = (128 * j + 127) / cpr;
+    if (first / 32 != last / 32)
+      return std::nullopt;
+    return first / 32;
+  };
+  // A gathered operand's source rows are fetched a step ahead: lane l of
+  // each producer warp loads those of slice rows l and l + 32 of step
+  // kt + 1 (-1: not read) while step kt copies, and a copy takes its row
+  // from the owning lane by a shuffle, so the index loads' latency
+  // overlaps the wait and the copies instead of preceding them.
+  const bool gathered = w.lhsGather || w.rhsGather;
+  Value gather = w.lhsGather ? w.lhsGather : w.rhsGather;
+  Value gatherRows = w.lhsGather ? w.lhsRows : w.rhsRows;
+  Value lane = arith::AndIOp::create(b, tid, b.idx(31));
+  auto prefetchRows = [&](LoweringBuilder &b, Value kt) {
+    SmallVector<Value> v;
+    for (int64_t half = 0; half < 2; ++half) {
+      auto [src, ok] =
+          rowOf(b, kt, b.add(lane, b.idx(32 * half)), gather, gatherRows);
+      v.push_back(b.select(ok, b.toI32(src), b.i32(-1)));
+    }
+    return v;
+  };
+  // The source row (i32, -1: not read) of slice row r from the lanes'
+  // prefetched rows; `half` when r's half is known statically.
+  auto shuffledRow = [&](LoweringBuilder &b, ValueRange rows, Value r,
+                         std::optional<int64_t> half) -> Value {
+    Value from = b.toI32(arith::AndIOp::create(b, r, b.idx(31)));
+    if (half)
+      return warpShuffle(b, rows[*half], from, gpu::ShuffleMode::IDX);
+    Value lo = warpShuffle(b, rows[0], from, gpu::ShuffleMode::IDX);
+    Value hi = warpShuffle(b, rows[1], from, gpu::ShuffleMode::IDX);
+    return b.select(b.cmpi(CmpI::ult, r, b.idx(32)), lo, hi);
+  };
+  auto stepBody = [&](LoweringBuilder &b, Value kt,
+                      ValueRange carried) -> SmallVector<Value> {
+    SmallVector<Value> next;
+    if (gathered)
+      next = prefetchRows(b, b.add(kt, b.idx(1)));
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
@@ -199,22 +260,19 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                          parity(b, b.sub(round, b.idx(1))));
     });
     Value stage = stageAddress(b, s);
-    Value first = b.add(item.lo, b.mul(kt, b.idx(kStepTokens)));
-    // Token row r of the slice: the buffer row read (through the operand's
-    // gather) and the copy's source and size (0: zero-filled).
-    auto tokenRow = [&](Value r, Value addr, Value stride, Value colBytes,
-                        Value extraOk, Value gather, Value rows) {
-      Value token = b.add(first, r);
-      Value ok = b.cmpi(CmpI::ult, token, item.hi);
-      Value row = token;
-      if (gather) {
-        // A step has at least one row of the expert (lo < hi), so `lo`
-        // is a valid index for rows past its end.
-        auto [src, inside] = WgradOperands::sourceRow(
-            b, gather, rows, b.select(ok, token, item.lo));
-        ok = b.andi(ok, inside);
-        row = src;
-      }
+    // The copy's (row, ok): from the prefetched rows for a gathered operand.
+    auto rowOk = [&](Value r, Value opGather, Value rows,
+                     std::optional<int64_t> half) -> std::pair<Value, Value> {
+      if (!opGather)
+        return rowOf(b, kt, r, opGather, rows);
+      Value src = shuffledRow(b, carried, r, half);
+      return {b.toIndex(arith::MaxSIOp::create(b, src, b.i32(0))),
+              b.cmpi(CmpI::sge, src, b.i32(0))};
+    };
+    // The copy's source and size (0: zero-filled).
+    auto copyOf = [&](std::pair<Value, Value> rowOk, Value extraOk, Value addr,
+                      Value stride, Value colBytes) {
+      auto [row, ok] = rowOk;
       if (extraOk)
         ok = b.andi(ok, extraOk);
       Value src = add64(
@@ -224,20 +282,21 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                             b.select(ok, b.i32(16), b.i32(0)));
     };
     for (int64_t j = 0; j < 8; ++j) {
-      auto [src, size] = tokenRow(b.add(r0, b.idx(8 * j)), lhsAddr, lhsStride,
-                                  lhsColBytes, colOk, w.lhsGather, w.lhsRows);
+      auto [src, size] =
+          copyOf(rowOk(lhsRow(b, j), w.lhsGather, w.lhsRows, j / 4), colOk,
+                 lhsAddr, lhsStride, lhsColBytes);
       nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
     Value rhsTile = add64(b, stage, kStepTokens * kTileRows * 2);
     for (int64_t j = 0; j < rhsCopies; ++j) {
       Value q = b.add(tid, b.idx(128 * j));
-      Value r = arith::DivUIOp::create(b, q, b.idx(cpr));
+      Value r = rhsRow(b, j);
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] = tokenRow(r, rhsAddr, rhsStride, colBytes, Value(),
-                                  w.rhsGather, w.rhsRows);
+      auto [src, size] = copyOf(rowOk(r, w.rhsGather, w.rhsRows, rhsHalf(j)),
+                                Value(), rhsAddr, rhsStride, colBytes);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),
@@ -248,6 +307,12 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       nvvm::cpAsync16(b, add64(b, rhsTile, nvvm::toI64(b, dst)), src, size);
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+    return next;
+  };
+  when(b, b.cmpi(CmpI::ugt, item.steps, b.idx(0)), [&](LoweringBuilder &b) {
+    b.forLoop(b.idx(0), item.steps,
+              gathered ? prefetchRows(b, b.idx(0)) : SmallVector<Value>(),
+              stepBody);
   });
 }
 

@@ -142,32 +142,20 @@ func.func @wgrad_hopper_f16(%dy: tensor<?x64xf16>, %x: tensor<?x192xf16>, %off: 
 }
 
 // A gathered operand (x's rows through the dispatch's indices): each
-// producer lane loads two of a step's indices (unchecked) at the start of
-// the step before it, into the other of two sets (two steps an iteration);
-// the step checks them (-1: not read) and a copy takes its index from the
-// owning lane by a shuffle.
+// producer lane loads two of the next step's indices a step ahead (carried
+// by its loop), and a copy takes its row from the owning lane by a shuffle.
 // CHECK-LABEL: func.func @wgrad_hopper_gathered
 // CHECK:         gpu.launch
 // CHECK:           nvvm.setmaxregister {{ *}}decrease 104
 // CHECK:           memref.load %{{.*}} : memref<?xi32
 // CHECK:           memref.load %{{.*}} : memref<?xi32
-// CHECK:           scf.for {{.*}} step %c2{{.*}} iter_args(%[[A:[^ ]*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32, i32, i32) {
-// CHECK:             %[[B:.*]]:2 = scf.if %{{.*}} -> (i32, i32) {
-// CHECK:               memref.load %{{.*}} : memref<?xi32
-// CHECK:               memref.load %{{.*}} : memref<?xi32
+// CHECK:           scf.for {{.*}} iter_args(%[[A:.*]] = %{{.*}}, %{{.*}} = %{{.*}}) -> (i32, i32) {
+// CHECK:             memref.load %{{.*}} : memref<?xi32
+// CHECK:             memref.load %{{.*}} : memref<?xi32
 // CHECK:             nvvm.mbarrier.try_wait.parity
-// CHECK:             %[[CA:.*]] = arith.select %{{.*}}, %[[A]], %c-1_i32
-// CHECK:             gpu.shuffle idx %[[CA]]
 // CHECK:             nvvm.cp.async.shared.global
-// CHECK:             nvvm.cp.async.mbarrier.arrive
-// CHECK:             scf.if %{{.*}} -> (i32, i32) {
-// CHECK:               scf.if %{{.*}} -> (i32, i32) {
-// CHECK:                 memref.load %{{.*}} : memref<?xi32
-// CHECK:                 memref.load %{{.*}} : memref<?xi32
-// CHECK:               nvvm.mbarrier.try_wait.parity
-// CHECK:               %[[CB:.*]] = arith.select %{{.*}}, %[[B]]#0, %c-1_i32
-// CHECK:               gpu.shuffle idx %[[CB]]
-// CHECK:               nvvm.cp.async.mbarrier.arrive
+// CHECK:             gpu.shuffle idx %[[A]]
+// CHECK:             nvvm.cp.async.shared.global
 // CHECK:           nvvm.setmaxregister {{ *}}increase 200
 func.func @wgrad_hopper_gathered(%dy: tensor<?x128xbf16>, %x: tensor<?x256xbf16>, %idx: tensor<?xi32>, %off: tensor<5xi32>) -> tensor<4x128x256xbf16> {
   %r = moe.grouped_matmul_wgrad %dy, %x[%idx : tensor<?xi32>] offsets(%off : tensor<5xi32>) : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<4x128x256xbf16>

@@ -219,13 +219,11 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       return std::nullopt;
     return first / 32;
   };
-  // A gathered operand's indices are fetched a step ahead: lane l of each
-  // producer warp loads those of slice rows l and l + 32 of step kt + 1
-  // once step kt's copies are issued, and a copy of step kt + 1 takes its
-  // index from the owning lane by a shuffle and checks it there. The
-  // loaded values are carried unchecked, so nothing in step kt waits for
-  // the loads (a check at the load would: the index loads' latency would
-  // sit at the end of every step, v80); only an item's first step waits.
+  // A gathered operand's source rows are fetched a step ahead: lane l of
+  // each producer warp loads those of slice rows l and l + 32 of step
+  // kt + 1 (-1: not read) while step kt copies, and a copy takes its row
+  // from the owning lane by a shuffle, so the index loads' latency
+  // overlaps the wait and the copies instead of preceding them.
   const bool gathered = w.lhsGather || w.rhsGather;
   Value gather = w.lhsGather ? w.lhsGather : w.rhsGather;
   Value gatherRows = w.lhsGather ? w.lhsRows : w.rhsRows;
@@ -233,18 +231,16 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   auto prefetchRows = [&](LoweringBuilder &b, Value kt) {
     SmallVector<Value> v;
     for (int64_t half = 0; half < 2; ++half) {
-      Value token = b.add(b.add(item.lo, b.mul(kt, b.idx(kStepTokens))),
-                          b.add(lane, b.idx(32 * half)));
-      // Rows past the item's end read index `lo` (the item has a row).
-      v.push_back(b.load(gather, {b.select(b.cmpi(CmpI::ult, token, item.hi),
-                                           token, item.lo)}));
+      auto [src, ok] =
+          rowOf(b, kt, b.add(lane, b.idx(32 * half)), gather, gatherRows);
+      v.push_back(b.select(ok, b.toI32(src), b.i32(-1)));
     }
     return v;
   };
-  // The index (unchecked) of slice row r from the lanes' prefetched ones;
-  // `half` when r's half is known statically.
-  auto shuffledIndex = [&](LoweringBuilder &b, ValueRange rows, Value r,
-                           std::optional<int64_t> half) -> Value {
+  // The source row (i32, -1: not read) of slice row r from the lanes'
+  // prefetched rows; `half` when r's half is known statically.
+  auto shuffledRow = [&](LoweringBuilder &b, ValueRange rows, Value r,
+                         std::optional<int64_t> half) -> Value {
     Value from = b.toI32(arith::AndIOp::create(b, r, b.idx(31)));
     if (half)
       return warpShuffle(b, rows[*half], from, gpu::ShuffleMode::IDX);
@@ -252,8 +248,11 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
     Value hi = warpShuffle(b, rows[1], from, gpu::ShuffleMode::IDX);
     return b.select(b.cmpi(CmpI::ult, r, b.idx(32)), lo, hi);
   };
-  // Step kt's copies; `idx` its prefetched indices (gathered operands).
-  auto stepBody = [&](LoweringBuilder &b, Value kt, ValueRange idx) {
+  auto stepBody = [&](LoweringBuilder &b, Value kt,
+                      ValueRange carried) -> SmallVector<Value> {
+    SmallVector<Value> next;
+    if (gathered)
+      next = prefetchRows(b, b.add(kt, b.idx(1)));
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     when(b, b.cmpi(CmpI::uge, step, b.idx(stages)), [&](LoweringBuilder &b) {
@@ -261,24 +260,12 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                          parity(b, b.sub(round, b.idx(1))));
     });
     Value stage = stageAddress(b, s);
-    // The lane's two indices checked once (-1: not read: past the item's
-    // end or out of range), so that a copy only shuffles and clamps.
-    SmallVector<Value, 2> checked;
-    for (auto [half, raw] : llvm::enumerate(idx)) {
-      Value token = b.add(b.add(item.lo, b.mul(kt, b.idx(kStepTokens))),
-                          b.add(lane, b.idx(32 * half)));
-      Value ok = b.andi(b.cmpi(CmpI::ult, token, item.hi),
-                        b.inRange(raw, b.i32(0), b.toI32(gatherRows)));
-      checked.push_back(b.select(ok, raw, b.i32(-1)));
-    }
     // The copy's (row, ok): from the prefetched rows for a gathered operand.
     auto rowOk = [&](Value r, Value opGather, Value rows,
                      std::optional<int64_t> half) -> std::pair<Value, Value> {
       if (!opGather)
         return rowOf(b, kt, r, opGather, rows);
-      Value src = shuffledIndex(b, checked, r, half);
-      // Clamped so that an address formed from a rejected index stays
-      // inside.
+      Value src = shuffledRow(b, carried, r, half);
       return {b.toIndex(arith::MaxSIOp::create(b, src, b.i32(0))),
               b.cmpi(CmpI::sge, src, b.i32(0))};
     };
@@ -320,46 +307,12 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       nvvm::cpAsync16(b, add64(b, rhsTile, nvvm::toI64(b, dst)), src, size);
     }
     nvvm::cpAsyncArriveNoinc(b, fullBarrier(b, s));
+    return next;
   };
-  if (!gathered) {
-    b.forLoop(b.idx(0), item.steps, {},
-              [&](LoweringBuilder &b, Value kt, ValueRange) {
-                stepBody(b, kt, {});
-                return SmallVector<Value>();
-              });
-    return;
-  }
-  // Gathered: two steps an iteration with two sets of indices, so that a
-  // step's loads go into the set the previous step has finished with, at
-  // the step's start (ahead of its copies in the memory pipeline; issued
-  // behind them they came back a step's copies late, v80), and nothing
-  // waits for them before the step that shuffles them.
   when(b, b.cmpi(CmpI::ugt, item.steps, b.idx(0)), [&](LoweringBuilder &b) {
-    SmallVector<Value> init = prefetchRows(b, b.idx(0));
-    init.append(init);
-    b.forLoop(b.idx(0), item.steps, b.idx(2), init,
-              [&](LoweringBuilder &b, Value kt,
-                  ValueRange sets) -> SmallVector<Value> {
-                ValueRange a = sets.take_front(2);
-                Value kt1 = b.add(kt, b.idx(1)), kt2 = b.add(kt, b.idx(2));
-                Value hasOdd = b.cmpi(CmpI::ult, kt1, item.steps);
-                SmallVector<Value> bSet = b.ifThen(
-                    hasOdd, sets.drop_front(2),
-                    [&](LoweringBuilder &b) { return prefetchRows(b, kt1); });
-                stepBody(b, kt, a);
-                SmallVector<Value> aSet = b.ifThen(
-                    hasOdd, a, [&](LoweringBuilder &b) -> SmallVector<Value> {
-                      SmallVector<Value> next =
-                          b.ifThen(b.cmpi(CmpI::ult, kt2, item.steps), a,
-                                   [&](LoweringBuilder &b) {
-                                     return prefetchRows(b, kt2);
-                                   });
-                      stepBody(b, kt1, bSet);
-                      return next;
-                    });
-                aSet.append(bSet);
-                return aSet;
-              });
+    b.forLoop(b.idx(0), item.steps,
+              gathered ? prefetchRows(b, b.idx(0)) : SmallVector<Value>(),
+              stepBody);
   });
 }
 

@@ -960,11 +960,14 @@ for _n, _F, _O, _side, _E, _K, _N, _M in (
         256,
         "8*T",
     ),
+    # Both operands gathered, each through its own indices.
+    ("grouped_matmul_wgrad_bf16_both_gathered", "bf16", "f32", "both", 8, 128, 256, "8*T"),
 ):
+    _sides = ("lhs", "rhs") if _side == "both" else (_side,)
     _ins = [
-        A("lhs", _F, ("T" if _side == "lhs" else _M, _K)),
-        A("rhs", _F, ("T" if _side == "rhs" else _M, _N)),
-        A(_side + "_gather", "i32", (_M,)),
+        A("lhs", _F, ("T" if "lhs" in _sides else _M, _K)),
+        A("rhs", _F, ("T" if "rhs" in _sides else _M, _N)),
+        *[A(_sd + "_gather", "i32", (_M,)) for _sd in _sides],
         A("offsets", "i32", (_E + 1,)),
     ]
     _bcase(_n, "grouped_matmul_wgrad", {}, _ins, [A("result", _O, (_E, _K, _N))])

@@ -135,6 +135,11 @@ func.func @grouped_matmul_wgrad_bf16_lhs_gathered_many_items(%lhs: tensor<?x1024
   return %result : tensor<8x1024x256xf32>
 }
 
+func.func @grouped_matmul_wgrad_bf16_both_gathered(%lhs: tensor<?x128xbf16>, %rhs: tensor<?x256xbf16>, %lhs_gather: tensor<?xi32>, %rhs_gather: tensor<?xi32>, %offsets: tensor<9xi32>) -> tensor<8x128x256xf32> attributes {llvm.emit_c_interface} {
+  %result = moe.grouped_matmul_wgrad %lhs[%lhs_gather : tensor<?xi32>], %rhs[%rhs_gather : tensor<?xi32>] offsets(%offsets : tensor<9xi32>) : tensor<?x128xbf16>, tensor<?x256xbf16> -> tensor<8x128x256xf32>
+  return %result : tensor<8x128x256xf32>
+}
+
 func.func @ffn_train_softmax_bf16(%x: tensor<?x64xbf16>, %logits: tensor<?x8xbf16>, %w_up: tensor<8x128x64xbf16>, %w_down: tensor<8x64x64xbf16>) -> (tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>) attributes {llvm.emit_c_interface} {
   %y, %h, %weights, %indices = moe.ffn_train %x, %logits, %w_up, %w_down k = 2 scoring = softmax activation = silu layout = concat {normalize = true, transpose_weights = true} : tensor<?x64xbf16>, tensor<?x8xbf16>, tensor<8x128x64xbf16>, tensor<8x64x64xbf16> -> tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>
   return %y, %h, %weights, %indices : tensor<?x64xbf16>, tensor<?x128xbf16>, tensor<?x2xf32>, tensor<?x2xi32>

@@ -221,20 +221,26 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
   };
   // A gathered operand's source rows are fetched a step ahead: lane l of
   // each producer warp loads those of slice rows l and l + 32 of step
-  // kt + 1 (-1: not read) while step kt copies, and a copy takes its row
-  // from the owning lane by a shuffle, so the index loads' latency
-  // overlaps the wait and the copies instead of preceding them.
-  const bool gathered = w.lhsGather || w.rhsGather;
-  Value gather = w.lhsGather ? w.lhsGather : w.rhsGather;
-  Value gatherRows = w.lhsGather ? w.lhsRows : w.rhsRows;
+  // kt + 1 (-1: not read) at the start of step kt, and a copy takes its
+  // row from the owning lane by a shuffle, so the index loads no longer
+  // sit between the stage wait and the copies (their check still waits
+  // for them at the end of the step: bench/NOTES.md v80). Two values a
+  // gathered operand (lhs first; both may be gathered).
+  SmallVector<std::pair<Value, Value>, 2> gathers; // (indices, rows)
+  if (w.lhsGather)
+    gathers.push_back({w.lhsGather, w.lhsRows});
+  if (w.rhsGather)
+    gathers.push_back({w.rhsGather, w.rhsRows});
+  const bool gathered = !gathers.empty();
   Value lane = arith::AndIOp::create(b, tid, b.idx(31));
   auto prefetchRows = [&](LoweringBuilder &b, Value kt) {
     SmallVector<Value> v;
-    for (int64_t half = 0; half < 2; ++half) {
-      auto [src, ok] =
-          rowOf(b, kt, b.add(lane, b.idx(32 * half)), gather, gatherRows);
-      v.push_back(b.select(ok, b.toI32(src), b.i32(-1)));
-    }
+    for (auto [gather, rows] : gathers)
+      for (int64_t half = 0; half < 2; ++half) {
+        auto [src, ok] =
+            rowOf(b, kt, b.add(lane, b.idx(32 * half)), gather, rows);
+        v.push_back(b.select(ok, b.toI32(src), b.i32(-1)));
+      }
     return v;
   };
   // The source row (i32, -1: not read) of slice row r from the lanes'
@@ -260,12 +266,13 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                          parity(b, b.sub(round, b.idx(1))));
     });
     Value stage = stageAddress(b, s);
-    // The copy's (row, ok): from the prefetched rows for a gathered operand.
-    auto rowOk = [&](Value r, Value opGather, Value rows,
+    // The copy's (row, ok): from the prefetched rows for a gathered operand
+    // (its two carried values at `first`).
+    auto rowOk = [&](Value r, Value opGather, unsigned first,
                      std::optional<int64_t> half) -> std::pair<Value, Value> {
       if (!opGather)
-        return rowOf(b, kt, r, opGather, rows);
-      Value src = shuffledRow(b, carried, r, half);
+        return rowOf(b, kt, r, Value(), Value());
+      Value src = shuffledRow(b, carried.slice(first, 2), r, half);
       return {b.toIndex(arith::MaxSIOp::create(b, src, b.i32(0))),
               b.cmpi(CmpI::sge, src, b.i32(0))};
     };
@@ -282,9 +289,8 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
                             b.select(ok, b.i32(16), b.i32(0)));
     };
     for (int64_t j = 0; j < 8; ++j) {
-      auto [src, size] =
-          copyOf(rowOk(lhsRow(b, j), w.lhsGather, w.lhsRows, j / 4), colOk,
-                 lhsAddr, lhsStride, lhsColBytes);
+      auto [src, size] = copyOf(rowOk(lhsRow(b, j), w.lhsGather, 0, j / 4),
+                                colOk, lhsAddr, lhsStride, lhsColBytes);
       nvvm::cpAsync16(b, add64(b, add64(b, stage, lhsDst), 1024 * j), src,
                       size);
     }
@@ -295,8 +301,9 @@ void WgradKernel::producer(LoweringBuilder &b, Value tid, const Item &item) {
       Value chunk = arith::RemUIOp::create(b, q, b.idx(cpr));
       Value colBytes =
           nvvm::toI64(b, b.mul(b.add(item.col0, b.mul(chunk, b.idx(8))), eb));
-      auto [src, size] = copyOf(rowOk(r, w.rhsGather, w.rhsRows, rhsHalf(j)),
-                                Value(), rhsAddr, rhsStride, colBytes);
+      auto [src, size] =
+          copyOf(rowOk(r, w.rhsGather, w.lhsGather ? 2 : 0, rhsHalf(j)),
+                 Value(), rhsAddr, rhsStride, colBytes);
       Value dst =
           b.add(b.mul(arith::ShRUIOp::create(b, chunk, b.idx(3)), b.idx(8192)),
                 b.add(b.mul(r, b.idx(128)),

@@ -127,7 +127,8 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaTileN", "wgmma-tile-n", "int64_t", /*default=*/"0",
            "Hopper GEMM rhs columns per block: a multiple of 16 in [64, 256] "
            "(64, 128 or 256 for [E, K, N] weights, a multiple of 32 with a "
-           "concat GLU, 128 for fp8_block weights; 0: cost model; mxfp4 "
+           "concat GLU, 128 or 256 for fp8_block weights, 256 only when each "
+           "128-column half is one scale block; 0: cost model; mxfp4 "
            "weights: fixed tiles, not applied)">,
     Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
            "Hopper GEMM pipeline stages, 2..8 (0: as many as fit)">,

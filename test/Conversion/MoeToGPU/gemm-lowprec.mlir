@@ -28,8 +28,8 @@
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256" 2>&1 | FileCheck %s --check-prefix=TN256
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=TN64
 
-// TN256: error: 'moe.expert_gemm' op wgmma-tile-n 256 is too wide for fp8_block weights (at most 128: the per-block promotion keeps two accumulator sets)
-// TN64: error: 'moe.expert_gemm' op wgmma-tile-n 64 does not tile fp8_block weights (128: one scale block)
+// TN256: error: 'moe.expert_gemm' op wgmma-tile-n 256 does not tile these fp8_block weights (the columns must be a multiple of 256, at least 512: each half of a tile is one scale block)
+// TN64: error: 'moe.expert_gemm' op wgmma-tile-n 64 does not tile fp8_block weights (128 or 256: whole scale blocks)
 
 // CHECK-LABEL: func.func @fp8(
 // The activation quantization: amax over a half warp (a group; each warp
@@ -63,6 +63,37 @@
 func.func @fp8(%a: tensor<?x256xbf16>, %w: tensor<4x256x256xf8E4M3FN>, %s: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> tensor<?x256xbf16> {
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x2x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x256x256xf8E4M3FN> -> tensor<?x256xbf16>
   return %r : tensor<?x256xbf16>
+}
+
+// -----
+
+// 256-column FP8 tiles (the columns a multiple of 256, at least 512): a K
+// step's MMAs are two m64n128 halves into the one block accumulator, each
+// waited for and promoted with its own scale block into the m64n256 tile
+// accumulator (entry 127 read by the epilogue); weight boxes of 128 K x 128
+// rows; producer / consumer registers 64 / 216.
+// CHECK-LABEL: func.func @fp8_wide(
+// CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c256_i64{{.*}}, %c512_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %c128_i64{{.*}}, %c1_i64
+// CHECK: nvvm.setmaxregister decrease 64
+// CHECK: nvvm.setmaxregister increase 216
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: arith.mulf
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: scf.for
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: math.fma
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: math.fma
+// CHECK: llvm.extractvalue %{{.*}}[127] : !llvm.struct<(f32,
+func.func @fp8_wide(%a: tensor<?x256xbf16>, %w: tensor<4x512x256xf8E4M3FN>, %s: tensor<4x4x2xf32>, %off: tensor<5xi32>) -> tensor<?x512xbf16> {
+  %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x4x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x512x256xf8E4M3FN> -> tensor<?x512xbf16>
+  return %r : tensor<?x512xbf16>
 }
 
 // -----

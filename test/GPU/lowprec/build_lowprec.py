@@ -63,6 +63,16 @@ CASES = [
         None,
     ),
     (
+        # 128-column FP8 tiles by TMA (the default for these shapes is 256:
+        # two scale blocks a tile, GemmConfig.cpp)
+        "ds-small-tile128",
+        P["deepseek-v3-fp8"].replace(**DS_SMALL),
+        {"wgmma_tile_n": 128},
+        True,
+        "numpy",
+        None,
+    ),
+    (
         "ds-small-swap",
         P["deepseek-v3-fp8"].replace(**DS_SMALL),
         {"wgmma_swap_rows": 4096},

@@ -260,19 +260,37 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
       return n == 64 || n == 128 || n == 256;
     return n % (concat ? 32 : 16) == 0;
   };
-  // fp8_block: the promotion keeps a block accumulator beside the tile's,
-  // so a consumer's tile is at most m64n128; its K step is one 128-K
-  // scale block (a 128-byte row of e4m3).
+  // fp8_block: the promotion keeps a block accumulator beside the tile's;
+  // its K step is one 128-K scale block (a 128-byte row of e4m3). A tile
+  // is 128 columns (one scale block: m64n128 MMAs into the block
+  // accumulator) or 256 (two scale blocks, whose MMAs and promotions run
+  // one after the other into the one m64n128 block accumulator; the tile's
+  // accumulator is m64n256). 256 halves the activation rows each weight
+  // tile's MMAs read (L2 bytes per MMA: bench/NOTES.md v81); it needs each
+  // half in one scale block: the columns a multiple of 256 (of 128 output
+  // columns with a concat GLU, whose halves are the gate and the up half),
+  // and the weights by TMA (a producer that also copies the weight rows
+  // needs the registers the second accumulator takes).
   bool fp8 = op.getFormat() == WeightFormat::fp8_block;
-  if (fp8 && options.wgmmaTileN > 128)
+  int64_t outN = op.getResult().getType().getDimSize(1);
+  bool fp8Wide = fp8 && options.wgmmaTma && gemmN >= 512 &&
+                 (concat ? outN % 128 == 0 : gemmN % 256 == 0);
+  if (fp8 && options.wgmmaTileN && options.wgmmaTileN != 128 &&
+      options.wgmmaTileN != 256)
     return op.emitOpError("wgmma-tile-n ")
            << options.wgmmaTileN
-           << " is too wide for fp8_block weights (at most 128: the "
-              "per-block promotion keeps two accumulator sets)";
-  if (fp8 && options.wgmmaTileN && options.wgmmaTileN != 128)
-    return op.emitOpError("wgmma-tile-n ")
-           << options.wgmmaTileN
-           << " does not tile fp8_block weights (128: one scale block)";
+           << " does not tile fp8_block weights (128 or 256: whole scale "
+              "blocks)";
+  if (fp8 && options.wgmmaTileN == 256 && !fp8Wide)
+    return op.emitOpError("wgmma-tile-n 256 does not tile these fp8_block "
+                          "weights (")
+           << (!options.wgmmaTma ? "it needs the weights by TMA, wgmma-tma"
+               : concat ? "a concat GLU's output columns must be a multiple "
+                          "of 128, at least 256: each half of a tile is one "
+                          "scale block"
+                        : "the columns must be a multiple of 256, at least "
+                          "512: each half of a tile is one scale block")
+           << ")";
   if (options.wgmmaTileN && !tileNOk(options.wgmmaTileN))
     return op.emitOpError("wgmma-tile-n ")
            << options.wgmmaTileN << " cannot tile this op's weights ("
@@ -289,7 +307,9 @@ gpu_lowering::chooseGemmConfig(ExpertGemmOp op,
   // 2880 = 12 x 240 instead of 11.25 x 256.
   if (fp8) {
     config.fp8 = true;
-    config.tileN = 128;
+    config.tileN = options.wgmmaTileN ? options.wgmmaTileN
+                   : fp8Wide          ? 256
+                                      : 128;
     config.stageK = 128;
   }
   if (!fp8 && !options.wgmmaTileN && gemmN >= 512 && op.getTransposeRhs()) {

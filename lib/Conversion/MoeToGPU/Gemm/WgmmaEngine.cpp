@@ -272,8 +272,11 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   if (swap)
     swapTargets = prefetchSwapTargets(b, tid, item);
   // A K step's MMAs on `stage` (the tile's first without accumulating: the
-  // accumulators need no zeros).
-  auto tileMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first) {
+  // accumulators need no zeros); fp8Wide: those of column half `half`
+  // (m64n128, its weight rows 128 further per half).
+  auto tileMmas = [&](LoweringBuilder &b, Value stage, Value acc, bool first,
+                      int64_t half = 0) {
+    const int64_t n = fp8Wide() ? 128 : mmaN;
     // Small-M with MN-major weights ([E, K, N]): A is the weight box as
     // TMA lands it, 64 K rows of 64 weight columns (128 B, swizzled), the
     // transposed A of wgmma; one k16 step is 16 rows (2048 B).
@@ -284,7 +287,8 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
     // Small-M: B is the lhs tile at the stage's start (K-major).
     bool mnMajor = !swap && !g.transposed;
     Value descB = nvvm::wgmmaDescriptor(
-        b, swap ? stage : add64(b, stage, aBytes()), mnMajor ? 64 * 128 : 16);
+        b, swap ? stage : add64(b, stage, aBytes() + half * 128 * 128),
+        mnMajor ? 64 * 128 : 16);
     int64_t stepB = mnMajor ? 2048 >> 4 : 2;
     nvvm::wgmmaFence(b);
     // Slice h of the stage is sliceBytes() further (>> 4 in a descriptor).
@@ -294,7 +298,7 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
       for (int64_t k16 = 0; k16 < 4; ++k16)
         acc = nvvm::wgmma(
             b, acc, add64(b, descA, stepA * k16 + h * (sliceBytes() >> 4)),
-            add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), mmaN, input,
+            add64(b, descB, stepB * k16 + h * (sliceBytes() >> 4)), n, input,
             aMnMajor, mnMajor,
             /*accumulate=*/!(first && h == 0 && k16 == 0));
     return acc;
@@ -321,17 +325,28 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // with the block's scales (the tensor cores' e4m3 accumulation never
   // spans more than 128 K); the stage is released once its scales are
   // read. (The two consumer warpgroups' MMAs overlap each other's
-  // promotions.)
+  // promotions.) fp8Wide: the two column halves in turn, each into the
+  // one m64n128 block accumulator.
+  Type blockType = fp8Wide() ? nvvm::wgmmaAccumulatorType(b, 128) : accType;
   auto fp8Step = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
     nvvm::mbarrierWait(b, fullBarrier(b, s), parity(b, round));
     nvvm::fenceProxyAsyncShared(b);
-    Value block = tileMmas(b, stageAddress(b, s),
-                           LLVM::PoisonOp::create(b, accType), true);
-    nvvm::wgmmaCommit(b);
-    nvvm::wgmmaWait(b, 0);
-    return promote(b, ct, cw, s, acc, block, first);
+    // Main kernel: the scales are read before the MMAs, so that the
+    // promotion after the wait is multiplies only.
+    SmallVector<SmallVector<Value>> factors(fp8Halves());
+    if (!swap)
+      for (int64_t half = 0; half < fp8Halves(); ++half)
+        factors[half] = promotionFactors(b, ct, cw, s, half);
+    for (int64_t half = 0; half < fp8Halves(); ++half) {
+      Value block = tileMmas(b, stageAddress(b, s),
+                             LLVM::PoisonOp::create(b, blockType), true, half);
+      nvvm::wgmmaCommit(b);
+      nvvm::wgmmaWait(b, 0);
+      acc = promote(b, ct, cw, s, acc, block, first, half, factors[half]);
+    }
+    return acc;
   };
   Value acc = LLVM::PoisonOp::create(b, accType);
   Value mmaSteps = b.idx(kSteps);
@@ -373,8 +388,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   nvvm::mbarrierArrive(b, tableEmpty(b));
 }
 
-Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
-                           Value acc, Value block, bool first) {
+SmallVector<Value> WgmmaKernel::promotionFactors(LoweringBuilder &b, Value ct,
+                                                 Value cw, Value s,
+                                                 int64_t half) {
   Value area = scaleArea(b, s);
   Value warp = arith::ShRUIOp::create(b, ct, b.idx(5));
   Value lane = arith::AndIOp::create(b, ct, b.idx(31));
@@ -390,66 +406,77 @@ Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
   Value row0 = b.add(b.add(b.mul(cw, b.idx(64)), b.mul(warp, b.idx(16))),
                      arith::ShRUIOp::create(b, lane, b.idx(2)));
   Value quad = b.mul(arith::AndIOp::create(b, lane, b.idx(3)), b.idx(2));
-  int64_t parts = concat ? 2 : 1;
+  // The weight scales of the tile's (fp8Wide: the half's) columns.
+  int64_t parts = promotionParts();
   Value weightScale[2];
   for (int64_t u = 0; u < parts; ++u)
-    weightScale[u] = loadScale(b.idx(tileM + u));
-  // rowScale[h]: the scale of fragment row h (small-M: tokenScale, those of
-  // the thread's token columns)
-  // of accumulator i.
-  Value rowScale[2];
-  SmallVector<Value> tokenScale;
-  const int64_t mmaN = swap ? tileM : tileN;
+    weightScale[u] = loadScale(b.idx(tileM + u + half));
+  // Main kernel: factor h * parts + u is fragment row h's activation scale
+  // times the weight scale of part u. Small-M: the weight scale of
+  // fragment row h, then those of the thread's token columns.
+  SmallVector<Value> factors;
   for (int64_t h = 0; h < 2; ++h) {
     Value row = b.add(row0, b.idx(8 * h));
     if (!swap) {
-      rowScale[h] = loadScale(row);
+      Value rowScale = loadScale(row);
+      for (int64_t u = 0; u < parts; ++u)
+        factors.push_back(b.mul(rowScale, weightScale[u]));
     } else if (concat) {
       // The tile's first tileN / 2 weight rows are the gate half.
-      rowScale[h] = b.select(b.cmpi(CmpI::uge, row, b.idx(tileN / 2)),
-                             weightScale[1], weightScale[0]);
+      factors.push_back(b.select(b.cmpi(CmpI::uge, row, b.idx(tileN / 2)),
+                                 weightScale[1], weightScale[0]));
     } else {
-      rowScale[h] = weightScale[0];
+      factors.push_back(weightScale[0]);
     }
   }
   if (swap)
-    for (int64_t c = 0; c < mmaN / 4; ++c)
-      tokenScale.push_back(loadScale(b.add(b.idx(8 * (c / 2) + c % 2), quad)));
+    for (int64_t c = 0; c < tileM / 4; ++c)
+      factors.push_back(loadScale(b.add(b.idx(8 * (c / 2) + c % 2), quad)));
+  return factors;
+}
+
+Value WgmmaKernel::promote(LoweringBuilder &b, Value ct, Value cw, Value s,
+                           Value acc, Value block, bool first, int64_t half,
+                           ArrayRef<Value> loaded) {
+  SmallVector<Value> factors(loaded);
+  if (factors.empty())
+    factors = promotionFactors(b, ct, cw, s, half);
   // The stage's tiles and scales are read: the producer may refill it.
   // (In cluster kernels one thread per warpgroup releases it, for all: its
   // wgmma wait covers the warpgroup's MMAs but not the other warps' scale
   // loads, so the warpgroup meets first.)
-  if (cluster > 1)
-    nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
-  releaseStage(b, ct, s);
+  // (fp8Wide: once both halves' MMAs and scale reads are done.)
+  if (half + 1 == fp8Halves()) {
+    if (cluster > 1)
+      nvvm::namedBarrier(b, b.toI32(b.add(cw, b.idx(1))), 128);
+    releaseStage(b, ct, s);
+  }
   // Accumulator i: row h = (i / 2) % 2, column 8 (i / 4) + 2 (lane % 4)
   // + i % 2. Main kernel: a concat tile's first tileN / 2 columns are the
-  // gate half.
-  SmallVector<Value> factors;
-  if (!swap) {
-    for (int64_t h = 0; h < 2; ++h)
-      for (int64_t u = 0; u < parts; ++u)
-        factors.push_back(b.mul(rowScale[h], weightScale[u]));
-  }
-  int64_t count = mmaN / 2;
+  // gate half. fp8Wide: block entry i is the tile's entry i + 64 * half
+  // (m64n128 and m64n256 fragments order their columns alike, 8 columns a
+  // 4 entries).
+  const int64_t parts = promotionParts();
+  int64_t count = fp8Wide() ? 64 : (swap ? tileM : tileN) / 2;
   for (int64_t i = 0; i < count; ++i) {
     int64_t h = (i / 2) % 2;
     Value factor;
     if (swap) {
-      factor = b.mul(rowScale[h], tokenScale[2 * (i / 4) + i % 2]);
+      factor = b.mul(factors[h], factors[2 + 2 * (i / 4) + i % 2]);
     } else {
-      int64_t u = concat && 8 * (i / 4) >= tileN / 2 ? 1 : 0;
+      int64_t u = parts == 2 && 8 * (i / 4) >= tileN / 2 ? 1 : 0;
       factor = factors[h * parts + u];
     }
     Value v = LLVM::ExtractValueOp::create(b, block, i);
+    int64_t at = i + count * half;
     Value scaled;
     if (first) {
       scaled = b.mul(v, factor);
     } else {
-      Value cur = LLVM::ExtractValueOp::create(b, acc, i);
+      Value cur = LLVM::ExtractValueOp::create(b, acc, at);
       scaled = math::FmaOp::create(b, v, factor, cur);
     }
-    acc = LLVM::InsertValueOp::create(b, acc, scaled, i);
+    acc = LLVM::InsertValueOp::create(b, acc, scaled, at);
   }
   return acc;
 }

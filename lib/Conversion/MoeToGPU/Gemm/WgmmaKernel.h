@@ -69,6 +69,18 @@ static_assert((kEntryRegs - kScaledProducerRegs) * 128 >=
                   (kScaledConsumerRegs - kEntryRegs) * 256,
               "setmaxnreg would deadlock");
 
+/// The same for fp8_block tiles of 256 columns: the consumers hold the
+/// m64n256 tile accumulator and the m64n128 block accumulator (192
+/// registers). The producer keeps its rows as 32-bit indices and builds
+/// their addresses per stage; at 56 / 224 it spilled 32-60 bytes, at 72 /
+/// 208 the consumers did; 64 / 216 spills 8-24 bytes in the bench layers,
+/// outside the K loops (test/Pipelines/ptxas-lowprec.test).
+inline constexpr int64_t kWideScaledProducerRegs = 64,
+                         kWideScaledConsumerRegs = 216;
+static_assert((kEntryRegs - kWideScaledProducerRegs) * 128 >=
+                  (kWideScaledConsumerRegs - kEntryRegs) * 256,
+              "setmaxnreg would deadlock");
+
 /// The same with three consumer warpgroups (the mxfp4_hopper main kernel,
 /// 192 weight rows, 512 threads): 128 a thread at entry; the producer
 /// (128 token rows to gather, the scale words) spilled at 56 and 88, the
@@ -120,8 +132,8 @@ public:
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
         locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()),
         mxfp4(config.mxfp4), stageK(config.stageK) {
-    assert((!fp8 || (kSlices == 1 && tileN <= 128)) &&
-           "fp8_block: one 128-K block per stage, n <= 128");
+    assert((!fp8 || (kSlices == 1 && (tileN <= 128 || tileN == 256))) &&
+           "fp8_block: one 128-K block per stage, n <= 128 or 256");
     assert((!mxfp4 || (swap && (stageK == kMxfp4StageK ||
                                 (stageK == 128 &&
                                  g.format == WeightFormat::mxfp4_hopper)))) &&
@@ -151,6 +163,8 @@ private:
                   (kEntryRegs + (kEntryRegs - producerRegisters) / 2) / 8 * 8)};
     if (!rhsMap)
       return {kCpAsyncProducerRegs, kCpAsyncConsumerRegs};
+    if (fp8Wide())
+      return {kWideScaledProducerRegs, kWideScaledConsumerRegs};
     if (fp8 || mxfp4)
       return {kScaledProducerRegs, kScaledConsumerRegs};
     return {kProducerRegs, kConsumerRegs};
@@ -158,6 +172,10 @@ private:
   /// Bytes per operand element (e4m3 codes: 1) and K elements per
   /// 128-byte swizzled row.
   int64_t elemBytes() const { return fp8 ? 1 : 2; }
+  /// fp8_block main kernel with 256-column tiles: two 128-column halves,
+  /// one scale block each, multiplied and promoted in turn.
+  bool fp8Wide() const { return fp8 && !swap && tileN == 256; }
+  int64_t fp8Halves() const { return fp8Wide() ? 2 : 1; }
   int64_t sliceK() const { return 128 / elemBytes(); }
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
@@ -293,6 +311,12 @@ private:
   struct LhsRow {
     Value address, ok, row;
   };
+  /// fp8_block producer: the address of row `index` (an i32, -1 when the
+  /// row is not read: then row 0's) of a buffer at `baseAddr` with row
+  /// stride `stride` elements of `elemBytes`, and whether it is read.
+  std::pair<Value, Value> fp8Row(LoweringBuilder &b, Value index,
+                                 Value baseAddr, Value stride,
+                                 int64_t elemBytes);
   LhsRow lhsRow(LoweringBuilder &b, const WorkItem &item, Value r);
   /// Item handoff, producer side, at K step handoffStep() of the item: once
   /// the consumers have finished the previous item's epilogue, its record
@@ -358,8 +382,24 @@ private:
   /// fp8_block, after a 128-K block's MMAs into `block` (and their wait):
   /// acc += block * (activation scale of the row x weight scale of the
   /// column), from stage `s`'s scale area (`first`: acc = ...).
+  /// With 256-column tiles (fp8Wide) `block` is column half `half` of the
+  /// tile, promoted into acc's entries of that half; the stage is released
+  /// after the last half's scale reads.
+  /// `loaded`: the half's promotionFactors, read before its MMAs (read
+  /// here when empty).
   Value promote(LoweringBuilder &b, Value ct, Value cw, Value s, Value acc,
-                Value block, bool first);
+                Value block, bool first, int64_t half = 0,
+                ArrayRef<Value> loaded = {});
+  /// The scale factors of stage `s`'s promotion for this thread (of column
+  /// half `half` with fp8Wide): main kernel, per fragment row h and part u
+  /// (promotionParts) the row's activation scale x the part's weight
+  /// scale, at h * parts + u; small-M, the weight scales of the two
+  /// fragment rows, then the thread's tokens' scales.
+  SmallVector<Value> promotionFactors(LoweringBuilder &b, Value ct, Value cw,
+                                      Value s, int64_t half);
+  /// Weight-scale parts of a main-kernel promotion: the gate and the up
+  /// half of a 128-column concat tile, else one.
+  int64_t promotionParts() const { return concat && !fp8Wide() ? 2 : 1; }
   /// The fragment layout of the output columns (m64nNk16 f32
   /// accumulators): the thread holds rows 16 * warp + lane / 4 (h = 0) and
   /// + 8 (h = 1); output columns come in groups of groupWidth(); in group

@@ -48,6 +48,16 @@ WgmmaKernel::LhsRow WgmmaKernel::lhsRow(LoweringBuilder &b,
   return {address, ok, srcRow};
 }
 
+std::pair<Value, Value> WgmmaKernel::fp8Row(LoweringBuilder &b, Value index,
+                                            Value baseAddr, Value stride,
+                                            int64_t elemBytes) {
+  Value ok = b.cmpi(CmpI::sge, index, b.i32(0));
+  Value row = b.toIndex(b.select(ok, index, b.i32(0)));
+  Value address = add64(
+      b, baseAddr, nvvm::toI64(b, b.mul(b.mul(row, stride), b.idx(elemBytes))));
+  return {address, ok};
+}
+
 void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
                            const WorkItem &item) {
   // Item handoff: row tid's destination and routing weight, loaded now and
@@ -65,20 +75,23 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
   Value elemBytes = b.idx(this->elemBytes());
 
-  // Row start addresses and validity, fixed for the item.
-  SmallVector<Value> aRow, aOk, bRow, bOk, aScale;
+  // Row start addresses and validity, fixed for the item. (fp8_block:
+  // the rows as 32-bit indices, -1 when not read, whose code and scale
+  // addresses (f32 [rows, K / 128]) each stage builds: two 64-bit
+  // addresses and a flag a row do not fit the producer's registers.)
+  SmallVector<Value> aRow, aOk, bRow, bOk, aIndex;
   for (int64_t j = 0; j < tileM / 16; ++j) {
     LhsRow row = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
+    if (fp8) {
+      aIndex.push_back(b.select(row.ok, b.toI32(row.row), b.i32(-1)));
+      continue;
+    }
     aRow.push_back(row.address);
     aOk.push_back(row.ok);
-    // fp8_block: the row's activation scales (f32 [rows, K / 128]).
-    if (fp8)
-      aScale.push_back(add64(
-          b, lhsScaleAddr,
-          nvvm::toI64(b, b.mul(b.mul(row.row, lhsScaleStride), b.idx(4)))));
   }
   // fp8_block: the weight scales of the tile's columns (f32 [E, N / 128,
-  // K / 128]): one 128-column block, or the gate half's and the up half's.
+  // K / 128]): one 128-column block, or the gate half's and the up half's,
+  // or (256 columns) the two halves' blocks.
   SmallVector<Value> wScale;
   if (fp8) {
     SmallVector<Value> blocks;
@@ -86,7 +99,9 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       Value outCol = b.mul(item.colTile, b.idx(tileN / 2));
       blocks = {outCol, b.add(outCol, b.idx(g.outN))};
     } else {
-      blocks = {b.mul(item.colTile, b.idx(tileN))};
+      for (int64_t u = 0; u < fp8Halves(); ++u)
+        blocks.push_back(
+            b.add(b.mul(item.colTile, b.idx(tileN)), b.idx(128 * u)));
     }
     for (Value col : blocks) {
       Value nb = arith::DivUIOp::create(b, col, b.idx(128));
@@ -197,6 +212,10 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       };
       for (int64_t j = 0; j < int64_t(aRow.size()); ++j)
         copy(add64(b, stage, 2048 * j), aRow[j], aOk[j], lhsAddr);
+      for (int64_t j = 0; j < int64_t(aIndex.size()); ++j) {
+        auto [address, ok] = fp8Row(b, aIndex[j], lhsAddr, lhsStride, 1);
+        copy(add64(b, stage, 2048 * j), address, ok, lhsAddr);
+      }
       for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j)
         copy(add64(b, stage, aBytes() + 2048 * j), bRow[j], bOk[j], rhsAddr);
     }
@@ -207,12 +226,14 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       Value kb = nvvm::toI64(b, b.mul(kt, b.idx(4)));
       Value wkb = nvvm::toI64(b, b.mul(b.mul(kt, rhsScaleStride2), b.idx(4)));
       when(b, b.cmpi(CmpI::eq, c, b.idx(0)), [&](LoweringBuilder &b) {
-        for (int64_t j = 0; j < int64_t(aScale.size()); ++j) {
+        for (int64_t j = 0; j < int64_t(aIndex.size()); ++j) {
           Value dst =
               add64(b, area,
                     nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
-          nvvm::cpAsync4(b, dst, add64(b, aScale[j], kb),
-                         b.select(aOk[j], b.i32(4), b.i32(0)));
+          auto [address, ok] =
+              fp8Row(b, aIndex[j], lhsScaleAddr, lhsScaleStride, 4);
+          nvvm::cpAsync4(b, dst, add64(b, address, kb),
+                         b.select(ok, b.i32(4), b.i32(0)));
         }
       });
       when(b, b.cmpi(CmpI::eq, tid, b.idx(1)), [&](LoweringBuilder &b) {

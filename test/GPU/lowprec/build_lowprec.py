@@ -109,6 +109,30 @@ CASES = [
         None,
     ),
     (
+        # K tails on the 256-column FP8 tiles: the up GEMM's K = 400 (three
+        # 128-K blocks and a partial one) at 256-column tiles, the down GEMM
+        # at 128 (400 columns); then the down GEMM's K = 208 at 256-column
+        # tiles (512 columns), the up GEMM at 128 (208 output columns)
+        "ds-tail-wide-up",
+        P["deepseek-v3-fp8"].replace(
+            hidden=400, intermediate=256, experts=16, n_group=4, topk_group=2
+        ),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
+    (
+        "ds-tail-wide-down",
+        P["deepseek-v3-fp8"].replace(
+            hidden=512, intermediate=208, experts=16, n_group=4, topk_group=2
+        ),
+        None,
+        True,
+        "numpy",
+        None,
+    ),
+    (
         "mx-small",
         MX_SMALL,
         None,

@@ -27,8 +27,11 @@
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma" -verify-diagnostics > /dev/null
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256" 2>&1 | FileCheck %s --check-prefix=TN256
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=TN64
+// RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-tma=false" 2>&1 | FileCheck %s --check-prefix=TN256CPA
 
 // TN256: error: 'moe.expert_gemm' op wgmma-tile-n 256 does not tile these fp8_block weights (the columns must be a multiple of 256, at least 512: each half of a tile is one scale block)
+// TN256: error: 'moe.expert_gemm' op wgmma-tile-n 256 does not tile these fp8_block weights (a concat GLU's output columns must be a multiple of 128, at least 256: each half of a tile is one scale block)
+// TN256CPA: error: 'moe.expert_gemm' op wgmma-tile-n 256 does not tile these fp8_block weights (it needs the weights by TMA, wgmma-tma)
 // TN64: error: 'moe.expert_gemm' op wgmma-tile-n 64 does not tile fp8_block weights (128 or 256: whole scale blocks)
 
 // CHECK-LABEL: func.func @fp8(
@@ -121,6 +124,21 @@ func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, 
   // expected-error @+1 {{failed to legalize operation 'moe.expert_gemm'}}
   %r = moe.expert_gemm %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x2x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x192x256xf8E4M3FN> -> tensor<?x96xbf16>
   return %r : tensor<?x96xbf16>
+}
+
+// -----
+
+// A concat GLU of 192 output columns: its halves fit one scale block at
+// 128-column tiles (64 gate + 64 up columns), not at 256 (TN256 above).
+// CHECK-LABEL: func.func @fp8_concat192(
+// CHECK: nvvm.setmaxregister decrease 88
+// CHECK: nvvm.setmaxregister increase 208
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+func.func @fp8_concat192(%a: tensor<?x256xbf16>, %w: tensor<4x384x256xf8E4M3FN>, %s: tensor<4x3x2xf32>, %off: tensor<5xi32>) -> tensor<?x192xbf16> {
+  %r = moe.expert_gemm %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x3x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x384x256xf8E4M3FN> -> tensor<?x192xbf16>
+  return %r : tensor<?x192xbf16>
 }
 
 // -----

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gemm/GemmKernel.h"
+#include "Gemm/NVVMBuilder.h"
 #include "KernelBuilder.h"
 #include "Patterns.h"
 
@@ -84,6 +85,32 @@ UncoveredFill uncoveredFillOf(ExpertGemmOp op, bool elide) {
                          user.getOffsets() == op.getOffsets();
                 });
   return unread ? UncoveredFill::Unread : UncoveredFill::Rows;
+}
+
+/// The fp8_block GEMM that `op` (GEMM1 of a fused layer) may quantize its
+/// output rows for: its only user, reading them as its lhs (no gather,
+/// the same offsets, so only the rows `op` writes), when `op`'s Hopper main
+/// kernel has 256-column concat tiles (a tile holds whole 128-column
+/// groups of 16-bit outputs, in GEMM row order) and `user` is not lowered
+/// yet. Null otherwise.
+ExpertGemmOp quantizedHandoffUser(ExpertGemmOp op, const GemmOperands &g,
+                                  const GemmKernelConfig &config,
+                                  const llvm::DenseSet<Operation *> &lowered) {
+  if (config.engine != GemmEngine::Wgmma || !config.fp8 || config.swapAB ||
+      config.tileN != 256 || !g.glu || g.glu->layout != GluLayout::concat ||
+      g.outN % 128 != 0 || g.scatter || g.scale ||
+      g.outElem.getIntOrFloatBitWidth() != 16)
+    return {};
+  Value result = op.getResult();
+  if (!result.hasOneUse())
+    return {};
+  OpOperand &use = *result.getUses().begin();
+  auto user = dyn_cast<ExpertGemmOp>(use.getOwner());
+  if (!user || &use != &user.getLhsMutable() ||
+      user.getFormat() != WeightFormat::fp8_block || user.getGather() ||
+      user.getOffsets() != op.getOffsets() || lowered.contains(user))
+    return {};
+  return user;
 }
 
 } // namespace
@@ -190,9 +217,23 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
       });
 }
 
+/// The fp8_block handoff between the two GEMMs of a layer: GEMM1's main
+/// kernel writes the e4m3 codes and scales of its output rows in its
+/// epilogue (quantizedHandoffUser), and GEMM2 multiplies them instead of
+/// quantizing GEMM1's output in a kernel of its own. GEMM1's other paths
+/// (small-M kernels, SIMT fallback) store their output and quantize it
+/// after them. State of one conversion, shared by the pattern's runs:
+/// the handoffs by their reading GEMM, and the GEMMs lowered so far (a
+/// GEMM2 lowered first quantizes for itself, and GEMM1 then does not).
+struct QuantizedHandoffs {
+  llvm::DenseMap<Operation *, QuantizedRows> byReader;
+  llvm::DenseSet<Operation *> lowered;
+};
+
 struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
   ExpertGemmToGPU(MLIRContext *ctx, const ConvertMoeToGPUPassOptions &options)
-      : OpRewritePattern(ctx), options(options) {}
+      : OpRewritePattern(ctx), options(options),
+        handoffs(std::make_shared<QuantizedHandoffs>()) {}
 
   LogicalResult matchAndRewrite(ExpertGemmOp op,
                                 PatternRewriter &rewriter) const override {
@@ -201,9 +242,24 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
-    // fp8_block: the activations are quantized first (one kernel).
-    if (g.fp8())
-      quantizeActivations(b, g);
+    // fp8_block: the activations are quantized first (one kernel), unless
+    // the GEMM that produced them did it.
+    if (g.fp8()) {
+      auto handoff = handoffs->byReader.find(op);
+      if (handoff != handoffs->byReader.end()) {
+        g.lhs = handoff->second.codes;
+        g.lhsScale = handoff->second.scales;
+      } else {
+        quantizeActivations(b, g);
+      }
+    }
+    if (ExpertGemmOp user =
+            quantizedHandoffUser(op, g, *config, handoffs->lowered)) {
+      g.quantizedOut = allocQuantizedRows(
+          b, g.m, g.outN, user.getScaleFmt() == ScaleFmt::ue8m0);
+      handoffs->byReader[user] = *g.quantizedOut;
+    }
+    handoffs->lowered.insert(op);
     UncoveredFill fill = uncoveredFillOf(op, options.elideFills);
     // elide-fills: the Hopper kernel zeroes the uncovered rows itself (its
     // consumer warpgroups, before their first tile): one launch fewer;
@@ -221,36 +277,50 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
         return arith::ConstantIntOp::create(b, b.getI64Type(), 0);
       };
       // if (cond) the Hopper kernel `kernel` else `otherwise`.
+      // if (cond) the Hopper kernel `kernel` else `otherwise`. With a
+      // quantized handoff each path yields whether it stored `out` (true)
+      // or the codes and scales (false: the main kernel); else nothing
+      // (null).
       auto hopperIf = [&](LoweringBuilder &b, Value cond,
                           const GemmKernelConfig &kernel, Value rhsMap,
-                          function_ref<void(LoweringBuilder &)> otherwise) {
-        scf::IfOp::create(
-            b, cond,
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              emitWgmmaExpertGemm(nb, g, kernel, rhsMap,
+                          function_ref<Value(LoweringBuilder &)> otherwise) {
+        SmallVector<Type, 1> types;
+        if (g.quantizedOut)
+          types.push_back(b.getI1Type());
+        SmallVector<Value> stored = b.ifElse(
+            cond, types,
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              emitWgmmaExpertGemm(b, g, kernel, rhsMap,
                                   fillInKernel ? fill : UncoveredFill::Unread);
-              scf::YieldOp::create(nb);
+              if (!g.quantizedOut)
+                return {};
+              return {b.i1(kernel.swapAB)};
             },
-            [&](OpBuilder &nested, Location loc) {
-              LoweringBuilder nb(loc, nested);
-              otherwise(nb);
-              scf::YieldOp::create(nb);
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              Value v = otherwise(b);
+              if (!v)
+                return {};
+              return {v};
             });
+        return stored.empty() ? Value() : stored[0];
       };
       // The main Hopper kernel under its run-time checks (aligned
       // operands, a tensor map), else the SIMT kernel.
       auto emitMain = [&](LoweringBuilder &b) {
         Value ok = wgmmaOperandsAligned(b, g);
+        if (g.quantizedOut)
+          ok =
+              b.andi(ok, nvvm::rowsAligned16(b, g.quantizedOut->codes, {0}, 1));
         Value rhsMap;
         if (config->rhsTma) {
           rhsMap = emitRhsTensorMap(b, module, g, *config);
           ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
-        hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
+        return hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
           if (fillInKernel)
             zeroUncoveredRows(b, g, fill);
           emitSimtExpertGemm(b, g, config->simt);
+          return g.quantizedOut ? b.i1(true) : Value();
         });
       };
       // The small-M kernels beside it, chosen on the host from the rows
@@ -261,34 +331,41 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       // path runs (one SIMT fallback for all).
       SmallVector<GemmKernelConfig> swaps =
           chooseSwapConfigs(op, options, *config);
-      std::function<void(LoweringBuilder &, size_t)> emitFrom =
-          [&](LoweringBuilder &b, size_t tier) {
-            if (tier == swaps.size())
-              return emitMain(b);
-            const GemmKernelConfig &swap = swaps[tier];
-            Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
-                                   b.idx(swap.swapRows * g.numExperts));
-            Value swapMap = b.ifElse(
-                fewRows, {b.getI64Type()},
-                [&](LoweringBuilder &b) -> SmallVector<Value> {
-                  return {emitRhsTensorMap(b, module, g, swap)};
-                },
-                [&](LoweringBuilder &b) -> SmallVector<Value> {
-                  return {zero64(b)};
-                })[0];
-            Value useSwap =
-                b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
-                       b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
-            hopperIf(b, useSwap, swap, swapMap,
-                     [&](LoweringBuilder &b) { emitFrom(b, tier + 1); });
-          };
-      emitFrom(b, 0);
+      std::function<Value(LoweringBuilder &, size_t)> emitFrom =
+          [&](LoweringBuilder &b, size_t tier) -> Value {
+        if (tier == swaps.size())
+          return emitMain(b);
+        const GemmKernelConfig &swap = swaps[tier];
+        Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
+                               b.idx(swap.swapRows * g.numExperts));
+        Value swapMap = b.ifElse(
+            fewRows, {b.getI64Type()},
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {emitRhsTensorMap(b, module, g, swap)};
+            },
+            [&](LoweringBuilder &b) -> SmallVector<Value> {
+              return {zero64(b)};
+            })[0];
+        Value useSwap =
+            b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
+                   b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
+        return hopperIf(b, useSwap, swap, swapMap, [&](LoweringBuilder &b) {
+          return emitFrom(b, tier + 1);
+        });
+      };
+      Value storedOut = emitFrom(b, 0);
+      // The paths that stored `out` (small-M, SIMT) quantize it after them.
+      if (g.quantizedOut)
+        when(b, storedOut, [&](LoweringBuilder &b) {
+          quantizeRows(b, g.out, g.m, g.outN, *g.quantizedOut);
+        });
     }
     rewriter.replaceOp(op, toTensor(b, g.out));
     return success();
   }
 
   ConvertMoeToGPUPassOptions options;
+  std::shared_ptr<QuantizedHandoffs> handoffs;
 };
 
 struct GluToGPU : OpRewritePattern<GluOp> {

@@ -143,6 +143,60 @@ func.func @fp8_concat192(%a: tensor<?x256xbf16>, %w: tensor<4x384x256xf8E4M3FN>,
 
 // -----
 
+// The FP8 handoff between the two GEMMs of a layer: GEMM1 (a concat GLU on
+// 256-column tiles, each holding one whole 128-column group of h) writes
+// the e4m3 codes and scales of its output rows in its main kernel's
+// epilogue (a row's amax over the quad by two shuffles, the codes by
+// cvt.rn.satfinite, one 16-byte store of 16 codes a thread); its other
+// paths (small-M kernels, SIMT) store h and say so, and then one kernel
+// quantizes it; GEMM2 multiplies the codes without a quantization kernel
+// of its own. With 128-column tiles (the CPA run, weights by cp.async)
+// there is no handoff: GEMM2 quantizes h itself.
+// CHECK-LABEL: func.func @fp8_handoff(
+// CHECK: gpu.launch
+// CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: %[[CODES:.*]] = memref.alloc(%{{.*}}) : memref<?x256xi8>
+// CHECK: %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
+// CHECK: %[[STORED:.*]] = scf.if %{{.*}} -> (i1) {
+// CHECK: nvvm.setmaxregister  increase 216
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}} : f32
+// CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: scf.if %[[STORED]] {
+// CHECK: gpu.launch
+// CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: memref.store %{{.*}}, %[[CODES]]
+// CHECK: memref.store %{{.*}}, %[[SCALES]]
+// CHECK: bufferization.to_tensor
+// CHECK-NOT: nvvm.convert.f32x2.to.f8x2
+// CHECK: return
+// CPA-LABEL: func.func @fp8_handoff(
+// CPA-NOT: -> (i1)
+// CPA-COUNT-2: nvvm.convert.f32x2.to.f8x2
+// CPA: bufferization.to_tensor
+// CPA: nvvm.convert.f32x2.to.f8x2
+// CPA: return
+func.func @fp8_handoff(%x: tensor<?x256xbf16>, %w1: tensor<4x512x256xf8E4M3FN>, %s1: tensor<4x4x2xf32>, %w2: tensor<4x256x256xf8E4M3FN>, %s2: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> tensor<?x256xbf16> {
+  %h = moe.expert_gemm %x, %w1 offsets(%off : tensor<5xi32>) scales(%s1 : tensor<4x4x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x512x256xf8E4M3FN> -> tensor<?x256xbf16>
+  %y = moe.expert_gemm %h, %w2 offsets(%off : tensor<5xi32>) scales(%s2 : tensor<4x2x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x256x256xf8E4M3FN> -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+
+// -----
+
+// h read twice (GEMM2 and the function's result): no handoff.
+// CHECK-LABEL: func.func @fp8_no_handoff(
+// CHECK-NOT: -> (i1)
+// CHECK: return
+func.func @fp8_no_handoff(%x: tensor<?x256xbf16>, %w1: tensor<4x512x256xf8E4M3FN>, %s1: tensor<4x4x2xf32>, %w2: tensor<4x256x256xf8E4M3FN>, %s2: tensor<4x2x2xf32>, %off: tensor<5xi32>) -> (tensor<?x256xbf16>, tensor<?x256xbf16>) {
+  %h = moe.expert_gemm %x, %w1 offsets(%off : tensor<5xi32>) scales(%s1 : tensor<4x4x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x512x256xf8E4M3FN> -> tensor<?x256xbf16>
+  %y = moe.expert_gemm %h, %w2 offsets(%off : tensor<5xi32>) scales(%s2 : tensor<4x2x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x256x256xf8E4M3FN> -> tensor<?x256xbf16>
+  return %h, %y : tensor<?x256xbf16>, tensor<?x256xbf16>
+}
+
+// -----
+
 // mxfp4: three register-A kernels (16, 32, 128 tokens; the tensor maps:
 // UINT8, K / 2 = 32 bytes a row, 48 rows, 4 experts, boxes of 128 bytes x
 // 32 / 64 rows), each with the scale-word copies, the e2m1 decoding and

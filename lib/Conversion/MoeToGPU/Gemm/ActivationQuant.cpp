@@ -30,16 +30,30 @@ using namespace mlir::moe::gpu_lowering;
 
 using CmpI = arith::CmpIPredicate;
 
+QuantizedRows gpu_lowering::allocQuantizedRows(LoweringBuilder &b, Value rows,
+                                               int64_t k, bool ue8m0) {
+  const int64_t groups = llvm::divideCeil(k, 128);
+  QuantizedRows q;
+  q.codes = allocScratch(b, {ShapedType::kDynamic, k}, b.getI8Type(), {rows});
+  q.scales =
+      allocScratch(b, {ShapedType::kDynamic, groups}, b.getF32Type(), {rows});
+  q.ue8m0 = ue8m0;
+  return q;
+}
+
 void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
   assert(g.fp8() && !g.lhsScale && "quantizeActivations: fp8_block lhs");
-  const int64_t k = g.kDim, groups = llvm::divideCeil(k, 128);
-  Value rows = g.lhsRows;
-  Value codes =
-      allocScratch(b, {ShapedType::kDynamic, k}, b.getI8Type(), {rows});
-  Value scales =
-      allocScratch(b, {ShapedType::kDynamic, groups}, b.getF32Type(), {rows});
-  Value lhs = g.lhs;
-  bool ue8m0 = g.ue8m0;
+  QuantizedRows q = allocQuantizedRows(b, g.lhsRows, g.kDim, g.ue8m0);
+  quantizeRows(b, g.lhs, g.lhsRows, g.kDim, q);
+  g.lhs = q.codes;
+  g.lhsScale = q.scales;
+}
+
+void gpu_lowering::quantizeRows(LoweringBuilder &b, Value lhs, Value rows,
+                                int64_t k, const QuantizedRows &q) {
+  const int64_t groups = llvm::divideCeil(k, 128);
+  Value codes = q.codes, scales = q.scales;
+  bool ue8m0 = q.ue8m0;
   // A warp quantizes two groups of a row: lanes 16 h .. 16 h + 15 group
   // 2 p + h, lane l its columns 8 (l % 16) .. + 7 (the last pair of an odd
   // count has an idle half, which still shuffles).
@@ -102,6 +116,4 @@ void gpu_lowering::quantizeActivations(LoweringBuilder &b, GemmOperands &g) {
                     b.cmpi(CmpI::ult, group, b.idx(groups))),
              [&](LoweringBuilder &b) { b.store(scale, scales, {row, group}); });
       });
-  g.lhs = codes;
-  g.lhsScale = scales;
 }

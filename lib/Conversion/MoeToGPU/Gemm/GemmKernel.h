@@ -40,6 +40,14 @@ namespace mlir {
 namespace moe {
 namespace gpu_lowering {
 
+/// fp8_block activations quantized per row and 128 columns: e4m3 codes
+/// (i8, [rows, K]) and f32 scales ([rows, ceil(K / 128)]), with the scale
+/// rule of the GEMM that reads them (ue8m0: powers of two).
+struct QuantizedRows {
+  Value codes, scales;
+  bool ue8m0 = false;
+};
+
 /// The buffers and static facts of one moe.expert_gemm.
 struct GemmOperands {
   Value lhs, rhs, offsets;            // always present
@@ -62,6 +70,12 @@ struct GemmOperands {
   /// e4m3 codes (i8, [rows, K]) and `lhsScale` their scales (f32, [rows,
   /// ceil(K / 128)]).
   Value lhsScale;
+  /// fp8_block activations of the next GEMM, quantized by this one
+  /// (ExpertComputeToGPU.cpp's handoff): when set, the kernels write e4m3
+  /// codes and scales of the output rows (QuantizedRows) as
+  /// quantizeActivations would from `out`: the Hopper main kernel in its
+  /// epilogue, the other paths by quantizeRows on `out` after them.
+  std::optional<QuantizedRows> quantizedOut;
 
   bool fp8() const { return format == WeightFormat::fp8_block; }
   bool mxfp4() const { return isMxfp4(format); }
@@ -83,6 +97,13 @@ GemmOperands gemmOperandsOf(LoweringBuilder &b, ExpertGemmOp op);
 /// --moe-lower-to-cpu does (LowPrecision.h), and points `g.lhs` /
 /// `g.lhsScale` at them.
 void quantizeActivations(LoweringBuilder &b, GemmOperands &g);
+/// Scratch buffers for `rows` x `k` quantized activations.
+QuantizedRows allocQuantizedRows(LoweringBuilder &b, Value rows, int64_t k,
+                                 bool ue8m0);
+/// One kernel quantizes rows [0, rows) of `src` ([rows, k], 16-bit or
+/// f32) into `q`, as quantizeActivations does.
+void quantizeRows(LoweringBuilder &b, Value src, Value rows, int64_t k,
+                  const QuantizedRows &q);
 
 /// Shared memory of the Hopper engine's epilogue staging per consumer
 /// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).

@@ -20,6 +20,10 @@
 
 #include "WgmmaKernel.h"
 
+#include "Utils/LowPrecision.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
@@ -129,6 +133,10 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
   };
 
   Value wgBarrier = b.toI32(b.add(cw, b.idx(1)));
+  // quantizesOut: the amax of each fragment row's outputs (as stored), the
+  // thread's share of them; the tile is one pass (128 16-bit columns).
+  const bool quantize = quantizesOut();
+  Value amax[2] = {b.f32(0.0f), b.f32(0.0f)};
   for (int64_t lo = 0; lo < outPerTile; lo += passCols) {
     const int64_t width = std::min(passCols, outPerTile - lo);
     // 1. Fragments -> staging (this pass's columns [lo, lo + width)); both
@@ -144,11 +152,35 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
           for (int64_t i : indices)
             v.push_back(value(b, i));
           columns.push_back(outValue(b, h, c, v));
+          if (quantize)
+            amax[h] = arith::MaximumFOp::create(
+                b, amax[h], math::AbsFOp::create(b, b.toF32(columns.back())));
         }
         // Adjacent columns of one thread go as one (vector) store.
         nvvm::storeShared(b, sharedAddress(b, h, group.local - lo, dynamic),
                           columns);
       }
+    }
+    if (quantize) {
+      // A row's 128 columns are spread over the four threads of a quad:
+      // its amax by two shuffles, its scale (quantizeRows' rule) into the
+      // factor table (unused without routing weights) for the stores.
+      for (int64_t h = 0; h < 2; ++h) {
+        for (int64_t offset = 1; offset <= 2; offset *= 2)
+          amax[h] = arith::MaximumFOp::create(
+              b, amax[h],
+              warpShuffle(b, amax[h], offset, gpu::ShuffleMode::XOR));
+        Value scale = activationScale(b, amax[h], g.quantizedOut->ue8m0);
+        Value row = b.add(b.mul(cw, b.idx(64)), b.add(row0, b.idx(8 * h)));
+        when(b, b.cmpi(CmpI::eq, quad, b.idx(0)), [&](LoweringBuilder &b) {
+          nvvm::storeShared(b, factorTableAddress(b, row), {scale});
+        });
+      }
+      nvvm::namedBarrier(b, wgBarrier, 128);
+      epilogueQuantizedStores(b, ct, cw, item, staging);
+      // The next item overwrites the staging and the scales.
+      nvvm::namedBarrier(b, wgBarrier, 128);
+      return;
     }
     nvvm::namedBarrier(b, wgBarrier, 128);
 
@@ -246,6 +278,96 @@ void WgmmaKernel::epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
       nvvm::namedBarrier(b, wgBarrier, 128);
     };
     threadStores(b);
+  }
+}
+
+void WgmmaKernel::epilogueQuantizedStores(LoweringBuilder &b, Value ct,
+                                          Value cw, const WorkItem &item,
+                                          Value staging) {
+  // Thread ct takes columns 16 (ct % 8) .. + 15 (staging chunks 2 (ct % 8)
+  // and + 1) of rows ct / 8 + 16 u, u < 4: all four rows' loads first.
+  constexpr int64_t kRows = 4, kRowStride = 16;
+  Value chunk = arith::AndIOp::create(b, ct, b.idx(7));
+  Value rsub = arith::ShRUIOp::create(b, ct, b.idx(3));
+  Value col =
+      b.add(b.mul(item.colTile, b.idx(outPerTile)), b.mul(chunk, b.idx(16)));
+  // Through opaque moves: the rows' shared addresses are loop-invariant,
+  // and hoisted out of the item loop they were kept live across the MMAs
+  // (spilled).
+  Value rowTable = nvvm::opaque(b, rowTableAddress(b, cw));
+  Value scaleTable =
+      nvvm::opaque(b, factorTableAddress(b, b.mul(cw, b.idx(64))));
+  staging = nvvm::opaque(b, staging);
+  auto elemType = VectorType::get({8}, g.outElem);
+  SmallVector<Value, kRows> dests, scales;
+  SmallVector<SmallVector<Value, 2>, kRows> halves;
+  for (int64_t u = 0; u < kRows; ++u) {
+    Value rowW = b.add(rsub, b.idx(u * kRowStride));
+    dests.push_back(nvvm::loadShared(
+        b, b.getI32Type(),
+        add64(b, rowTable, nvvm::toI64(b, b.mul(rowW, b.idx(4))))));
+    scales.push_back(nvvm::loadShared(
+        b, b.getF32Type(),
+        add64(b, scaleTable, nvvm::toI64(b, b.mul(rowW, b.idx(4))))));
+    // Staging chunk c of row rowW lies at chunk c ^ (rowW % 8).
+    Value key = arith::AndIOp::create(b, rowW, b.idx(7));
+    SmallVector<Value, 2> v;
+    for (int64_t c = 0; c < 2; ++c) {
+      Value physical = arith::XOrIOp::create(
+          b, b.add(b.mul(chunk, b.idx(2)), b.idx(c)), key);
+      v.push_back(nvvm::loadShared16(
+          b, add64(b, staging,
+                   nvvm::toI64(b, b.add(b.mul(rowW, b.idx(kEpilogueRowBytes)),
+                                        b.mul(physical, b.idx(16)))))));
+    }
+    halves.push_back(v);
+  }
+  // The codes' and scales' addresses and strides, read here rather than
+  // kept from the kernel's start (that spilled the main kernel's
+  // consumers).
+  Value codesAddr = nvvm::bufferAddress(b, g.quantizedOut->codes);
+  Value codesStride = nvvm::bufferStride(b, g.quantizedOut->codes, 0);
+  Value codeScalesAddr = nvvm::bufferAddress(b, g.quantizedOut->scales);
+  Value codeScalesStride = nvvm::bufferStride(b, g.quantizedOut->scales, 0);
+  auto f8 = Float8E4M3FNType::get(b.getContext());
+  for (int64_t u = 0; u < kRows; ++u) {
+    SmallVector<Value, 16> x;
+    for (Value v : halves[u]) {
+      Value elems = LLVM::BitcastOp::create(b, elemType, v);
+      for (int64_t e = 0; e < 8; ++e)
+        x.push_back(b.toF32(LLVM::ExtractElementOp::create(
+            b, elems, arith::ConstantIntOp::create(b, b.getI32Type(), e))));
+    }
+    // cvt.rn.satfinite.e4m3x2.f32 of (x[i + 1], x[i]): x[i] in the low
+    // byte; two pairs a word, the first column in the lowest byte.
+    SmallVector<Value, 4> words;
+    for (int64_t w = 0; w < 4; ++w) {
+      Value pair[2];
+      for (int64_t p = 0; p < 2; ++p) {
+        int64_t i = 4 * w + 2 * p;
+        pair[p] = arith::ExtUIOp::create(
+            b, b.getI32Type(),
+            NVVM::ConvertF32x2ToF8x2Op::create(
+                b, b.getI16Type(), b.div(x[i + 1], scales[u]),
+                b.div(x[i], scales[u]), NVVM::FPRoundingMode::RN,
+                NVVM::SaturationMode::SATFINITE, /*relu=*/false, f8));
+      }
+      words.push_back(arith::OrIOp::create(
+          b, pair[0], arith::ShLIOp::create(b, pair[1], b.i32(16))));
+    }
+    // Written by the producer (item handoff): -1 for rows past the tile.
+    when(b, b.cmpi(CmpI::sge, dests[u], b.i32(0)), [&](LoweringBuilder &b) {
+      Value dest = b.toIndex(dests[u]);
+      Value codeOffset = b.add(b.mul(dest, codesStride), col);
+      nvvm::storeGlobal(b, add64(b, codesAddr, nvvm::toI64(b, codeOffset)),
+                        words);
+      when(b, b.cmpi(CmpI::eq, chunk, b.idx(0)), [&](LoweringBuilder &b) {
+        Value scaleOffset = b.add(b.mul(dest, codeScalesStride), item.colTile);
+        Value address = add64(b, codeScalesAddr,
+                              nvvm::toI64(b, b.mul(scaleOffset, b.idx(4))));
+        LLVM::StoreOp::create(b, scales[u], nvvm::globalPtr(b, address), 4);
+      });
+    });
   }
 }
 

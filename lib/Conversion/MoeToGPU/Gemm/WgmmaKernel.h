@@ -132,6 +132,11 @@ public:
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
         locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()),
         mxfp4(config.mxfp4), stageK(config.stageK) {
+    assert((!quantizesOut() || (fp8Wide() && concat && outPerTile == 128 &&
+                                g.outElem.getIntOrFloatBitWidth() == 16 &&
+                                !g.scatter && !g.scale)) &&
+           "quantized output: 256-column concat fp8_block tiles of 16-bit "
+           "rows in GEMM order");
     assert((!fp8 || (kSlices == 1 && (tileN <= 128 || tileN == 256))) &&
            "fp8_block: one 128-K block per stage, n <= 128 or 256");
     assert((!mxfp4 || (swap && (stageK == kMxfp4StageK ||
@@ -176,6 +181,12 @@ private:
   /// one scale block each, multiplied and promoted in turn.
   bool fp8Wide() const { return fp8 && !swap && tileN == 256; }
   int64_t fp8Halves() const { return fp8Wide() ? 2 : 1; }
+  /// The main kernel quantizes its output rows for the next GEMM
+  /// (g.quantizedOut): a 256-column concat tile holds one whole 128-column
+  /// group of output columns, so a row's amax is tile-local
+  /// (epilogueStaged). The small-M kernels store `out` and the host
+  /// quantizes it after them.
+  bool quantizesOut() const { return g.quantizedOut.has_value() && !swap; }
   int64_t sliceK() const { return 128 / elemBytes(); }
   int64_t aBytes() const { return tileM * 128; }
   /// One 64-element K slice of a stage: tileM lhs rows then tileN rhs
@@ -446,7 +457,8 @@ private:
   SmallVector<Value> rowEntry(LoweringBuilder &b, const WorkItem &item, Value r,
                               bool withFactor);
   /// Stores the tile through the warpgroup's shared staging, whole rows
-  /// by 16-byte stores.
+  /// by 16-byte stores (quantizesOut: the rows' e4m3 codes and scales,
+  /// epilogueQuantizedStores).
   void epilogueStaged(LoweringBuilder &b, Value ct, Value cw,
                       const WorkItem &item, Value acc,
                       const RowFactors &factors);
@@ -468,6 +480,13 @@ private:
   /// then loads them itself).
   SwapTargets prefetchSwapTargets(LoweringBuilder &b, Value tid,
                                   const WorkItem &item);
+  /// quantizesOut, after the staging holds the tile's 64 x 128 outputs
+  /// (16-bit) of this warpgroup and the factor table its rows' scales:
+  /// eight threads a row, each 16 columns: codes = e4m3(x / scale) by
+  /// cvt.rn.satfinite (as quantizeRows), one 16-byte store, and the row's
+  /// scale.
+  void epilogueQuantizedStores(LoweringBuilder &b, Value ct, Value cw,
+                               const WorkItem &item, Value staging);
   void epilogueSwapped(LoweringBuilder &b, Value tid, Value cw,
                        const WorkItem &item, Value acc,
                        const SwapTargets &targets);

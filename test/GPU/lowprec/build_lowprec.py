@@ -110,6 +110,19 @@ CASES = [
         None,
     ),
     (
+        # scale_fmt ue8m0 with the main kernel at every T and 256-column
+        # concat tiles: GEMM1's epilogue quantizes h with power-of-two
+        # scales
+        "ds31-main",
+        P["deepseek-v3.1-fp8"].replace(
+            hidden=384, intermediate=256, experts=8, n_group=1, topk_group=1
+        ),
+        {"wgmma_swap_rows": 0},
+        True,
+        "numpy",
+        None,
+    ),
+    (
         "ds-partial",
         P["deepseek-v3-fp8"].replace(
             hidden=200, intermediate=96, experts=16, n_group=4, topk_group=2

@@ -159,7 +159,7 @@ if [ "${SKIP_LOWPREC:-0}" != 1 ]; then
       PYTORCH_NO_CUDA_MEMORY_CACHING=1 OUT="$RES/lowprec-memcheck" timeout -k 15 300 \
         "$SAN_LP" --tool memcheck --error-exitcode 1 --print-limit 100 \
         "$PY" -u lowprec/lowprec_check.py --dir lowprec --budget 200 --time-T "" --T 1,7,64 \
-        --only ds-small,ds-small-unfused,ds-small-tile128,ds-small-swap,ds-small-cpasync,ds-partial,ds-tail-wide-up,ds-tail-wide-down,mx-small,mx-tail,mx-concat,mx-swap16x128,mxh-small,mxh-tail,mxh-swap16x128,mxh-main \
+        --only ds-small,ds-small-unfused,ds-small-tile128,ds-small-swap,ds-small-cpasync,ds-partial,ds-tail-wide-up,ds-tail-wide-down,ds-small-main,ds31-main,mx-small,mx-tail,mx-concat,mx-swap16x128,mxh-small,mxh-tail,mxh-swap16x128,mxh-main \
         > "$RES/lowprec-memcheck.log" 2>&1
       lowprec_san_rc=$?
       echo "=== low-precision memcheck: exit $lowprec_san_rc after $(( SECONDS - t0 ))s; $(grep -Eo 'ERROR SUMMARY: [0-9]+' "$RES/lowprec-memcheck.log" | tail -n 1)"

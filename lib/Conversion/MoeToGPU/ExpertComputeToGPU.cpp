@@ -276,7 +276,6 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       auto zero64 = [](LoweringBuilder &b) -> Value {
         return arith::ConstantIntOp::create(b, b.getI64Type(), 0);
       };
-      // if (cond) the Hopper kernel `kernel` else `otherwise`.
       // if (cond) the Hopper kernel `kernel` else `otherwise`. With a
       // quantized handoff each path yields whether it stored `out` (true)
       // or the codes and scales (false: the main kernel); else nothing

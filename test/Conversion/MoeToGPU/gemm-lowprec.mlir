@@ -74,29 +74,19 @@ func.func @fp8(%a: tensor<?x256xbf16>, %w: tensor<4x256x256xf8E4M3FN>, %s: tenso
 // step's MMAs are two m64n128 halves into the one block accumulator, each
 // waited for and promoted with its own scale block into the m64n256 tile
 // accumulator (entry 127 read by the epilogue); weight boxes of 128 K x 128
-// rows; producer / consumer registers 64 / 216. The two consumer
-// warpgroups issue their MMA groups in turn: warpgroup 1 grants the first
-// turn (bar.arrive), each group waits for its turn (bar.sync on one named
-// barrier) and hands it on after its commit (bar.arrive on the other), and
-// warpgroup 0 takes the last grant after the item loop.
+// rows; producer / consumer registers 64 / 216.
 // CHECK-LABEL: func.func @fp8_wide(
 // CHECK: call @moeRuntimeTensorMap3D(%{{.*}}, %c0_i64{{.*}}, %c256_i64{{.*}}, %c512_i64{{.*}}, %c4_i64{{.*}}, %{{.*}}, %{{.*}}, %c128_i64{{.*}}, %c128_i64{{.*}}, %c1_i64
 // CHECK: nvvm.setmaxregister decrease 64
 // CHECK: nvvm.setmaxregister increase 216
-// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
-// CHECK: nvvm.barrier id = %[[TURN:.*]] number_of_threads = %c256_i32
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.barrier.arrive id = %[[OTHER:.*]] number_of_threads = %c256_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.mulf
-// CHECK: nvvm.barrier id = %[[TURN]] number_of_threads = %c256_i32
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.barrier.arrive id = %[[OTHER]] number_of_threads = %c256_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: scf.for
-// CHECK: nvvm.barrier id = %[[TURN]] number_of_threads = %c256_i32
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: math.fma
@@ -104,7 +94,6 @@ func.func @fp8(%a: tensor<?x256xbf16>, %w: tensor<4x256x256xf8E4M3FN>, %s: tenso
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: math.fma
 // CHECK: llvm.extractvalue %{{.*}}[127] : !llvm.struct<(f32,
-// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
 func.func @fp8_wide(%a: tensor<?x256xbf16>, %w: tensor<4x512x256xf8E4M3FN>, %s: tensor<4x4x2xf32>, %off: tensor<5xi32>) -> tensor<?x512xbf16> {
   %r = moe.grouped_matmul %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x4x2xf32>) {transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x512x256xf8E4M3FN> -> tensor<?x512xbf16>
   return %r : tensor<?x512xbf16>
@@ -146,7 +135,6 @@ func.func @fp8_concat96(%a: tensor<?x256xbf16>, %w: tensor<4x192x256xf8E4M3FN>, 
 // CHECK: nvvm.setmaxregister increase 208
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 func.func @fp8_concat192(%a: tensor<?x256xbf16>, %w: tensor<4x384x256xf8E4M3FN>, %s: tensor<4x3x2xf32>, %off: tensor<5xi32>) -> tensor<?x192xbf16> {
   %r = moe.expert_gemm %a, %w offsets(%off : tensor<5xi32>) scales(%s : tensor<4x3x2xf32>) {activation = #moe.activation<silu>, layout = #moe.glu_layout<concat>, transpose_rhs = true, weight_format = #moe.weight_format<fp8_block>} : tensor<?x256xbf16>, tensor<4x384x256xf8E4M3FN> -> tensor<?x192xbf16>

@@ -292,12 +292,6 @@ inline void namedBarrier(LoweringBuilder &b, Value id, int64_t threads) {
                           NVVM::BarrierReductionAttr(), Value());
 }
 
-/// bar.arrive `id` (i32), `threads`: arrives on a barrier of part of the
-/// block without waiting (the other side bar.syncs it).
-inline void namedBarrierArrive(LoweringBuilder &b, Value id, int64_t threads) {
-  NVVM::BarrierArriveOp::create(b, id, b.i32(threads));
-}
-
 inline void setMaxRegisters(LoweringBuilder &b, int64_t count, bool increase) {
   NVVM::SetMaxRegisterOp::create(
       b, b.getI32IntegerAttr(count),

@@ -67,17 +67,6 @@
 //   (mapa) on the peer, whose producer writes into this CTA; uncoupled
 //   both land here and the units are those of the kernel without
 //   clusters (every shift 0, rank 0).
-// - Ordered MMA issue (fp8_block main kernel, bench/NOTES.md v83): each
-//   128-K block's MMAs go into a block accumulator that is waited for and
-//   promoted, so a warpgroup's tensor-core work stops while it promotes.
-//   Issued together, the two warpgroups' groups interleave on the tensor
-//   cores, finish together and are promoted together, leaving the tensor
-//   pipe idle. So they take turns: a warpgroup issues its group once the
-//   other has issued its previous one (named barriers 3 and 4: bar.sync
-//   on its own turn, bar.arrive on the other's after the commit), the
-//   groups queue one after the other, and each warpgroup promotes while
-//   the other's group runs. Both warpgroups run the same items and steps,
-//   so the turns alternate to the end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -339,11 +328,6 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
   // promotions.) fp8Wide: the two column halves in turn, each into the
   // one m64n128 block accumulator.
   Type blockType = fp8Wide() ? nvvm::wgmmaAccumulatorType(b, 128) : accType;
-  Value turn, turnOfOther;
-  if (orderedMmas()) {
-    turn = mmaTurn(b, cw);
-    turnOfOther = mmaTurnOfOther(b, cw);
-  }
   auto fp8Step = [&](LoweringBuilder &b, Value kt, Value acc, bool first) {
     Value step = b.add(item.step, kt);
     auto [s, round] = stageOf(b, step);
@@ -356,13 +340,9 @@ void WgmmaKernel::consumeTile(LoweringBuilder &b, Value tid, Value cw,
       for (int64_t half = 0; half < fp8Halves(); ++half)
         factors[half] = promotionFactors(b, ct, cw, s, half);
     for (int64_t half = 0; half < fp8Halves(); ++half) {
-      if (orderedMmas())
-        nvvm::namedBarrier(b, turn, 256);
       Value block = tileMmas(b, stageAddress(b, s),
                              LLVM::PoisonOp::create(b, blockType), true, half);
       nvvm::wgmmaCommit(b);
-      if (orderedMmas())
-        nvvm::namedBarrierArrive(b, turnOfOther, 256);
       nvvm::wgmmaWait(b, 0);
       acc = promote(b, ct, cw, s, acc, block, first, half, factors[half]);
     }
@@ -614,23 +594,12 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
         if (fill != UncoveredFill::Unread)
           zeroUncoveredStrided(b, g, fill, blockX, gridX,
                                b.sub(tid, b.idx(128)), 128 * consumers);
-        // Ordered MMA issue: warpgroup 1 grants warpgroup 0 its first
-        // turn, and warpgroup 0 takes the turn warpgroup 1 grants after
-        // its last group, so that both barriers end balanced.
-        if (orderedMmas())
-          when(b, b.cmpi(CmpI::eq, cw, b.idx(1)), [&](LoweringBuilder &b) {
-            nvvm::namedBarrierArrive(b, mmaTurnOfOther(b, cw), 256);
-          });
         forEachItem(
             b, tid, blockX, gridX,
             [&](LoweringBuilder &b, const WorkItem &item) {
               consumeTile(b, tid, cw, item);
             },
             /*walk=*/!handoff);
-        if (orderedMmas())
-          when(b, b.cmpi(CmpI::eq, cw, b.idx(0)), [&](LoweringBuilder &b) {
-            nvvm::namedBarrier(b, mmaTurn(b, cw), 256);
-          });
         scf::YieldOp::create(b);
       });
   // No CTA leaves while its peer may still arrive on its barriers or

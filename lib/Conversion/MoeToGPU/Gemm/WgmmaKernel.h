@@ -181,18 +181,6 @@ private:
   /// one scale block each, multiplied and promoted in turn.
   bool fp8Wide() const { return fp8 && !swap && tileN == 256; }
   int64_t fp8Halves() const { return fp8Wide() ? 2 : 1; }
-  /// fp8_block main kernel: the two consumer warpgroups issue their MMA
-  /// groups in turn (WgmmaEngine.cpp, "Ordered MMA issue").
-  bool orderedMmas() const { return fp8 && !swap && consumers == 2; }
-  /// Ordered MMA issue: the named barrier on which consumer warpgroup `cw`
-  /// waits for its turn (3 + cw), and the one on which it hands the turn to
-  /// the other (4 - cw).
-  static Value mmaTurn(LoweringBuilder &b, Value cw) {
-    return b.toI32(b.add(cw, b.idx(3)));
-  }
-  static Value mmaTurnOfOther(LoweringBuilder &b, Value cw) {
-    return b.toI32(b.sub(b.idx(4), cw));
-  }
   /// The main kernel quantizes its output rows for the next GEMM
   /// (g.quantizedOut): a 256-column concat tile holds one whole 128-column
   /// group of output columns, so a row's amax is tile-local

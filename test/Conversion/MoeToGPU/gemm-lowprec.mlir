@@ -64,7 +64,9 @@
 // tile) quantize their token rows in the producer instead: 16-byte loads
 // of the bf16 rows, the group's amax over the row's eight threads (three
 // xor shuffles), the codes by cvt.rn.satfinite.e4m3x2.f32 into the stage
-// (a 16-byte shared store), a proxy fence and the arrival; the
+// (a 16-byte shared store) and the arrival, with no fence of its own (a
+// MEMBAR would wait for the loads of the steps ahead): the consumers
+// fence the async proxy after their wait, as for cp.async rows. The
 // quantization kernel runs only before the main kernel.
 // Q-LABEL: func.func @fp8(
 // Q: gpu.launch
@@ -74,8 +76,9 @@
 // Q: gpu.shuffle xor %{{.*}}, %c4_i32{{.*}} : f32
 // Q: nvvm.convert.f32x2.to.f8x2
 // Q: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
-// Q: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// Q-NOT: nvvm.fence.proxy
 // Q: nvvm.mbarrier.arrive
+// Q: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
 // Q: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // Q: math.fma
 // Q: gpu.launch

@@ -390,17 +390,30 @@ void WgmmaKernel::producerQuantized(LoweringBuilder &b, Value tid,
           for (int64_t offset = 1; offset <= 4; offset *= 2)
             amax = arith::MaximumFOp::create(
                 b, amax, warpShuffle(b, amax, offset, gpu::ShuffleMode::XOR));
-          Value scale = activationScale(b, amax, g.ue8m0);
-          nvvm::storeShared(b, add64(b, stage, 2048 * j),
-                            e4m3Words(b, x, scale));
-          // Rows not read: zero codes (their values are zeros) and a zero
-          // scale, as the cp.async producer's zero fill.
+          // Rows not read (most of a 16-token tile's at a few tokens an
+          // expert): zero codes and a zero scale, as the cp.async
+          // producer's zero fill, without the scale's and the codes'
+          // arithmetic.
           Value read = b.cmpi(CmpI::sge, aIndex[j], b.i32(0));
+          Type i32 = b.getI32Type();
+          SmallVector<Value> out = b.ifElse(
+              read, {i32, i32, i32, i32, b.getF32Type()},
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                Value scale = activationScale(b, amax, g.ue8m0);
+                SmallVector<Value> v(e4m3Words(b, x, scale));
+                v.push_back(scale);
+                return v;
+              },
+              [&](LoweringBuilder &b) -> SmallVector<Value> {
+                return {b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.f32(0.0f)};
+              });
+          nvvm::storeShared(b, add64(b, stage, 2048 * j),
+                            ArrayRef<Value>(out).take_front(4));
           when(b, b.cmpi(CmpI::eq, c, b.idx(0)), [&](LoweringBuilder &b) {
             Value dst = add64(
                 b, area,
                 nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
-            nvvm::storeShared(b, dst, {b.select(read, scale, b.f32(0.0f))});
+            nvvm::storeShared(b, dst, {out[4]});
           });
         }
         when(b, b.cmpi(CmpI::eq, tid, b.idx(1)), [&](LoweringBuilder &b) {
@@ -408,10 +421,11 @@ void WgmmaKernel::producerQuantized(LoweringBuilder &b, Value tid,
             nvvm::storeShared(b, add64(b, area, tileM * 4 + 4 * u),
                               {cur[2 * rows + u]});
         });
-        // The codes and scales are generic-proxy writes that wgmma reads
-        // through the async proxy; the arrival releases them to the
-        // consumers (whose own fence follows their wait).
-        nvvm::fenceProxyAsyncShared(b);
+        // The codes and scales are generic-proxy writes, as the cp.async
+        // producer's are: the arrival releases them and the consumers
+        // fence the async proxy after their wait. (A fence here, a
+        // MEMBAR.ALL.CTA in SASS, would also wait for the loads of the
+        // steps ahead.)
         nvvm::mbarrierArrive(b, fullBarrier(b, s));
         return next;
       });

@@ -355,6 +355,15 @@ CASES = [
     ),
     ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
     ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
+    (
+        # wgmma-swap-quantize at model size (the small-M tiers at T <= 512)
+        "qwen3-30b-a3b-fp8-q",
+        P["qwen3-30b-a3b-fp8"],
+        {"wgmma_swap_quantize": True},
+        True,
+        "torch",
+        "qwen3-30b-a3b-bf16",
+    ),
     ("gpt-oss-120b-mxfp4", P["gpt-oss-120b-mxfp4"], None, True, "torch", "gpt-oss-120b-bf16"),
     (
         "qwen3-30b-a3b-bf16",

@@ -274,8 +274,10 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
         quantize = [&g](LoweringBuilder &b) { quantizeActivations(b, g); };
       }
     }
+    Operation *reader = nullptr;
     if (ExpertGemmOp user =
             quantizedHandoffUser(op, g, *config, handoffs->lowered)) {
+      reader = user;
       g.quantizedOut = allocQuantizedRows(
           b, g.m, g.outN, user.getScaleFmt() == ScaleFmt::ue8m0);
       raw.quantizedOut = g.quantizedOut;
@@ -390,10 +392,8 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       Value storedOut = emitFrom(b, 0, /*coded=*/false);
       // The paths that stored `out` (small-M, SIMT): the reading GEMM
       // quantizes it (in its small-M producer, or by a kernel).
-      if (g.quantizedOut)
-        for (auto &[reader, h] : handoffs->byReader)
-          if (h.rows.codes == g.quantizedOut->codes)
-            h.stored = storedOut;
+      if (reader)
+        handoffs->byReader[reader].stored = storedOut;
     }
     rewriter.replaceOp(op, toTensor(b, g.out));
     return success();

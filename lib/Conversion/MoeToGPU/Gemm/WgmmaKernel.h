@@ -343,6 +343,14 @@ private:
                                  Value baseAddr, Value stride,
                                  int64_t elemBytes);
   LhsRow lhsRow(LoweringBuilder &b, const WorkItem &item, Value r);
+  /// The producer's lhs copy mapping: thread `tid` (< 128) handles 16-byte
+  /// chunk c = tid % 8 of the stage's rows rg + 16 j, rg = tid / 8, which
+  /// lands at dstOffset (+ 2048 j) from the stage (128-byte swizzle: chunk
+  /// c ^ (rg % 8) of the row's 128 bytes).
+  struct LhsChunk {
+    Value c, rg, dstOffset;
+  };
+  LhsChunk lhsChunk(LoweringBuilder &b, Value tid);
   /// fp8_block producer: the global addresses of the item's weight scales
   /// (f32 [E, N / 128, K / 128]) at K block 0: the tile's one 128-column
   /// block, or the gate and the up half's (concat), or the two halves'

@@ -62,6 +62,17 @@ std::pair<Value, Value> WgmmaKernel::fp8Row(LoweringBuilder &b, Value index,
   return {address, ok};
 }
 
+WgmmaKernel::LhsChunk WgmmaKernel::lhsChunk(LoweringBuilder &b, Value tid) {
+  Value c = arith::AndIOp::create(b, tid, b.idx(7));
+  Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
+                                   b.idx(15));
+  Value swizzled =
+      arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
+  Value dstOffset =
+      nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
+  return {c, rg, dstOffset};
+}
+
 SmallVector<Value> WgmmaKernel::fp8WeightScales(LoweringBuilder &b,
                                                 const WorkItem &item) {
   // f32 [E, N / 128, K / 128]: one 128-column block, or the gate half's
@@ -96,13 +107,7 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
   if (handoff)
     entry = rowEntry(b, item, tid, /*withFactor=*/true);
   // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
-  Value c = arith::AndIOp::create(b, tid, b.idx(7));
-  Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
-                                   b.idx(15));
-  Value swizzled =
-      arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
-  Value dstOffset =
-      nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
+  auto [c, rg, dstOffset] = lhsChunk(b, tid);
   Value elemBytes = b.idx(this->elemBytes());
 
   // Row start addresses and validity, fixed for the item. (fp8_block:
@@ -288,13 +293,7 @@ void WgmmaKernel::producerQuantized(LoweringBuilder &b, Value tid,
   // bytes, 16 codes) of token rows rg + 16 j, rg = t / 8 % 16; the eight
   // threads of a row are adjacent lanes. Its codes go where the cp.async
   // producer's chunk c of the row lands (128-byte swizzle).
-  Value c = arith::AndIOp::create(b, tid, b.idx(7));
-  Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
-                                   b.idx(15));
-  Value swizzled =
-      arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
-  Value dstOffset =
-      nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
+  auto [c, rg, dstOffset] = lhsChunk(b, tid);
   const int64_t rows = tileM / 16;
   // The rows as 32-bit lhs row indices, -1 when not read (out of the tile
   // or of bounds).

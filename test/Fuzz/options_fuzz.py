@@ -84,7 +84,6 @@ OPTIONS = {
     "wgmma-wide-swap-rows": ["-1", "0", "32", "64", "-2"],
     "wgmma-wide-swap-tile-m": ["32", "64", "16"],
     "wgmma-swap-mn-major": ["true", "false"],
-    "wgmma-swap-quantize": ["true", "false"],
     "elide-fills": ["true", "false"],
     "route-dispatch-small": ["true", "false"],
     "programmatic-launch": ["true", "false"],

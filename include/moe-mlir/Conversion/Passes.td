@@ -179,13 +179,6 @@ def ConvertMoeToGPUPass : Pass<"convert-moe-to-gpu"> {
     Option<"wgmmaSwapTileN", "wgmma-swap-tile-n", "int64_t",
            /*default=*/"0",
            "Small-M kernel weight rows per block: 64 or 128 (0: cost model)">,
-    Option<"wgmmaSwapQuantize", "wgmma-swap-quantize", "bool",
-           /*default=*/"false",
-           "fp8_block small-M kernels of up to 32 tokens a tile quantize "
-           "their 16-bit activation rows in their producer, per stage, bit "
-           "for bit as the quantization kernel does (which then runs only "
-           "before the other kernels); false: the kernel quantizes them "
-           "first for every kernel">,
     Option<"elideFills", "elide-fills", "bool", /*default=*/"true",
            "Expert GEMMs zero only the output rows that can be read: none "
            "when the result feeds only expert GEMMs over the same offsets "

@@ -221,19 +221,12 @@ void zeroUncoveredRows(LoweringBuilder &b, const GemmOperands &g,
 /// kernel writes the e4m3 codes and scales of its output rows in its
 /// epilogue (quantizedHandoffUser), and GEMM2 multiplies them instead of
 /// quantizing GEMM1's output in a kernel of its own. GEMM1's other paths
-/// (small-M kernels, SIMT fallback) store their output rows instead, and
-/// GEMM2 takes those: its small-M kernels quantize them in their producer
-/// and its other paths after a quantization kernel. State of one
-/// conversion, shared by the pattern's runs: the handoffs by their reading
-/// GEMM, and the GEMMs lowered so far (a GEMM2 lowered first quantizes for
-/// itself, and GEMM1 then does not).
-struct QuantizedHandoff {
-  QuantizedRows rows;
-  /// i1: GEMM1 stored its output rows (16-bit) rather than the codes.
-  Value stored;
-};
+/// (small-M kernels, SIMT fallback) store their output and quantize it
+/// after them. State of one conversion, shared by the pattern's runs:
+/// the handoffs by their reading GEMM, and the GEMMs lowered so far (a
+/// GEMM2 lowered first quantizes for itself, and GEMM1 then does not).
 struct QuantizedHandoffs {
-  llvm::DenseMap<Operation *, QuantizedHandoff> byReader;
+  llvm::DenseMap<Operation *, QuantizedRows> byReader;
   llvm::DenseSet<Operation *> lowered;
 };
 
@@ -249,39 +242,22 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       return failure();
     LoweringBuilder b(op.getLoc(), rewriter);
     GemmOperands g = gemmOperandsOf(b, op);
-    // fp8_block: the paths that read e4m3 codes get them from the GEMM
-    // that produced the activations (the handoff) or from one quantization
-    // kernel, emitted by `quantize` before the first such path (so that a
-    // call whose rows go to a small-M kernel that quantizes in its
-    // producer launches none); `raw` keeps the 16-bit rows for those
-    // kernels, which exist when `rawStored` (null: always) holds.
-    GemmOperands raw = g;
-    Value rawStored;
-    std::function<void(LoweringBuilder &)> quantize;
+    // fp8_block: the activations are quantized first (one kernel), unless
+    // the GEMM that produced them did it.
     if (g.fp8()) {
       auto handoff = handoffs->byReader.find(op);
       if (handoff != handoffs->byReader.end()) {
-        QuantizedHandoff h = handoff->second;
-        g.lhs = h.rows.codes;
-        g.lhsScale = h.rows.scales;
-        rawStored = h.stored;
-        quantize = [&raw, h](LoweringBuilder &b) {
-          when(b, h.stored, [&](LoweringBuilder &b) {
-            quantizeRows(b, raw.lhs, raw.lhsRows, raw.kDim, h.rows);
-          });
-        };
+        g.lhs = handoff->second.codes;
+        g.lhsScale = handoff->second.scales;
       } else {
-        quantize = [&g](LoweringBuilder &b) { quantizeActivations(b, g); };
+        quantizeActivations(b, g);
       }
     }
-    Operation *reader = nullptr;
     if (ExpertGemmOp user =
             quantizedHandoffUser(op, g, *config, handoffs->lowered)) {
-      reader = user;
       g.quantizedOut = allocQuantizedRows(
           b, g.m, g.outN, user.getScaleFmt() == ScaleFmt::ue8m0);
-      raw.quantizedOut = g.quantizedOut;
-      handoffs->byReader[user] = {*g.quantizedOut, Value()};
+      handoffs->byReader[user] = *g.quantizedOut;
     }
     handoffs->lowered.insert(op);
     UncoveredFill fill = uncoveredFillOf(op, options.elideFills);
@@ -294,20 +270,17 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
     if (!fillInKernel)
       zeroUncoveredRows(b, g, fill);
     if (config->engine == GemmEngine::Simt) {
-      if (quantize)
-        quantize(b);
       emitSimtExpertGemm(b, g, config->simt);
     } else {
       ModuleOp module = op->getParentOfType<ModuleOp>();
       auto zero64 = [](LoweringBuilder &b) -> Value {
         return arith::ConstantIntOp::create(b, b.getI64Type(), 0);
       };
-      // if (cond) the Hopper kernel `kernel` on `ops` else `otherwise`.
-      // With a quantized handoff each path yields whether it stored `out`
-      // (true) or the codes and scales (false: the main kernel); else
-      // nothing (null).
+      // if (cond) the Hopper kernel `kernel` else `otherwise`. With a
+      // quantized handoff each path yields whether it stored `out` (true)
+      // or the codes and scales (false: the main kernel); else nothing
+      // (null).
       auto hopperIf = [&](LoweringBuilder &b, Value cond,
-                          const GemmOperands &ops,
                           const GemmKernelConfig &kernel, Value rhsMap,
                           function_ref<Value(LoweringBuilder &)> otherwise) {
         SmallVector<Type, 1> types;
@@ -316,7 +289,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
         SmallVector<Value> stored = b.ifElse(
             cond, types,
             [&](LoweringBuilder &b) -> SmallVector<Value> {
-              emitWgmmaExpertGemm(b, ops, kernel, rhsMap,
+              emitWgmmaExpertGemm(b, g, kernel, rhsMap,
                                   fillInKernel ? fill : UncoveredFill::Unread);
               if (!g.quantizedOut)
                 return {};
@@ -342,7 +315,7 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
           rhsMap = emitRhsTensorMap(b, module, g, *config);
           ok = b.andi(ok, b.cmpi(arith::CmpIPredicate::ne, rhsMap, zero64(b)));
         }
-        return hopperIf(b, ok, g, *config, rhsMap, [&](LoweringBuilder &b) {
+        return hopperIf(b, ok, *config, rhsMap, [&](LoweringBuilder &b) {
           if (fillInKernel)
             zeroUncoveredRows(b, g, fill);
           emitSimtExpertGemm(b, g, config->simt);
@@ -354,46 +327,37 @@ struct ExpertGemmToGPU : OpRewritePattern<ExpertGemmOp> {
       // them; no synchronisation, one compiled function for every T,
       // CUDA-graph capturable. A kernel's tensor map is made only when the
       // rows are few enough for it; when its checks fail the next kernel's
-      // path runs (one SIMT fallback for all). fp8_block: the codes are
-      // made (`quantize`) before the first path that reads them
-      // (`coded`: already made on this path).
+      // path runs (one SIMT fallback for all).
       SmallVector<GemmKernelConfig> swaps =
           chooseSwapConfigs(op, options, *config);
-      std::function<Value(LoweringBuilder &, size_t, bool)> emitFrom =
-          [&](LoweringBuilder &b, size_t tier, bool coded) -> Value {
-        bool inProducer = tier < swaps.size() && swaps[tier].quantizeLhs;
-        if (quantize && !coded && !inProducer) {
-          quantize(b);
-          coded = true;
-        }
+      std::function<Value(LoweringBuilder &, size_t)> emitFrom =
+          [&](LoweringBuilder &b, size_t tier) -> Value {
         if (tier == swaps.size())
           return emitMain(b);
         const GemmKernelConfig &swap = swaps[tier];
-        const GemmOperands &ops = inProducer ? raw : g;
         Value fewRows = b.cmpi(arith::CmpIPredicate::ule, g.m,
                                b.idx(swap.swapRows * g.numExperts));
-        if (inProducer && rawStored)
-          fewRows = b.andi(fewRows, rawStored);
         Value swapMap = b.ifElse(
             fewRows, {b.getI64Type()},
             [&](LoweringBuilder &b) -> SmallVector<Value> {
-              return {emitRhsTensorMap(b, module, ops, swap)};
+              return {emitRhsTensorMap(b, module, g, swap)};
             },
             [&](LoweringBuilder &b) -> SmallVector<Value> {
               return {zero64(b)};
             })[0];
         Value useSwap =
-            b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, ops)),
+            b.andi(b.andi(fewRows, wgmmaOperandsAligned(b, g)),
                    b.cmpi(arith::CmpIPredicate::ne, swapMap, zero64(b)));
-        return hopperIf(
-            b, useSwap, ops, swap, swapMap,
-            [&](LoweringBuilder &b) { return emitFrom(b, tier + 1, coded); });
+        return hopperIf(b, useSwap, swap, swapMap, [&](LoweringBuilder &b) {
+          return emitFrom(b, tier + 1);
+        });
       };
-      Value storedOut = emitFrom(b, 0, /*coded=*/false);
-      // The paths that stored `out` (small-M, SIMT): the reading GEMM
-      // quantizes it (in its small-M producer, or by a kernel).
-      if (reader)
-        handoffs->byReader[reader].stored = storedOut;
+      Value storedOut = emitFrom(b, 0);
+      // The paths that stored `out` (small-M, SIMT) quantize it after them.
+      if (g.quantizedOut)
+        when(b, storedOut, [&](LoweringBuilder &b) {
+          quantizeRows(b, g.out, g.m, g.outN, *g.quantizedOut);
+        });
     }
     rewriter.replaceOp(op, toTensor(b, g.out));
     return success();

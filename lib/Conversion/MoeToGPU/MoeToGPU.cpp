@@ -103,7 +103,6 @@ struct ConvertMoeToGPUPass
     o.wgmmaWideSwapTileM = wgmmaWideSwapTileM;
     o.wgmmaProducerRegisters = wgmmaProducerRegisters;
     o.wgmmaSwapTileN = wgmmaSwapTileN;
-    o.wgmmaSwapQuantize = wgmmaSwapQuantize;
     o.elideFills = elideFills;
     o.programmaticLaunch = programmaticLaunch;
     o.routeDispatchSmall = routeDispatchSmall;

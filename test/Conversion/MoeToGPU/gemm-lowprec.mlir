@@ -25,7 +25,6 @@
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tma=false" | FileCheck %s --check-prefix=CPA \
 // RUN:   --implicit-check-not=moeRuntimeTensorMap3D
 // RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=gemm=wgmma" -verify-diagnostics > /dev/null
-// RUN: moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-swap-quantize=true" | FileCheck %s --check-prefix=Q
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256" 2>&1 | FileCheck %s --check-prefix=TN256
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=64" 2>&1 | FileCheck %s --check-prefix=TN64
 // RUN: not moe-opt %s -split-input-file "--convert-moe-to-gpu=wgmma-tile-n=256 wgmma-tma=false" 2>&1 | FileCheck %s --check-prefix=TN256CPA
@@ -60,35 +59,6 @@
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: math.fma
-// With wgmma-swap-quantize (Q), the small-M kernels (16 and 32 tokens per
-// tile) quantize their token rows in the producer instead: 16-byte loads
-// of the bf16 rows, the group's amax over the row's eight threads (three
-// xor shuffles), the codes by cvt.rn.satfinite.e4m3x2.f32 into the stage
-// (a 16-byte shared store) and the arrival, with no fence of its own (a
-// MEMBAR would wait for the loads of the steps ahead): the consumers
-// fence the async proxy after their wait, as for cp.async rows. The
-// quantization kernel runs only before the main kernel.
-// Q-LABEL: func.func @fp8(
-// Q: gpu.launch
-// Q: llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
-// Q: gpu.shuffle xor %{{.*}}, %c1_i32{{.*}} : f32
-// Q: gpu.shuffle xor %{{.*}}, %c2_i32{{.*}} : f32
-// Q: gpu.shuffle xor %{{.*}}, %c4_i32{{.*}} : f32
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
-// Q-NOT: nvvm.fence.proxy
-// Q: nvvm.mbarrier.arrive
-// Q: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
-// Q: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 16, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// Q: math.fma
-// Q: gpu.launch
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// Q: gpu.launch
-// Q-COUNT-4: gpu.shuffle xor
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: memref.store %{{.*}} : memref<?x256xi8>
-// Q: memref.store %{{.*}} : memref<?x2xf32>
 // SIMT-LABEL: func.func @fp8(
 // SIMT-COUNT-2: gpu.launch
 // CPA-LABEL: func.func @fp8(
@@ -178,15 +148,15 @@ func.func @fp8_concat192(%a: tensor<?x256xbf16>, %w: tensor<4x384x256xf8E4M3FN>,
 // the e4m3 codes and scales of its output rows in its main kernel's
 // epilogue (a row's amax over the quad by two shuffles, the codes by
 // cvt.rn.satfinite, one 16-byte store of 16 codes a thread); its other
-// paths (small-M kernels, SIMT) store h and say so; GEMM2 multiplies the
-// codes, made by one kernel (before its first path) only where GEMM1
-// stored h. With 128-column tiles (the CPA run, weights by cp.async)
+// paths (small-M kernels, SIMT) store h and say so, and then one kernel
+// quantizes it; GEMM2 multiplies the codes without a quantization kernel
+// of its own. With 128-column tiles (the CPA run, weights by cp.async)
 // there is no handoff: GEMM2 quantizes h itself.
 // CHECK-LABEL: func.func @fp8_handoff(
-// CHECK: %[[CODES:.*]] = memref.alloc(%{{.*}}) : memref<?x256xi8>
-// CHECK: %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
 // CHECK: gpu.launch
 // CHECK: nvvm.convert.f32x2.to.f8x2
+// CHECK: %[[CODES:.*]] = memref.alloc(%{{.*}}) : memref<?x256xi8>
+// CHECK: %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
 // CHECK: %[[STORED:.*]] = scf.if %{{.*}} -> (i1) {
 // CHECK: nvvm.setmaxregister  increase 216
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : f32
@@ -201,38 +171,6 @@ func.func @fp8_concat192(%a: tensor<?x256xbf16>, %w: tensor<4x384x256xf8E4M3FN>,
 // CHECK: bufferization.to_tensor
 // CHECK-NOT: nvvm.convert.f32x2.to.f8x2
 // CHECK: return
-// With wgmma-swap-quantize (Q): GEMM1's small-M kernels quantize x in
-// their producers, its main
-// kernel after a quantization kernel; GEMM2's small-M kernels quantize h
-// in their producers where GEMM1 stored it (their condition takes
-// GEMM1's flag), its other paths multiply the codes, made by one kernel
-// where GEMM1 stored h.
-// Q-LABEL: func.func @fp8_handoff(
-// Q: %[[CODES:.*]] = memref.alloc(%{{.*}}) : memref<?x256xi8>
-// Q: %[[SCALES:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
-// Q: %[[STORED:.*]] = scf.if %{{.*}} -> (i1) {
-// Q: gpu.launch
-// Q: llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xi32>
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: llvm.store %{{.*}} : vector<4xi32>, !llvm.ptr<3>
-// Q: gpu.launch
-// Q: memref.store %{{.*}} : memref<?x256xi8>
-// Q: nvvm.setmaxregister  increase 216
-// Q: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : f32
-// Q: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}} : f32
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: llvm.store %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
-// Q: arith.andi %{{.*}}, %[[STORED]] : i1
-// Q: gpu.launch
-// Q: llvm.load %{{.*}} : !llvm.ptr<1> -> vector<4xi32>
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: scf.if %[[STORED]] {
-// Q: gpu.launch
-// Q: nvvm.convert.f32x2.to.f8x2
-// Q: memref.store %{{.*}}, %[[CODES]]
-// Q: memref.store %{{.*}}, %[[SCALES]]
-// Q-NOT: nvvm.convert.f32x2.to.f8x2
-// Q: return
 // CPA-LABEL: func.func @fp8_handoff(
 // CPA-NOT: -> (i1)
 // CPA-COUNT-2: nvvm.convert.f32x2.to.f8x2

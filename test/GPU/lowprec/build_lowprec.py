@@ -99,55 +99,6 @@ CASES = [
         "numpy",
         None,
     ),
-    # wgmma-swap-quantize: the small-M kernels quantize the token rows in
-    # their producer (x in GEMM1; h in GEMM2 where GEMM1 stored it): with
-    # the default tiers (the main kernels above them), forced at every T
-    # (the edge inputs: all-zero, clamped, NaN and inf rows), 32-token
-    # tiles forced, ue8m0 scales, and K tails (the down GEMM's K = 96).
-    (
-        "ds-small-q",
-        P["deepseek-v3-fp8"].replace(**DS_SMALL),
-        {"wgmma_swap_quantize": True},
-        True,
-        "numpy",
-        None,
-    ),
-    (
-        "ds-small-swap-q",
-        P["deepseek-v3-fp8"].replace(**DS_SMALL),
-        {"wgmma_swap_rows": 4096, "wgmma_swap_quantize": True},
-        True,
-        "numpy",
-        None,
-    ),
-    (
-        "ds-small-swap32-q",
-        P["deepseek-v3-fp8"].replace(**DS_SMALL),
-        {"wgmma_swap_rows": 4096, "wgmma_swap_tile_m": 32, "wgmma_swap_quantize": True},
-        True,
-        "numpy",
-        None,
-    ),
-    (
-        "ds31-small-q",
-        P["deepseek-v3.1-fp8"].replace(
-            hidden=384, intermediate=128, experts=8, n_group=1, topk_group=1
-        ),
-        {"wgmma_swap_quantize": True},
-        True,
-        "numpy",
-        None,
-    ),
-    (
-        "ds-partial-q",
-        P["deepseek-v3-fp8"].replace(
-            hidden=200, intermediate=96, experts=16, n_group=4, topk_group=2
-        ),
-        {"wgmma_swap_quantize": True},
-        True,
-        "numpy",
-        None,
-    ),
     (
         "ds31-small",
         P["deepseek-v3.1-fp8"].replace(
@@ -355,15 +306,6 @@ CASES = [
     ),
     ("qwen3-30b-a3b-fp8", P["qwen3-30b-a3b-fp8"], None, True, "torch", "qwen3-30b-a3b-bf16"),
     ("deepseek-v3-fp8", P["deepseek-v3-fp8"], None, True, "torch", "deepseek-v3-bf16"),
-    (
-        # wgmma-swap-quantize at model size (the small-M tiers at T <= 512)
-        "qwen3-30b-a3b-fp8-q",
-        P["qwen3-30b-a3b-fp8"],
-        {"wgmma_swap_quantize": True},
-        True,
-        "torch",
-        "qwen3-30b-a3b-bf16",
-    ),
     ("gpt-oss-120b-mxfp4", P["gpt-oss-120b-mxfp4"], None, True, "torch", "gpt-oss-120b-bf16"),
     (
         "qwen3-30b-a3b-bf16",

@@ -472,15 +472,5 @@ gpu_lowering::chooseSwapConfigs(ExpertGemmOp op,
     configs.push_back(swapConfig(options, main, wideRows,
                                  options.wgmmaWideSwapTileM,
                                  mxfp4StageK(op, options.wgmmaWideSwapTileM)));
-  // fp8_block with 16-bit activations: the kernels of up to 32 tokens
-  // quantize their rows in the producer (wgmma-swap-quantize): a token row
-  // is quantized once per weight tile of its expert instead of once, but
-  // few rows a tile cost the producer little beside the weight stream, and
-  // the quantization kernel's launch leaves the small-T chain.
-  Type lhsElem = cast<ShapedType>(op.getLhs().getType()).getElementType();
-  for (GemmKernelConfig &config : configs)
-    config.quantizeLhs = options.wgmmaSwapQuantize && config.fp8 &&
-                         config.tileM <= 32 &&
-                         lhsElem.getIntOrFloatBitWidth() == 16;
   return configs;
 }

@@ -105,13 +105,6 @@ QuantizedRows allocQuantizedRows(LoweringBuilder &b, Value rows, int64_t k,
 void quantizeRows(LoweringBuilder &b, Value src, Value rows, int64_t k,
                   const QuantizedRows &q);
 
-/// The e4m3 codes of 16 values `x` (f32) of one 128-column group whose
-/// scale is `scale` (activationScale of the group's amax): x / scale
-/// correctly rounded, as quantizeRows divides, then cvt.rn.satfinite; four
-/// i32 words, x[0] in the lowest byte of the first.
-SmallVector<Value, 4> e4m3Words(LoweringBuilder &b, ArrayRef<Value> x,
-                                Value scale);
-
 /// Shared memory of the Hopper engine's epilogue staging per consumer
 /// warpgroup (64 rows x 256 bytes; see WgmmaEngine.cpp).
 constexpr int64_t kWgmmaStagingBytes = 64 * 256;
@@ -177,12 +170,6 @@ struct GemmKernelConfig {
   /// (tokens) the B operand (m64n<tileM>k16; tileM 16, 32 or 64); the
   /// epilogue goes through shared memory. K-major rhs by TMA only.
   bool swapAB = false;
-  /// fp8_block small-M kernel: the lhs holds the 16-bit activations and
-  /// the producer quantizes its token rows per stage (quantizeRows' rule,
-  /// bit for bit) into the stage's e4m3 tile and scales, so that no
-  /// quantization kernel runs before it (WgmmaLoaders.cpp,
-  /// producerQuantized).
-  bool quantizeLhs = false;
   int64_t ctasPerSM = 1; // blocks per SM the persistent grid counts on
   /// L2 promotion of the rhs TMA loads in bytes (0: none, 64, 128, 256).
   /// The main kernel's 256: its weight tiles are read again from L2 by the

@@ -270,11 +270,6 @@ inline Value loadShared16(LoweringBuilder &b, Value src) {
   auto type = VectorType::get({4}, b.getI32Type());
   return LLVM::LoadOp::create(b, type, sharedPtr(b, src), 16);
 }
-/// The 16 bytes at global address `src` (16-byte aligned) as vector<4xi32>.
-inline Value loadGlobal16(LoweringBuilder &b, Value src) {
-  auto type = VectorType::get({4}, b.getI32Type());
-  return LLVM::LoadOp::create(b, type, globalPtr(b, src), 16);
-}
 /// Stores the 16-byte vector `v` at global address `dst`
 /// (16-byte aligned).
 inline void storeGlobal16(LoweringBuilder &b, Value v, Value dst) {

@@ -553,7 +553,7 @@ void WgmmaKernel::emitBody(LoweringBuilder &kb, const KernelIds &ids,
   lhsStride = nvvm::bufferStride(kb, g.lhs, 0);
   rhsStride0 = nvvm::bufferStride(kb, g.rhs, 0);
   rhsStride1 = nvvm::bufferStride(kb, g.rhs, 1);
-  if (fp8 && !quantizeLhs) {
+  if (fp8) {
     lhsScaleAddr = nvvm::bufferAddress(kb, g.lhsScale);
     lhsScaleStride = nvvm::bufferStride(kb, g.lhsScale, 0);
   }

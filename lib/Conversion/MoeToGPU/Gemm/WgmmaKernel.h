@@ -131,14 +131,7 @@ public:
         colTiles((g.outN + outPerTile - 1) / outPerTile),
         ragged{g.offsets, g.m, g.numExperts, config.tileM},
         locateEach(config.swapAB), handoff(!config.swapAB), fp8(g.fp8()),
-        mxfp4(config.mxfp4), quantizeLhs(config.quantizeLhs),
-        stageK(config.stageK) {
-    assert(
-        (!quantizeLhs ||
-         (swap && fp8 && tileM <= 32 && isa<BaseMemRefType>(g.lhs.getType()) &&
-          cast<BaseMemRefType>(g.lhs.getType()).getElementTypeBitWidth() ==
-              16)) &&
-        "quantizeLhs: fp8_block small-M kernel of <= 32 tokens, 16-bit lhs");
+        mxfp4(config.mxfp4), stageK(config.stageK) {
     assert((!quantizesOut() || (fp8Wide() && concat && outPerTile == 128 &&
                                 g.outElem.getIntOrFloatBitWidth() == 16 &&
                                 !g.scatter && !g.scale)) &&
@@ -322,13 +315,6 @@ private:
   /// and on the peer's (whose producer multicasts into this CTA).
   void releaseStage(LoweringBuilder &b, Value ct, Value s);
   void producer(LoweringBuilder &b, Value tid, const WorkItem &item);
-  /// quantizeLhs: the producer of the small-M fp8_block kernel that
-  /// quantizes its 16-bit token rows itself. Thread t owns 16-column chunk
-  /// c = t % 8 of token rows t / 8 + 16 j: it loads their 32 bytes (kPrefetch
-  /// steps ahead, into registers), the group's amax over the row's eight
-  /// threads by shuffles, then writes the 16 codes where the cp.async
-  /// producer's chunk would land and, for c = 0, the row's scale.
-  void producerQuantized(LoweringBuilder &b, Value tid, const WorkItem &item);
   /// Row `r` (within the tile) of `item`'s lhs rows: its 64-bit address,
   /// whether it is in the tile and in bounds (else row 0's address, whose
   /// copies read zeros), and its lhs row (index, 0 when not in bounds),
@@ -343,19 +329,6 @@ private:
                                  Value baseAddr, Value stride,
                                  int64_t elemBytes);
   LhsRow lhsRow(LoweringBuilder &b, const WorkItem &item, Value r);
-  /// The producer's lhs copy mapping: thread `tid` (< 128) handles 16-byte
-  /// chunk c = tid % 8 of the stage's rows rg + 16 j, rg = tid / 8, which
-  /// lands at dstOffset (+ 2048 j) from the stage (128-byte swizzle: chunk
-  /// c ^ (rg % 8) of the row's 128 bytes).
-  struct LhsChunk {
-    Value c, rg, dstOffset;
-  };
-  LhsChunk lhsChunk(LoweringBuilder &b, Value tid);
-  /// fp8_block producer: the global addresses of the item's weight scales
-  /// (f32 [E, N / 128, K / 128]) at K block 0: the tile's one 128-column
-  /// block, or the gate and the up half's (concat), or the two halves'
-  /// (256 columns).
-  SmallVector<Value> fp8WeightScales(LoweringBuilder &b, const WorkItem &item);
   /// Item handoff, producer side, at K step handoffStep() of the item: once
   /// the consumers have finished the previous item's epilogue, its record
   /// and its row table, `entry` = this producer thread's row's
@@ -590,8 +563,6 @@ private:
   /// mxfp4 (config.mxfp4: the small-M form with register-A MMAs,
   /// WgmmaMxfp4.cpp).
   const bool mxfp4;
-  /// config.quantizeLhs (producerQuantized).
-  const bool quantizeLhs;
   /// K elements per stage (config.stageK).
   const int64_t stageK;
   // Kernel-wide values.

@@ -17,10 +17,6 @@
 
 #include "WgmmaKernel.h"
 
-#include "Utils/LowPrecision.h"
-
-#include "mlir/Dialect/Math/IR/Math.h"
-
 using namespace mlir;
 using namespace mlir::moe;
 using namespace mlir::moe::gpu_lowering;
@@ -62,7 +58,14 @@ std::pair<Value, Value> WgmmaKernel::fp8Row(LoweringBuilder &b, Value index,
   return {address, ok};
 }
 
-WgmmaKernel::LhsChunk WgmmaKernel::lhsChunk(LoweringBuilder &b, Value tid) {
+void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
+                           const WorkItem &item) {
+  // Item handoff: row tid's destination and routing weight, loaded now and
+  // stored at the handoff step (the loads complete under the copies).
+  SmallVector<Value> entry;
+  if (handoff)
+    entry = rowEntry(b, item, tid, /*withFactor=*/true);
+  // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
   Value c = arith::AndIOp::create(b, tid, b.idx(7));
   Value rg = arith::AndIOp::create(b, arith::ShRUIOp::create(b, tid, b.idx(3)),
                                    b.idx(15));
@@ -70,44 +73,6 @@ WgmmaKernel::LhsChunk WgmmaKernel::lhsChunk(LoweringBuilder &b, Value tid) {
       arith::XOrIOp::create(b, c, arith::AndIOp::create(b, rg, b.idx(7)));
   Value dstOffset =
       nvvm::toI64(b, b.add(b.mul(rg, b.idx(128)), b.mul(swizzled, b.idx(16))));
-  return {c, rg, dstOffset};
-}
-
-SmallVector<Value> WgmmaKernel::fp8WeightScales(LoweringBuilder &b,
-                                                const WorkItem &item) {
-  // f32 [E, N / 128, K / 128]: one 128-column block, or the gate half's
-  // and the up half's, or (256 columns) the two halves' blocks.
-  SmallVector<Value> blocks;
-  if (concat) {
-    Value outCol = b.mul(item.colTile, b.idx(tileN / 2));
-    blocks = {outCol, b.add(outCol, b.idx(g.outN))};
-  } else {
-    for (int64_t u = 0; u < fp8Halves(); ++u)
-      blocks.push_back(
-          b.add(b.mul(item.colTile, b.idx(tileN)), b.idx(128 * u)));
-  }
-  SmallVector<Value> wScale;
-  for (Value col : blocks) {
-    Value nb = arith::DivUIOp::create(b, col, b.idx(128));
-    Value offset =
-        b.add(b.mul(item.expert, rhsScaleStride0), b.mul(nb, rhsScaleStride1));
-    wScale.push_back(
-        add64(b, rhsScaleAddr, nvvm::toI64(b, b.mul(offset, b.idx(4)))));
-  }
-  return wScale;
-}
-
-void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
-                           const WorkItem &item) {
-  if (quantizeLhs)
-    return producerQuantized(b, tid, item);
-  // Item handoff: row tid's destination and routing weight, loaded now and
-  // stored at the handoff step (the loads complete under the copies).
-  SmallVector<Value> entry;
-  if (handoff)
-    entry = rowEntry(b, item, tid, /*withFactor=*/true);
-  // Thread t copies chunk c = t % 8 (16 bytes) of rows t / 8 + 16 j.
-  auto [c, rg, dstOffset] = lhsChunk(b, tid);
   Value elemBytes = b.idx(this->elemBytes());
 
   // Row start addresses and validity, fixed for the item. (fp8_block:
@@ -124,10 +89,28 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
     aRow.push_back(row.address);
     aOk.push_back(row.ok);
   }
-  // fp8_block: the weight scales of the tile's columns.
+  // fp8_block: the weight scales of the tile's columns (f32 [E, N / 128,
+  // K / 128]): one 128-column block, or the gate half's and the up half's,
+  // or (256 columns) the two halves' blocks.
   SmallVector<Value> wScale;
-  if (fp8)
-    wScale = fp8WeightScales(b, item);
+  if (fp8) {
+    SmallVector<Value> blocks;
+    if (concat) {
+      Value outCol = b.mul(item.colTile, b.idx(tileN / 2));
+      blocks = {outCol, b.add(outCol, b.idx(g.outN))};
+    } else {
+      for (int64_t u = 0; u < fp8Halves(); ++u)
+        blocks.push_back(
+            b.add(b.mul(item.colTile, b.idx(tileN)), b.idx(128 * u)));
+    }
+    for (Value col : blocks) {
+      Value nb = arith::DivUIOp::create(b, col, b.idx(128));
+      Value offset = b.add(b.mul(item.expert, rhsScaleStride0),
+                           b.mul(nb, rhsScaleStride1));
+      wScale.push_back(
+          add64(b, rhsScaleAddr, nvvm::toI64(b, b.mul(offset, b.idx(4)))));
+    }
+  }
   // K-major rhs ([E, N, K]): like lhs, rows are rhs columns.
   for (int64_t j = 0; !rhsMap && g.transposed && j < tileN / 16; ++j) {
     Value n = b.add(rg, b.idx(16 * j));
@@ -285,149 +268,6 @@ void WgmmaKernel::producer(LoweringBuilder &b, Value tid,
       when(b, b.cmpi(CmpI::eq, kt, b.idx(handoffStep())),
            [&](LoweringBuilder &b) { publishItem(b, tid, item, entry); });
   });
-}
-
-void WgmmaKernel::producerQuantized(LoweringBuilder &b, Value tid,
-                                    const WorkItem &item) {
-  // Thread t: chunk c = t % 8 (16 of the step's 128 columns: 32 source
-  // bytes, 16 codes) of token rows rg + 16 j, rg = t / 8 % 16; the eight
-  // threads of a row are adjacent lanes. Its codes go where the cp.async
-  // producer's chunk c of the row lands (128-byte swizzle).
-  auto [c, rg, dstOffset] = lhsChunk(b, tid);
-  const int64_t rows = tileM / 16;
-  // The rows as 32-bit lhs row indices, -1 when not read (out of the tile
-  // or of bounds).
-  SmallVector<Value> aIndex;
-  for (int64_t j = 0; j < rows; ++j) {
-    LhsRow row = lhsRow(b, item, b.add(rg, b.idx(16 * j)));
-    aIndex.push_back(b.select(row.ok, b.toI32(row.row), b.i32(-1)));
-  }
-  SmallVector<Value> wScale = fp8WeightScales(b, item);
-  Type elem = cast<BaseMemRefType>(g.lhs.getType()).getElementType();
-  auto words = VectorType::get({4}, b.getI32Type());
-  auto halves = VectorType::get({8}, elem);
-  const bool kTail = g.kDim % 128 != 0;
-  // The registers of one K step: two 16-byte words of source a row, then
-  // the weight scales.
-  const int64_t perStep = 2 * rows + int64_t(wScale.size());
-  auto loadStep = [&](LoweringBuilder &b, Value kt) {
-    SmallVector<Value> loaded;
-    Value k = b.add(b.mul(kt, b.idx(128)), b.mul(c, b.idx(16)));
-    Value kBytes = nvvm::toI64(b, b.mul(k, b.idx(2)));
-    for (int64_t j = 0; j < rows; ++j) {
-      auto [address, ok] = fp8Row(b, aIndex[j], lhsAddr, lhsStride, 2);
-      // K a multiple of 16: a chunk is in K or past it as a whole; rows
-      // and chunks not read are zeros (no load: the row may not exist).
-      Value valid =
-          kTail ? b.andi(ok, b.cmpi(CmpI::ult, k, b.idx(g.kDim))) : ok;
-      Value src = add64(b, address, kBytes);
-      SmallVector<Value> v = b.ifElse(
-          valid, {words, words},
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            return {nvvm::loadGlobal16(b, src),
-                    nvvm::loadGlobal16(b, add64(b, src, 16))};
-          },
-          [&](LoweringBuilder &b) -> SmallVector<Value> {
-            Value zero = LLVM::ZeroOp::create(b, words);
-            return {zero, zero};
-          });
-      loaded.append(v.begin(), v.end());
-    }
-    Value wkb = nvvm::toI64(b, b.mul(b.mul(kt, rhsScaleStride2), b.idx(4)));
-    for (Value w : wScale)
-      loaded.push_back(LLVM::LoadOp::create(
-          b, b.getF32Type(), nvvm::globalPtr(b, add64(b, w, wkb)), 4));
-    return loaded;
-  };
-  // Step kt's loads are issued kPrefetch steps before its stage is
-  // written (the last step's again past the end: in bounds, unused), so
-  // that their latency passes under the stage waits and the other steps.
-  constexpr int64_t kPrefetch = 2;
-  SmallVector<Value> init;
-  for (int64_t d = 0; d < kPrefetch; ++d) {
-    SmallVector<Value> v = loadStep(b, b.idx(std::min(d, kSteps - 1)));
-    init.append(v.begin(), v.end());
-  }
-  Value last = b.idx(kSteps - 1);
-  b.forLoop(
-      b.idx(0), b.idx(kSteps), init,
-      [&](LoweringBuilder &b, Value kt, ValueRange in) -> SmallVector<Value> {
-        SmallVector<Value> next(in.begin() + perStep, in.end());
-        SmallVector<Value> ahead =
-            loadStep(b, b.minIdx(b.add(kt, b.idx(kPrefetch)), last));
-        next.append(ahead.begin(), ahead.end());
-        ValueRange cur = in.take_front(perStep);
-        Value step = b.add(item.step, kt);
-        auto [s, round] = stageOf(b, step);
-        when(b, b.cmpi(CmpI::uge, step, b.idx(stages)),
-             [&](LoweringBuilder &b) {
-               nvvm::mbarrierWait(b, emptyBarrier(b, s),
-                                  parity(b, b.sub(round, b.idx(1))));
-             });
-        Value stageBase = stageAddress(b, s);
-        // The weights first: their bytes travel while the rows are
-        // quantized.
-        when(b, b.cmpi(CmpI::eq, tid, b.idx(0)), [&](LoweringBuilder &b) {
-          loadRhsByTma(b, stageBase, fullBarrier(b, s), kt, item);
-        });
-        Value area = scaleArea(b, s);
-        Value stage = add64(b, stageBase, dstOffset);
-        for (int64_t j = 0; j < rows; ++j) {
-          SmallVector<Value, 16> x;
-          for (int64_t w = 0; w < 2; ++w) {
-            Value v = LLVM::BitcastOp::create(b, halves, cur[2 * j + w]);
-            for (int64_t e = 0; e < 8; ++e)
-              x.push_back(b.toF32(LLVM::ExtractElementOp::create(
-                  b, v, arith::ConstantIntOp::create(b, b.getI32Type(), e))));
-          }
-          // The group's amax over the row's eight threads (xor 1, 2, 4
-          // stays within them), its scale and codes as quantizeRows'.
-          Value amax = b.f32(0.0f);
-          for (Value v : x)
-            amax =
-                arith::MaximumFOp::create(b, amax, math::AbsFOp::create(b, v));
-          for (int64_t offset = 1; offset <= 4; offset *= 2)
-            amax = arith::MaximumFOp::create(
-                b, amax, warpShuffle(b, amax, offset, gpu::ShuffleMode::XOR));
-          // Rows not read (most of a 16-token tile's at a few tokens an
-          // expert): zero codes and a zero scale, as the cp.async
-          // producer's zero fill, without the scale's and the codes'
-          // arithmetic.
-          Value read = b.cmpi(CmpI::sge, aIndex[j], b.i32(0));
-          Type i32 = b.getI32Type();
-          SmallVector<Value> out = b.ifElse(
-              read, {i32, i32, i32, i32, b.getF32Type()},
-              [&](LoweringBuilder &b) -> SmallVector<Value> {
-                Value scale = activationScale(b, amax, g.ue8m0);
-                SmallVector<Value> v(e4m3Words(b, x, scale));
-                v.push_back(scale);
-                return v;
-              },
-              [&](LoweringBuilder &b) -> SmallVector<Value> {
-                return {b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.f32(0.0f)};
-              });
-          nvvm::storeShared(b, add64(b, stage, 2048 * j),
-                            ArrayRef<Value>(out).take_front(4));
-          when(b, b.cmpi(CmpI::eq, c, b.idx(0)), [&](LoweringBuilder &b) {
-            Value dst = add64(
-                b, area,
-                nvvm::toI64(b, b.mul(b.add(rg, b.idx(16 * j)), b.idx(4))));
-            nvvm::storeShared(b, dst, {out[4]});
-          });
-        }
-        when(b, b.cmpi(CmpI::eq, tid, b.idx(1)), [&](LoweringBuilder &b) {
-          for (int64_t u = 0; u < int64_t(wScale.size()); ++u)
-            nvvm::storeShared(b, add64(b, area, tileM * 4 + 4 * u),
-                              {cur[2 * rows + u]});
-        });
-        // The codes and scales are generic-proxy writes, as the cp.async
-        // producer's are: the arrival releases them and the consumers
-        // fence the async proxy after their wait. (A fence here, a
-        // MEMBAR.ALL.CTA in SASS, would also wait for the loads of the
-        // steps ahead.)
-        nvvm::mbarrierArrive(b, fullBarrier(b, s));
-        return next;
-      });
 }
 
 void WgmmaKernel::publishItem(LoweringBuilder &b, Value tid,

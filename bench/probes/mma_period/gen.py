@@ -9,7 +9,7 @@ promotion, timed with clock64. Kernels (extern "C"):
   halves, N = 256: one), four m64nNk32 e4m3 MMAs (a 128-K block), then
   (wait = w) wgmma.wait_group 0, (promote = p) the promotion
   tile += scale * block (FFMAs), as the main kernel does; (wait = n) no
-  wait until the end: the tensor pipe's own rate. mma_n128_pipe: see there.
+  wait until the end: the tensor pipe's own rate. mma_n128_pair: see there.
 """
 import os
 
@@ -95,17 +95,20 @@ mma_n%(n)d_%(wait)s_%(prom)s(unsigned long long* clk, float* sink, int iters, in
   if (acc == 1234.5f) sink[threadIdx.x] = acc;
 }
 """ % dict(n=n, wait=wait, prom=prom, regs=regs, halves=halves,
-           scd="kk > 0" if wait == "w" else "1",
+           scd="kk > 0" if prom == "p" else "1",
            waitc="wait<0>();" if wait == "w" else "",
            promc=("\n#pragma unroll\n      for (int i = 0; i < 64; ++i) t[h * 64 + i] += s * d[i];"
                   if prom == "p" else ""))
             src.append(body)
 src.append("""
-// 128 x 128 tile, the block accumulator double-buffered: block kb + 1's
-// MMAs are issued before block kb is promoted (wait_group 1). ptxas
-// serializes it (C7514: every MMA waited for): it times that form.
+// 128 x 128 tile, two 128-K blocks an iteration into two block
+// accumulators: both groups issued back to back, wait_group 1, the first
+// promoted while the second runs, wait_group 0, the second promoted.
+// Nothing is in flight across the loop's back edge: ptxas keeps the MMAs
+// asynchronous (with a group in flight across it, C7514 serialized every
+// MMA).
 extern "C" __global__ void __launch_bounds__(256, 1)
-mma_n128_pipe(unsigned long long* clk, float* sink, int iters, int nwg) {
+mma_n128_pair(unsigned long long* clk, float* sink, int iters, int nwg) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   for (int i = threadIdx.x; i < (49152 + 64) / 4; i += blockDim.x) ((uint32_t*)smem)[i] = 0x38383838u * (i & 1);
@@ -120,40 +123,29 @@ mma_n128_pipe(unsigned long long* clk, float* sink, int iters, int nwg) {
   uint64_t db = desc(base + 16384);
   float a[64], b[64], t[64];
 #pragma unroll
-  for (int i = 0; i < 64; ++i) { a[i] = 0.f; b[i] = 0.f; t[i] = 0.f; }
-  pin(a, 64); pin(b, 64);
+  for (int i = 0; i < 64; ++i) t[i] = 0.f;
   unsigned long long t0 = clock64();
-  fence();
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) mma128(a, da + kk * 2, db + kk * 2, kk > 0);
-  commit();
+#pragma unroll 1
   for (int it = 0; it < iters; ++it) {
     float s = scales[it & 15];
-    pin(b, 64);
-    fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) mma128(b, da + kk * 2, db + 1024 + kk * 2, kk > 0);
-    commit();
-    wait<1>();
-    pin(a, 64);
-#pragma unroll
-    for (int i = 0; i < 64; ++i) t[i] += s * a[i];
-    pin(a, 64);
     fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) mma128(a, da + kk * 2, db + kk * 2, kk > 0);
     commit();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma128(b, da + kk * 2, db + 1024 + kk * 2, kk > 0);
+    commit();
     wait<1>();
-    pin(b, 64);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) t[i] += s * a[i];
+    wait<0>();
 #pragma unroll
     for (int i = 0; i < 64; ++i) t[i] += s * b[i];
-    pin(b, 64);
   }
-  wait<0>();
   unsigned long long t1 = clock64();
   float acc = 0.f;
 #pragma unroll
-  for (int i = 0; i < 64; ++i) acc += a[i] + b[i] + t[i];
+  for (int i = 0; i < 64; ++i) acc += t[i];
   if (threadIdx.x % 128 == 0) clk[blockIdx.x * 2 + wg] = t1 - t0;
   if (acc == 1234.5f) sink[threadIdx.x] = acc;
 }

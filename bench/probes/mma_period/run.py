@@ -34,7 +34,7 @@ def main():
     sink = torch.zeros(256, dtype=torch.float32, device="cuda")
     # name, 128-K blocks a warpgroup runs per iteration, MMA N, halves
     kernels = [("mma_n128_n_x", 2, 128), ("mma_n128_w_x", 2, 128), ("mma_n128_w_p", 2, 128),
-               ("mma_n256_n_x", 1, 256), ("mma_n256_w_x", 1, 256), ("mma_n128_pipe", 2, 128)]
+               ("mma_n256_n_x", 1, 256), ("mma_n256_w_x", 1, 256), ("mma_n128_pair", 2, 128)]
     print("%-15s %3s %10s %12s %9s %9s" % ("kernel", "wgs", "cyc/half", "cyc/128K-blk", "TFLOP/s", "MMA %"))
     for name, halves, n in kernels:
         f = chk(cu.cuModuleGetFunction(mod, name.encode()))

@@ -44,8 +44,23 @@ __device__ __forceinline__ uint64_t desc(uint32_t addr) {
 }
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory"); }
-__device__ __forceinline__ void pin(float* r, int n) {
-  for (int i = 0; i < n; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+// Shared memory (A: 128 token rows x 128 B at 0, B: 256 weight rows x
+// 128 B at 16 KB, 16 scales at 48 KB) filled for the async proxy; the
+// descriptors of this warpgroup's A rows and of B. False: the warpgroup
+// does not take part (nwg of 1).
+extern __shared__ __align__(1024) uint8_t smem_raw[];
+__device__ bool setup(int nwg, uint64_t& da, uint64_t& db, const float*& scales) {
+  uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  for (int i = threadIdx.x; i < (49152 + 64) / 4; i += blockDim.x) ((uint32_t*)smem)[i] = 0x38383838u * (i & 1);
+  __syncthreads();
+  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
+  __syncthreads();
+  int wg = threadIdx.x / 128;
+  scales = (const float*)(smem + 49152);
+  uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
+  da = desc(base + wg * 64 * 128);
+  db = desc(base + 16384);
+  return wg < nwg;
 }
 template <int K> __device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\\n" :: "n"(K) : "memory"); }
 """
@@ -62,18 +77,10 @@ for n in (128, 256):
             body = """
 extern "C" __global__ void __launch_bounds__(256, 1)
 mma_n%(n)d_%(wait)s_%(prom)s(unsigned long long* clk, float* sink, int iters, int nwg) {
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  for (int i = threadIdx.x; i < (49152 + 64) / 4; i += blockDim.x) ((uint32_t*)smem)[i] = 0x38383838u * (i & 1);
-  __syncthreads();
-  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-  __syncthreads();
+  uint64_t da, db;
+  const float* scales;
   int wg = threadIdx.x / 128;
-  if (wg >= nwg) return;
-  const float* scales = (const float*)(smem + 49152);
-  uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
-  uint64_t da = desc(base + wg * 64 * 128);
-  uint64_t db = desc(base + 16384);
+  if (!setup(nwg, da, db, scales)) return;
   float d[%(regs)d];
   float t[128];
 #pragma unroll
@@ -128,18 +135,10 @@ src.append("""
 // MMA).
 extern "C" __global__ void __launch_bounds__(256, 1)
 mma_n128_pair(unsigned long long* clk, float* sink, int iters, int nwg) {
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  uint8_t* smem = (uint8_t*)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  for (int i = threadIdx.x; i < (49152 + 64) / 4; i += blockDim.x) ((uint32_t*)smem)[i] = 0x38383838u * (i & 1);
-  __syncthreads();
-  asm volatile("fence.proxy.async.shared::cta;\\n" ::: "memory");
-  __syncthreads();
+  uint64_t da, db;
+  const float* scales;
   int wg = threadIdx.x / 128;
-  if (wg >= nwg) return;
-  const float* scales = (const float*)(smem + 49152);
-  uint32_t base = (uint32_t)__cvta_generic_to_shared(smem);
-  uint64_t da = desc(base + wg * 64 * 128);
-  uint64_t db = desc(base + 16384);
+  if (!setup(nwg, da, db, scales)) return;
   float a[64], b[64], t[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) t[i] = 0.f;
